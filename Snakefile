@@ -1,0 +1,24 @@
+# perfpost: a config matrix in, a blog-ready post out.
+#   snakemake --cores 6 report     run what is missing or failed, then render the posts
+# The rules only declare files; the logic lives in the perfpost package (workflow/perfpost).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+
+
+# The default target: every experiment's post, after whatever cells are missing or failed.
+rule report:
+    input:
+        expand(paths.POST, experiment=list(PLAN.experiments)),
+    localrule: True
+
+
+include: "workflow/rules/cells.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/post.smk"

@@ -1,0 +1,5 @@
+import sys
+
+from perfpost.cli import main
+
+sys.exit(main())

@@ -1,0 +1,50 @@
+"""What every tool adapter provides: a pure command builder and a pure log parser.
+
+An adapter never runs anything. It turns a cell's parameters into a :class:`Plan` (argument
+lists, quoted later by :mod:`perfpost.hostscript`) and turns the raw logs of that plan back
+into :class:`Metric` values. The runner does the I/O; that keeps adapters testable on text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured value in base units (B, s, B/s, count, 1/s)."""
+
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process of a step: its argv, and the file (in the log dir) that gets its stderr."""
+
+    argv: tuple[str, ...]
+    log: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a cell runs on its host, in order, as argument lists.
+
+    ``prepare`` runs unmeasured (create input files); ``drop_cache`` asks the runner to empty
+    the page cache right before the measurement; ``measure`` runs concurrently and is timed on
+    the host; ``background`` runs during ``measure`` and is stopped after it.
+    """
+
+    measure: tuple[Proc, ...]
+    prepare: tuple[Proc, ...] = ()
+    background: tuple[Proc, ...] = ()
+    drop_cache: bool = False
+    writes: bool = False
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Unprivileged(Exception):  # noqa: N818 - it names a condition, not a bug
+    """A cell asked for something its host user may not do (dropping the page cache)."""

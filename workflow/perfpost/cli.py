@@ -1,0 +1,211 @@
+"""The ``perfpost`` command: what the workflow's rules call, and tools for users.
+
+User commands: ``perfpost parse TOOL LOG...`` (tidy rows from logs made anywhere), ``perfpost
+cells [EXPERIMENT]`` (every cell and its status). The others are the workflow's steps, kept
+here so the rules stay one line each. Imports are local to each command so that ``run-cell``,
+which runs once per cell, does not pay for pandas and matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfpost.errors import ConfigError, ParseError, PerfpostError
+
+
+def _cmd_run_cell(args: argparse.Namespace) -> int:
+    from perfpost.config import CellSpec
+    from perfpost.hosts import LOCALHOST, LocalHost
+    from perfpost.runner import run_cell
+
+    spec = CellSpec.from_json(args.spec)
+    if spec.host["name"] != LOCALHOST:
+        raise PerfpostError(f"host {spec.host['name']!r}: remote hosts are not supported yet")
+    host = LocalHost()
+    try:
+        record = run_cell(spec, args.out, host)
+    finally:
+        host.close()
+    line = f"{spec.experiment} {spec.cell} {spec.host['name']} r{spec.repeat}: {record['status']}"
+    if record["reason"]:
+        line += f" ({record['reason']})"
+    print(line)
+    return 0
+
+
+def _cmd_env(args: argparse.Namespace) -> int:
+    from perfpost import envinfo
+    from perfpost.hosts import LOCALHOST, LocalHost
+    from perfpost.records import write_json_atomic
+
+    host_spec = json.loads(args.host)
+    if host_spec["name"] != LOCALHOST:
+        raise PerfpostError(f"host {host_spec['name']!r}: remote hosts are not supported yet")
+    result = LocalHost().run(envinfo.SCRIPT, 120)
+    env = envinfo.parse(result.stdout)
+    env["host"] = host_spec["name"]
+    write_json_atomic(args.out, env)
+    return 0
+
+
+def _load_records(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    from perfpost.records import read_record
+
+    return [(p, read_record(p)) for p in paths]
+
+
+def _cmd_tables(args: argparse.Namespace) -> int:
+    from perfpost import tidy
+
+    loaded = _load_records(args.records)
+    axes = json.loads(args.axes)
+    out = Path(args.out_dir)
+    df = tidy.from_records([r for _, r in loaded], axes)
+    tidy.write(df, out / "tidy.csv", out / "tidy.parquet", out / "tidy.schema.json", axes)
+    tidy.cells_table(loaded).to_csv(out / "cells.csv", index=False)
+    print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
+    return 0
+
+
+def _cmd_figures(args: argparse.Namespace) -> int:
+    from perfpost import adapters, plots, tidy
+
+    exp = json.loads(args.experiment)
+    df = tidy.read(args.tidy)
+    labels = {a: list(v) for a, v in exp["axes"].items()}
+    drawn = plots.plot_experiment(df, exp["title"], labels, list(adapters.get(exp["tool"])
+                                  .PLOT_METRICS), exp["plot"].get("x"), Path(args.out_dir))
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(args.out_dir) / "figures.json").write_text(json.dumps(drawn, indent=2) + "\n")
+    print(f"{len(drawn)} figures -> {args.out_dir}")
+    return 0
+
+
+def _cmd_post(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from perfpost import adapters, report, tidy
+
+    exp = json.loads(args.experiment)
+    exp["method"] = adapters.get(exp["tool"]).describe(exp)
+    envs = {}
+    for path in args.env:
+        data = json.loads(Path(path).read_text())
+        envs[data["host"]] = data
+    figures = json.loads((Path(args.figures) / "figures.json").read_text())
+    cells = pd.read_csv(args.cells)
+    out = Path(args.out)
+    report.render(exp, tidy.read(args.tidy), cells, envs, figures, out, Path(args.data))
+    print(f"post -> {out}")
+    return 0
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    from perfpost import adapters
+
+    try:
+        adapter = adapters.get(args.tool)
+    except KeyError as e:
+        raise PerfpostError(str(e.args[0])) from None
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(["source", "tool", "metric", "value", "unit"])
+    for path in args.logs:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError as e:
+            raise PerfpostError(f"{path}: cannot read: {e.strerror}") from None
+        for m in adapter.parse_text(text, path):
+            writer.writerow([path, adapter.NAME, m.name, repr(m.value), m.unit])
+    return 0
+
+
+def _cmd_cells(args: argparse.Namespace) -> int:
+    from perfpost import config, paths, records
+
+    plan = config.load_plan(args.configfile)
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(["experiment", "cell", "host", "repeat", "attempt", "status", "reason"])
+    for spec in plan.jobs():
+        if args.experiment and spec.experiment != args.experiment:
+            continue
+        host = spec.host["name"]
+        tried = paths.attempts(spec.experiment, spec.cell, host, spec.repeat)
+        status, reason, attempt = "missing", "", ""
+        if tried:
+            attempt = tried[-1]
+            rec_path = Path(paths.record(spec.experiment, spec.cell, host, spec.repeat, attempt))
+            if rec_path.exists():
+                rec = records.read_record(rec_path)
+                status, reason = rec["status"], rec["reason"] or ""
+            else:
+                status, reason = "incomplete", "attempt started but left no record"
+        writer.writerow([spec.experiment, spec.cell, host, spec.repeat, attempt, status, reason])
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="perfpost", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("parse", help="print tidy rows (CSV) parsed from tool logs")
+    s.add_argument("tool")
+    s.add_argument("logs", nargs="+")
+    s.set_defaults(func=_cmd_parse)
+
+    s = sub.add_parser("cells", help="list every cell of the config with its status")
+    s.add_argument("experiment", nargs="?")
+    s.add_argument("--configfile", default="config/config.yaml")
+    s.set_defaults(func=_cmd_cells)
+
+    s = sub.add_parser("run-cell", help="(workflow step) run one cell, write its record")
+    s.add_argument("--spec", required=True, help="the cell spec as JSON")
+    s.add_argument("--out", required=True, help="record path")
+    s.set_defaults(func=_cmd_run_cell)
+
+    s = sub.add_parser("env", help="(workflow step) capture a host's environment")
+    s.add_argument("--host", required=True, help="the host spec as JSON")
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_env)
+
+    s = sub.add_parser("tables", help="(workflow step) tidy tables from cell records")
+    s.add_argument("--axes", required=True, help="axis names as a JSON list")
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("records", nargs="*")
+    s.set_defaults(func=_cmd_tables)
+
+    s = sub.add_parser("figures", help="(workflow step) draw an experiment's figures")
+    s.add_argument("--experiment", required=True, help="the experiment as JSON")
+    s.add_argument("--tidy", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(func=_cmd_figures)
+
+    s = sub.add_parser("post", help="(workflow step) render an experiment's post")
+    s.add_argument("--experiment", required=True, help="the experiment as JSON")
+    s.add_argument("--tidy", required=True)
+    s.add_argument("--cells", required=True)
+    s.add_argument("--figures", required=True, help="the figures directory")
+    s.add_argument("--env", nargs="*", default=[])
+    s.add_argument("--out", required=True)
+    s.add_argument("--data", required=True, help="where the post's CSV goes")
+    s.set_defaults(func=_cmd_post)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ParseError, ConfigError, PerfpostError) as e:
+        print(f"perfpost: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

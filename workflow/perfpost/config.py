@@ -1,0 +1,282 @@
+"""Config: JSON-schema validation with defaults, then the checks a schema cannot express.
+
+The result is a :class:`Plan`: every experiment with its cells, and for each job
+(experiment, cell, host, repeat) a :class:`CellSpec`, the self-contained description the
+``run-cell`` command needs. Errors are :class:`ConfigError` naming the key path.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import string
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfpost import adapters, matrix
+from perfpost.errors import ConfigError
+from perfpost.hosts import LOCALHOST
+
+SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Everything needed to run one cell on one host, and nothing that changes between runs."""
+
+    experiment: str
+    cell: str
+    labels: dict[str, str]
+    host: dict[str, Any]
+    repeat: int
+    tool: str
+    params: dict[str, Any]
+    after: list[str]
+    sync_threshold: float
+    timeout: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> CellSpec:
+        return cls(**json.loads(text))
+
+
+@dataclass
+class Experiment:
+    name: str
+    title: str
+    tags: list[str]
+    description: str
+    tool: str
+    params: dict[str, Any]
+    axes: dict[str, Any]
+    exclude: list[dict[str, Any]]
+    zip: list[list[str]]
+    hosts: list[str]
+    repeats: int
+    after: list[str]
+    sync_threshold: float
+    timeout: float
+    plot: dict[str, Any]
+    cells: list[matrix.Cell] = field(default_factory=list)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
+
+    def public(self) -> dict[str, Any]:
+        """The experiment as configured, for the post and its provenance hash."""
+        keys = ("name", "title", "tags", "description", "tool", "params", "axes", "exclude",
+                "zip", "hosts", "repeats", "after", "sync_threshold", "timeout", "plot")
+        return {k: getattr(self, k) for k in keys}
+
+    def config_hash(self) -> str:
+        blob = json.dumps(self.public(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass
+class Plan:
+    hosts: dict[str, dict[str, Any]]
+    experiments: dict[str, Experiment]
+
+    def jobs(self) -> Iterator[CellSpec]:
+        for exp in self.experiments.values():
+            for cell in exp.cells:
+                for host in exp.hosts:
+                    for repeat in range(1, exp.repeats + 1):
+                        yield self.spec(exp.name, cell.id, host, repeat)
+
+    def spec(self, experiment: str, cell: str, host: str, repeat: int) -> CellSpec:
+        exp = self.experiments[experiment]
+        labels = exp.labels[cell]
+        return CellSpec(
+            experiment=experiment,
+            cell=cell,
+            labels=labels,
+            host={"name": host, **self.hosts[host]},
+            repeat=int(repeat),
+            tool=exp.tool,
+            params=exp.resolved[cell],
+            after=list(exp.after),
+            sync_threshold=float(exp.sync_threshold),
+            timeout=float(exp.timeout),
+        )
+
+    def host_limits(self) -> dict[str, int]:
+        used = {h for e in self.experiments.values() for h in e.hosts}
+        return {h: int(self.hosts[h].get("max_parallel_cells", 1)) for h in sorted(used)}
+
+
+# ------------------------------------------------------------------------------- loading
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML loader that refuses duplicate keys instead of keeping the last one silently."""
+
+
+def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(
+                f"line {key_node.start_mark.line + 1}",
+                f"duplicate key {key!r} (first at line {seen[key]})",
+            )
+        seen[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file, refusing duplicate keys; errors name the file."""
+    try:
+        with open(path) as fh:
+            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e.where}", e.message) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), f"not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "a config is a mapping with `experiments:` (and `hosts:`)")
+    return data
+
+
+def _path(error: Any) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path]
+    return ".".join(parts).replace(".[", "[") or "(top level)"
+
+
+def validate_schema(config: dict[str, Any]) -> None:
+    """Validate against the JSON schema with snakemake's validator, which fills defaults."""
+    import jsonschema
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, str(SCHEMA_PATH), set_default=True)
+    except WorkflowError as e:
+        cause = next((a for a in e.args if isinstance(a, jsonschema.ValidationError)), None)
+        if cause is None:
+            raise
+        # snakemake stops at the first error; ask jsonschema for the most relevant one.
+        schema = yaml.safe_load(SCHEMA_PATH.read_text())
+        best = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(config)
+        ) or cause
+        raise ConfigError(_path(best), _message(best)) from None
+
+
+def _message(error: Any) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown key")
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of {error.validator_value}"
+    return error.message
+
+
+# ------------------------------------------------------------------------------ resolving
+
+_FIELD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def _template_fields(text: str, where: str) -> list[str]:
+    try:
+        return [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as e:
+        raise ConfigError(where, f"bad template {text!r}: {e}") from None
+
+
+def _render(value: Any, values: Mapping[str, Any], where: str) -> Any:
+    if not isinstance(value, str):
+        if isinstance(value, list):
+            return [_render(v, values, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+    fields = _template_fields(value, where)
+    for f in fields:
+        if f not in values:
+            known = ", ".join(sorted(values)) or "none"
+            raise ConfigError(where, f"template field {{{f}}} names no axis (axes: {known})")
+    if len(fields) == 1 and value == "{" + fields[0] + "}":
+        return values[fields[0]]  # keep the axis value's type: "{count}" -> 10000
+    return value.format_map(dict(values))
+
+
+def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, Any]:
+    """The tool's parameters for one cell: axes fill same-named params and `{axis}` fields."""
+    adapter = adapters.get(exp.tool)
+    known = adapter.PARAMS_SCHEMA["properties"]
+    values = cell.value_map
+    params = {k: _render(v, values, f"{where}.params.{k}") for k, v in exp.params.items()}
+    for name, value in values.items():
+        if name in known and name not in exp.params:
+            params[name] = value
+    return params
+
+
+def _check_tool_params(exp: Experiment, params: dict[str, Any], where: str) -> dict[str, Any]:
+    import jsonschema
+
+    adapter = adapters.get(exp.tool)
+    params = copy.deepcopy(params)
+    schema = adapter.PARAMS_SCHEMA
+    for key, sub in schema["properties"].items():
+        if "default" in sub:
+            params.setdefault(key, copy.deepcopy(sub["default"]))
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=str)
+    if errors:
+        e = errors[0]
+        sub = _path(e)
+        place = f"{where}.params" + ("" if sub == "(top level)" else f".{sub}")
+        raise ConfigError(place, _message(e))
+    adapter.check_params(params, f"{where}.params")
+    return params
+
+
+def build_plan(config: dict[str, Any]) -> Plan:
+    """Validate ``config`` (filling defaults in place) and expand every experiment."""
+    validate_schema(config)
+    hosts: dict[str, dict[str, Any]] = {LOCALHOST: {"max_parallel_cells": 1}}
+    for name, spec in config.get("hosts", {}).items():
+        hosts[name] = dict(spec)
+    experiments: dict[str, Experiment] = {}
+    for name, raw in config["experiments"].items():
+        where = f"experiments.{name}"
+        exp = Experiment(name=name, **{k: copy.deepcopy(v) for k, v in raw.items()})
+        if not exp.title:
+            exp.title = name
+        try:
+            adapters.get(exp.tool)
+        except KeyError as e:
+            raise ConfigError(f"{where}.tool", str(e.args[0])) from None
+        for i, host in enumerate(exp.hosts):
+            if host not in hosts:
+                raise ConfigError(
+                    f"{where}.hosts[{i}]",
+                    f"unknown host {host!r}: add it under `hosts:` (known: {sorted(hosts)})",
+                )
+        dupes = sorted({h for h in exp.hosts if exp.hosts.count(h) > 1})
+        if dupes:
+            raise ConfigError(f"{where}.hosts", f"host listed twice: {dupes}")
+        if exp.plot.get("x") and exp.plot["x"] not in exp.axes:
+            raise ConfigError(f"{where}.plot.x", f"{exp.plot['x']!r} is not an axis")
+        exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
+        for cell in exp.cells:
+            exp.labels[cell.id] = cell.label_map
+            params = resolve_params(exp, cell, where)
+            exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]")
+        experiments[name] = exp
+    return Plan(hosts=hosts, experiments=experiments)
+
+
+def load_plan(path: str | Path) -> Plan:
+    return build_plan(load_yaml(path))

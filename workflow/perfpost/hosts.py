@@ -1,0 +1,100 @@
+"""Where a cell's scripts run. ``localhost`` runs them with ``sh -c`` and no SSH.
+
+A host runs a script with a timeout and returns its exit code and output; on timeout (or when
+perfpost itself is interrupted) the whole process group is killed, so no tool process
+outlives its cell. Remote hosts implement the same interface in :mod:`perfpost.remote`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+LOCALHOST = "localhost"
+KILL_GRACE = 2.0
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int | None  # None when killed at the timeout
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+class Host(Protocol):
+    name: str
+
+    def run(self, script: str, timeout: float) -> CommandResult: ...
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(KILL_GRACE)
+            # The leader is gone; children in its group may linger: one more pass kills them.
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class LocalHost:
+    """This machine, through ``sh -c`` in a new process group."""
+
+    name = LOCALHOST
+
+    def run(self, script: str, timeout: float) -> CommandResult:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            return CommandResult(None, out, err, timed_out=True)
+        except BaseException:
+            # Interrupted (SIGINT/SIGTERM turned into an exception): take the tools down too.
+            _kill_group(proc)
+            raise
+        # A tool that forked into the background must not outlive the step either.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return CommandResult(proc.returncode, out, err)
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        """Copy a file from the host; False when it does not exist."""
+        if not os.path.exists(remote_path):
+            return False
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(remote_path, local_path)
+        return True
+
+    def close(self) -> None:
+        pass
+

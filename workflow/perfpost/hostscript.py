@@ -1,0 +1,128 @@
+"""POSIX sh scripts that run a cell's steps on a host, built from argument lists.
+
+Every argument is quoted with :func:`shlex.quote`, so a parameter like ``1; touch /tmp/x``
+reaches the tool as one literal argument. Timing is taken on the host (``date +%s.%N``) and
+reported on stdout as one marker line per step::
+
+    @perfpost <step> <start epoch s> <end epoch s> <exit code>[,<exit code>...]
+
+The same scripts run under ``sh -c`` locally and through SSH on remote hosts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from perfpost.adapters.base import Proc
+from perfpost.errors import PerfpostError
+
+MARKER = "@perfpost"
+UNPRIVILEGED = "@perfpost-unprivileged"
+SCRATCH_PREFIX = "perfpost-"
+
+
+def quote(argv: Sequence[str]) -> str:
+    return shlex.join(argv)
+
+
+def _check_scratch(path: str) -> str:
+    # Scripts remove these directories recursively: refuse anything perfpost did not name.
+    if not PurePosixPath(path).name.startswith(SCRATCH_PREFIX) or not path.startswith("/"):
+        raise PerfpostError(f"refusing to use {path!r} as a scratch directory")
+    return shlex.quote(path)
+
+
+def prepare_script(workdir: str, logdir: str, procs: Sequence[Proc]) -> str:
+    """Create the cell's work directory and run the unmeasured preparation commands."""
+    lines = ["set -u", f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?"]
+    log = shlex.quote(f"{logdir}/prepare.log")
+    for proc in procs:
+        lines.append(f"{quote(proc.argv)} >>{log} 2>&1 || exit $?")
+    return "\n".join(lines) + "\n"
+
+
+def drop_cache_script() -> str:
+    """Flush and drop the page cache; exit 3 with a marker when this user may not."""
+    return (
+        "if [ ! -w /proc/sys/vm/drop_caches ]; then\n"
+        f'  echo "{UNPRIVILEGED} /proc/sys/vm/drop_caches is not writable by user $(id -un)"\n'
+        "  exit 3\n"
+        "fi\n"
+        "sync && echo 3 > /proc/sys/vm/drop_caches || {\n"
+        f'  echo "{UNPRIVILEGED} writing /proc/sys/vm/drop_caches failed for user $(id -un)"\n'
+        "  exit 3\n"
+        "}\n"
+    )
+
+
+def measure_script(
+    step: str, logdir: str, procs: Sequence[Proc], background: Sequence[Proc] = ()
+) -> str:
+    """Run ``procs`` concurrently (one runs in the foreground), timed on the host."""
+    if not procs:
+        raise ValueError("a measured step needs at least one process")
+    lines = ["set -u", f"cd -- {_check_scratch(logdir)} || exit 97"]
+    for i, proc in enumerate(background, start=1):
+        lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
+    lines.append("t0=$(date +%s.%N)")
+
+    def redirect(proc: Proc) -> str:
+        return f">{shlex.quote(proc.log)} 2>&1" if proc.log else ">/dev/null 2>&1"
+
+    if len(procs) == 1:
+        lines.append(f"{quote(procs[0].argv)} {redirect(procs[0])}; r1=$?")
+    else:
+        for i, proc in enumerate(procs, start=1):
+            lines.append(f"{quote(proc.argv)} {redirect(proc)} & p{i}=$!")
+        for i in range(1, len(procs) + 1):
+            lines.append(f"wait $p{i}; r{i}=$?")
+    lines.append("t1=$(date +%s.%N)")
+    for i in range(1, len(background) + 1):
+        lines.append(f"kill $bg{i} 2>/dev/null; wait $bg{i} 2>/dev/null")
+    rcs = ",".join(f"$r{i}" for i in range(1, len(procs) + 1))
+    lines.append(f"printf '{MARKER} %s %s %s %s\\n' {shlex.quote(step)} \"$t0\" \"$t1\" \"{rcs}\"")
+    return "\n".join(lines) + "\n"
+
+
+def sync_script() -> str:
+    """``sync`` timed on the host, as the posts' ``time sync``."""
+    return (
+        "t0=$(date +%s.%N); sync; r=$?; t1=$(date +%s.%N)\n"
+        f"printf '{MARKER} sync %s %s %s\\n' \"$t0\" \"$t1\" \"$r\"\n"
+    )
+
+
+def cleanup_script(*paths: str) -> str:
+    return f"rm -rf -- {' '.join(_check_scratch(p) for p in paths)}\n"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One step's host-side timing and exit codes."""
+
+    step: str
+    start: float
+    end: float
+    exit_codes: tuple[int, ...]
+
+    @property
+    def elapsed(self) -> float:
+        return self.end - self.start
+
+
+def parse_markers(stdout: str) -> dict[str, Timing]:
+    """Timing markers from a script's stdout; other lines are ignored."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) != 5 or parts[0] != MARKER:
+            continue
+        try:
+            codes = tuple(int(c) for c in parts[4].split(","))
+            out[parts[1]] = Timing(parts[1], float(parts[2]), float(parts[3]), codes)
+        except ValueError:
+            continue
+    return out

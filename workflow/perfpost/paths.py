@@ -1,0 +1,80 @@
+"""The one naming authority for files perfpost reads and writes.
+
+Patterns use Snakemake's ``{wildcard}`` syntax so rules and the package share them; the
+functions fill them in. Everything is relative to the workflow's working directory.
+
+A cell's results live in ``results/<experiment>/cells/<cell id>/<host>/r<repeat>/attempt-<n>/``:
+every attempt keeps its own directory, so a re-run never overwrites an earlier log or record.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RESULTS = "results"
+REPORTS = "reports"
+
+CELL_DIR = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/attempt-{attempt}"
+RECORD = CELL_DIR + "/record.json"
+CELL_LOG = CELL_DIR + "/perfpost.log"
+RAW_DIR = CELL_DIR + "/raw"
+
+EXPERIMENT_DIR = RESULTS + "/{experiment}"
+TIDY_CSV = EXPERIMENT_DIR + "/tidy.csv"
+TIDY_PARQUET = EXPERIMENT_DIR + "/tidy.parquet"
+TIDY_SCHEMA = EXPERIMENT_DIR + "/tidy.schema.json"
+CELLS_CSV = EXPERIMENT_DIR + "/cells.csv"
+TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"
+FIGURES_LOG = EXPERIMENT_DIR + "/logs/figures.log"
+POST_LOG = EXPERIMENT_DIR + "/logs/post.log"
+
+ENV_JSON = RESULTS + "/env/{host}.json"
+ENV_LOG = RESULTS + "/env/{host}.log"
+
+POST_DIR = REPORTS + "/{experiment}"
+POST = POST_DIR + "/index.md"
+POST_DATA = POST_DIR + "/data.csv"
+FIGURES_DIR = POST_DIR + "/figures"
+
+# What the wildcards may match; ids are checked at config time to fit these.
+WILDCARDS = {
+    "experiment": r"[A-Za-z0-9][A-Za-z0-9._+-]*",
+    "cell": r"[^/]+",
+    "host": r"[A-Za-z0-9][A-Za-z0-9._+-]*",
+    "repeat": r"[1-9][0-9]*",
+    "attempt": r"[1-9][0-9]*",
+}
+
+_ATTEMPT_RE = re.compile(r"^attempt-([1-9][0-9]*)$")
+
+
+def cell_dir(experiment: str, cell: str, host: str, repeat: int, attempt: int) -> str:
+    return CELL_DIR.format(
+        experiment=experiment, cell=cell, host=host, repeat=repeat, attempt=attempt
+    )
+
+
+def record(experiment: str, cell: str, host: str, repeat: int, attempt: int) -> str:
+    return RECORD.format(experiment=experiment, cell=cell, host=host, repeat=repeat, attempt=attempt)
+
+
+def repeat_dir(experiment: str, cell: str, host: str, repeat: int) -> str:
+    return str(Path(cell_dir(experiment, cell, host, repeat, 1)).parent)
+
+
+def attempts(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> list[int]:
+    """Attempt numbers that have a directory on disk, ascending."""
+    base = root / repeat_dir(experiment, cell, host, repeat)
+    if not base.is_dir():
+        return []
+    found = []
+    for entry in base.iterdir():
+        m = _ATTEMPT_RE.match(entry.name)
+        if m and entry.is_dir():
+            found.append(int(m.group(1)))
+    return sorted(found)
+
+
+def fill(pattern: str, **wildcards: object) -> str:
+    return pattern.format(**wildcards)

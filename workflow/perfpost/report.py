@@ -1,0 +1,271 @@
+"""The post: a blog-ready markdown page per experiment, rendered with jinja2.
+
+It has what the reference posts have: how the test was run (from the config), the exact
+commands, the environment of every host, a results table, the figures, the failed cells with
+their reasons, the tail of every log, and provenance. Every number comes from the tidy table;
+nothing here re-reads formatted text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from perfpost import __version__, adapters, records, stats
+from perfpost.plots import metric_label
+from perfpost.units import format_bytes, format_seconds, rate_scale, sig
+
+TEMPLATES = Path(__file__).parent / "templates"
+LOG_TAIL_LINES = 4
+
+
+def git_revision() -> str | None:
+    """The perfpost checkout's commit (with ``-dirty`` when it has local changes)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty",
+                              "--abbrev=12"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return rev.stdout.strip() or None
+
+
+def _fmt(value: float, unit: str, scale: tuple[str, float] | None = None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if unit == "B/s" and scale:
+        return sig(value / scale[1])
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "s":
+        return format_seconds(value)
+    return sig(value)
+
+
+def results_table(summary: pd.DataFrame, axes: list[str], hosts: list[str],
+                  metrics: Sequence[str]) -> dict[str, Any]:
+    """Header and rows for the results table: per cell (and host when there are several)."""
+    by = [*axes, "host"] if len(hosts) > 1 else list(axes)
+    present = [m for m in metrics if m in set(summary["metric"])]
+    header = [*by, "n"]
+    units: dict[str, tuple[str, float] | None] = {}
+    for m in present:
+        sub = summary[summary["metric"] == m]
+        unit = str(sub["unit"].iloc[0])
+        units[m] = rate_scale(sub["median"].tolist()) if unit == "B/s" else None
+        shown = units[m][0] if units[m] else ("" if unit in ("B", "s") else unit)
+        header.append(f"{metric_label(m)} median" + (f" ({shown})" if shown else ""))
+        if m == present[0]:
+            header += ["min .. max", "CV"]
+    rows = []
+    keys = summary[by].drop_duplicates().itertuples(index=False) if by else [()]
+    for key in keys:
+        key = tuple(key)
+        mask = pd.Series(True, index=summary.index)
+        for col, val in zip(by, key, strict=True):
+            mask &= summary[col] == val
+        sub = summary[mask]
+        row = [str(v) for v in key]
+        first = sub[sub["metric"] == present[0]] if present else sub.iloc[0:0]
+        row.append(str(int(first["n"].iloc[0])) if len(first) else "0")
+        for m in present:
+            s = sub[sub["metric"] == m]
+            if s.empty:
+                row.append("n/a")
+                if m == present[0]:
+                    row += ["", ""]
+                continue
+            s = s.iloc[0]
+            row.append(_fmt(s["median"], s["unit"], units[m]))
+            if m == present[0]:
+                row.append(f"{_fmt(s['min'], s['unit'], units[m])} .. "
+                           f"{_fmt(s['max'], s['unit'], units[m])}")
+                cv = s["cv"]
+                flag = " (!)" if cv is not None and not math.isnan(cv) and cv > stats.CV_WARN else ""
+                row.append("n/a" if cv is None or math.isnan(cv) else f"{cv:.1%}{flag}")
+        rows.append(row)
+    return {"header": header, "rows": rows, "shaky": any(r[-1].endswith("(!)") for r in rows
+                                                          if present)}
+
+
+def _host_env(env: dict[str, Any]) -> dict[str, Any]:
+    cpu = env.get("cpu", {})
+    topo = []
+    if "sockets" in cpu:
+        topo.append(f"{cpu['sockets']} socket(s)")
+    if "cores" in cpu:
+        topo.append(f"{cpu['cores']} cores")
+    if "threads" in cpu:
+        topo.append(f"{cpu['threads']} threads")
+    disks = [
+        f"{d['name']}: {d['model']}, {format_bytes(d['size_bytes'])}, "
+        f"{'rotational' if d['rotational'] else 'non-rotational'}"
+        for d in env.get("disks", [])
+    ]
+    return {
+        "hostname": env.get("hostname"),
+        "cpu": f"{cpu.get('model', 'unknown')} ({', '.join(topo)})" if topo
+        else cpu.get("model", "unknown"),
+        "memory": format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else "unknown",
+        "disks": disks or ["none reported"],
+        "kernel": env.get("kernel") or "unknown",
+        "os": env.get("os") or "unknown",
+        "sysctl": env.get("sysctl", {}),
+        "java": env.get("java"),
+        "ozone": env.get("ozone_version"),
+        "hadoop": env.get("hadoop_version"),
+    }
+
+
+def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
+    if len(envs) < 2:
+        return []
+    diffs = []
+    for key in ("cpu", "memory", "disks", "kernel", "os", "sysctl", "java"):
+        values = {h: str(e.get(key)) for h, e in envs.items()}
+        if len(set(values.values())) > 1:
+            diffs.append(key)
+    return diffs
+
+
+def _log_tails(cell_rows: pd.DataFrame) -> list[dict[str, Any]]:
+    tails = []
+    for row in cell_rows.itertuples(index=False):
+        record_path = Path(row.record)
+        rec = records.read_record(record_path)
+        logs = []
+        for rel in rec.get("logs", []):
+            p = record_path.parent / rel
+            text = p.read_text(errors="replace") if p.exists() else ""
+            lines = text.replace("\r", "\n").strip().splitlines()[-LOG_TAIL_LINES:]
+            logs.append({"name": Path(rel).name, "tail": "\n".join(lines)})
+        tails.append({"cell": row.cell, "host": row.host, "repeat": row.repeat,
+                      "attempt": row.attempt, "status": row.status, "logs": logs,
+                      "path": str(record_path.parent)})
+    return tails
+
+
+def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    """One command listing per cell (first host, first repeat that has a record)."""
+    out = []
+    seen = set()
+    for row in cell_rows.sort_values(["repeat"]).itertuples(index=False):
+        if row.cell in seen:
+            continue
+        seen.add(row.cell)
+        rec = records.read_record(row.record)
+        out.append({
+            "cell": row.cell,
+            "prepare": rec.get("prepare_commands", []),
+            "background": rec.get("background_commands", []),
+            "drop_cache": rec.get("params", {}).get("drop_cache", False),
+            "command": rec.get("command") or "",
+            "sync": "sync" in experiment["after"],
+        })
+    return out
+
+
+def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
+    sub = summary[summary["metric"] == metric]
+    if sub.empty or not axes:
+        if not sub.empty:
+            r = sub.iloc[0]
+            unit, factor = rate_scale([r["median"]])
+            return [f"Median {metric_label(metric).lower()}: {sig(r['median'] / factor)} {unit} "
+                    f"over {int(r['n'])} runs."]
+        return []
+    med = sub.groupby(axes, sort=False)["median"].median()
+    unit, factor = rate_scale(med.tolist())
+    hi, lo = med.idxmax(), med.idxmin()
+
+    def name(key: Any) -> str:
+        key = key if isinstance(key, tuple) else (key,)
+        return ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
+
+    lines = [
+        f"Highest median {metric_label(metric).lower()}: {sig(med[hi] / factor)} {unit} "
+        f"({name(hi)}).",
+        f"Lowest median {metric_label(metric).lower()}: {sig(med[lo] / factor)} {unit} "
+        f"({name(lo)}).",
+    ]
+    return lines
+
+
+def render(
+    experiment: dict[str, Any],
+    tidy_df: pd.DataFrame,
+    cells: pd.DataFrame,
+    envs: dict[str, dict[str, Any]],
+    figures: list[dict[str, str]],
+    out: Path,
+    data_csv: Path,
+    now: dt.datetime | None = None,
+) -> str:
+    """Write the post to ``out`` (and the tidy data beside it); returns the markdown."""
+    adapter = adapters.get(experiment["tool"])
+    axes = list(experiment["axes"])
+    hosts = list(experiment["hosts"])
+    by = [*axes, "host"] if len(hosts) > 1 else list(axes)
+    summary = stats.summarize(tidy_df, by)
+    plot_metrics = [m for m in adapter.PLOT_METRICS if m in set(summary["metric"])]
+    table = results_table(summary, axes, hosts, adapter.TABLE_METRICS)
+    failed = cells[cells["status"] != records.DONE]
+    failed_list = [
+        {"cell": r.cell, "host": r.host, "repeat": r.repeat, "attempt": r.attempt,
+         "status": r.status, "reason": r.reason}
+        for r in failed.itertuples(index=False)
+    ]
+    starts = pd.to_datetime(cells["start"].dropna(), utc=True, format="ISO8601")
+    ends = pd.to_datetime(cells["end"].dropna(), utc=True, format="ISO8601")
+    now = now or dt.datetime.now(dt.UTC)
+    versions = sorted({v for v in cells["tool_version"].dropna()})
+    context = {
+        "exp": experiment,
+        "date": now.date().isoformat(),
+        "axes": axes,
+        "axis_values": {a: list(experiment["axes"][a]) for a in axes},
+        "n_cells": cells["cell"].nunique(),
+        "n_runs": len(cells),
+        "n_done": int((cells["status"] == records.DONE).sum()),
+        "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
+        "table": table,
+        "figures": [{**f, "caption": f"{experiment['title']}: {metric_label(f['metric'])}"}
+                    for f in figures],
+        "failed": failed_list,
+        "commands": _commands(cells, experiment),
+        "envs": {h: _host_env(e) for h, e in envs.items()},
+        "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
+        "tails": _log_tails(cells),
+        "tool_versions": versions,
+        "provenance": {
+            "perfpost": __version__,
+            "git": git_revision() or "unknown",
+            "config_hash": experiment.get("config_hash", ""),
+            "generated": now.isoformat(timespec="seconds"),
+            "first_start": starts.min().isoformat() if len(starts) else "n/a",
+            "last_end": ends.max().isoformat() if len(ends) else "n/a",
+            "duration": format_seconds((ends.max() - starts.min()).total_seconds())
+            if len(starts) and len(ends) else "n/a",
+        },
+        "data_csv": data_csv.name,
+    }
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["yaml_str"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    text = env.get_template("post.md.j2").render(**context)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tidy_df.to_csv(data_csv, index=False)
+    out.write_text(text)
+    return text

@@ -1,0 +1,207 @@
+"""Run one cell on its host and leave exactly one record: done, failed (with reason) or skipped.
+
+Order: tool version, prepare (unmeasured), drop the page cache if asked, the measured step
+(timed on the host), the ``after`` steps (``sync``), fetch the raw logs, clean up, parse. The
+raw logs are kept whatever happens; the record is written last and atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+from pathlib import Path
+from typing import Any
+
+from perfpost import __version__, adapters, hostscript
+from perfpost.adapters.base import Metric
+from perfpost.config import CellSpec
+from perfpost.errors import ParseError
+from perfpost.hosts import CommandResult, Host
+from perfpost.records import DONE, FAILED, RECORD_SCHEMA_VERSION, SKIPPED, write_json_atomic
+
+SHORT_TIMEOUT = 60.0
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="microseconds")
+
+
+def sync_adjusted(
+    metrics: list[Metric], sync_time: float, threshold: float, adjust: tuple[tuple[str, str, str], ...]
+) -> list[Metric]:
+    """Adjusted rates: ``amount / (time + sync)`` when sync took longer than ``threshold``.
+
+    As in the onefile post, a slow ``sync`` means the write was not over when the tool said
+    so. Below the threshold the adjusted value equals the raw one, so both columns always exist.
+    """
+    by_name = {m.name: m for m in metrics}
+    added = sync_time if sync_time > threshold else 0.0
+    out = [Metric("sync_time", sync_time, "s"), Metric("sync_added", added, "s")]
+    for amount, time_name, rate in adjust:
+        if amount in by_name and time_name in by_name:
+            total = by_name[time_name].value + added
+            value = by_name[amount].value / total if total > 0 else math.nan
+            out.append(Metric(f"{time_name}_adjusted", total, "s"))
+            out.append(Metric(f"{rate}_adjusted", value, by_name[rate].unit))
+    return out
+
+
+def _tail(text: str, n: int = 5) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+class _CellRun:
+    def __init__(self, spec: CellSpec, record_path: Path, host: Host) -> None:
+        self.spec = spec
+        self.record_path = record_path
+        self.raw = record_path.parent / "raw"
+        self.host = host
+        self.adapter = adapters.get(spec.tool)
+        token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
+        self.workdir = f"{spec.params['dir'].rstrip('/')}/{token}"
+        self.logdir = f"/tmp/{token}-logs"
+        self.steps: list[dict[str, Any]] = []
+        self.record: dict[str, Any] = {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "perfpost_version": __version__,
+            "experiment": spec.experiment,
+            "cell": spec.cell,
+            "labels": spec.labels,
+            "host": spec.host["name"],
+            "repeat": spec.repeat,
+            "attempt": int(record_path.parent.name.rpartition("-")[2]),
+            "tool": spec.tool,
+            "params": spec.params,
+            "status": None,
+            "reason": None,
+            "command": None,
+            "exit_code": None,
+            "start": None,
+            "end": None,
+            "start_epoch": None,
+            "end_epoch": None,
+            "tool_version": None,
+            "logs": [],
+            "steps": self.steps,
+            "metrics": [],
+        }
+
+    def _run(self, name: str, script: str, timeout: float) -> CommandResult:
+        result = self.host.run(script, timeout)
+        if result.stderr:
+            (self.raw / f"{name}.stderr").write_text(result.stderr)
+        self.steps.append({"step": name, "exit_code": result.exit_code,
+                           "timed_out": result.timed_out})
+        return result
+
+    def _finish(self, status: str, reason: str | None = None) -> dict[str, Any]:
+        self.record["status"] = status
+        self.record["reason"] = reason
+        # JSON has no NaN: a value that could not be computed is left out, never invented.
+        self.record["metrics"] = [m for m in self.record["metrics"]
+                                  if isinstance(m["value"], int | float)
+                                  and math.isfinite(m["value"])]
+        write_json_atomic(self.record_path, self.record)
+        return self.record
+
+    def run(self) -> dict[str, Any]:
+        self.raw.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._run_steps()
+        finally:
+            self.host.run(hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT)
+
+    def _run_steps(self) -> dict[str, Any]:
+        spec, plan = self.spec, self.adapter.plan(self.spec.params, self.workdir)
+        self.record["command"] = "\n".join(
+            hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "")
+            for p in plan.measure
+        )
+        self.record["prepare_commands"] = [hostscript.quote(p.argv) for p in plan.prepare]
+        self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
+        self.record["description"] = plan.description
+
+        version = self._run("version", hostscript.quote(self.adapter.VERSION_ARGV), SHORT_TIMEOUT)
+        if version.exit_code == 0 and version.stdout.strip():
+            self.record["tool_version"] = version.stdout.strip().splitlines()[0]
+
+        prep = self._run("prepare", hostscript.prepare_script(self.workdir, self.logdir,
+                                                             plan.prepare), spec.timeout)
+        if prep.exit_code != 0:
+            log = self.raw / "prepare.log"
+            detail = prep.stderr
+            if self.host.fetch(f"{self.logdir}/prepare.log", log):
+                detail = log.read_text(errors="replace") or detail
+                self.record["logs"].append("raw/prepare.log")
+            why = "timed out" if prep.timed_out else f"exit code {prep.exit_code}"
+            detail = _tail(detail, 2)
+            return self._finish(FAILED, f"preparing the cell failed ({why}): {detail}".strip())
+
+        if plan.drop_cache:
+            drop = self._run("drop_cache", hostscript.drop_cache_script(), SHORT_TIMEOUT)
+            if drop.exit_code != 0:
+                msg = next((ln.split(" ", 1)[1] for ln in drop.stdout.splitlines()
+                            if ln.startswith(hostscript.UNPRIVILEGED)), None)
+                reason = ("cannot drop the page cache: "
+                          + (msg or f"exit code {drop.exit_code}: {_tail(drop.stderr, 2)}")
+                          + "; run as root on the host, or drop `drop_cache` from the cell")
+                skip = spec.params.get("on_unprivileged") == "skip" and msg is not None
+                return self._finish(SKIPPED if skip else FAILED, reason)
+
+        measured = self._run("measure", hostscript.measure_script(
+            "measure", self.logdir, plan.measure, plan.background), spec.timeout)
+        timing = hostscript.parse_markers(measured.stdout).get("measure")
+        if timing:
+            self.record.update(start_epoch=timing.start, end_epoch=timing.end,
+                               start=iso(timing.start), end=iso(timing.end))
+            bad = [c for c in timing.exit_codes if c != 0]
+            self.record["exit_code"] = bad[0] if bad else 0
+            self.record["exit_codes"] = list(timing.exit_codes)
+
+        texts: dict[str, str] = {}
+        for proc in plan.measure:
+            if proc.log and self.host.fetch(f"{self.logdir}/{proc.log}", self.raw / proc.log):
+                texts[proc.log] = (self.raw / proc.log).read_text(errors="replace")
+                self.record["logs"].append(f"raw/{proc.log}")
+
+        if measured.timed_out:
+            return self._finish(FAILED, f"timed out after {spec.timeout:g} s")
+        if timing is None:
+            return self._finish(FAILED, f"the measured step did not finish (exit code "
+                                        f"{measured.exit_code}): {_tail(measured.stderr, 2)}")
+
+        metrics: list[Metric] = [Metric("wall_time", timing.elapsed, "s")]
+        if "sync" in spec.after:
+            synced = self._run("sync", hostscript.sync_script(), spec.timeout)
+            st = hostscript.parse_markers(synced.stdout).get("sync")
+            if synced.timed_out or st is None or st.exit_codes != (0,):
+                why = f"timed out after {spec.timeout:g} s" if synced.timed_out else \
+                    f"exit code {synced.exit_code}"
+                return self._finish(FAILED, f"sync after the cell failed: {why}")
+            self.record["sync"] = {"start": iso(st.start), "end": iso(st.end),
+                                   "seconds": st.elapsed}
+
+        if self.record["exit_code"] != 0:
+            reason = self.adapter.error_reason(texts) or f"exit code {self.record['exit_code']}"
+            self.record["metrics"] = [m.__dict__ for m in metrics]
+            return self._finish(FAILED, reason)
+        try:
+            parsed = self.adapter.parse_cell(texts)
+        except ParseError as e:
+            return self._finish(FAILED, f"unparseable log: {e}")
+        metrics += parsed
+        if "sync" in spec.after and plan.writes:
+            metrics += sync_adjusted(parsed, self.record["sync"]["seconds"],
+                                     spec.sync_threshold, self.adapter.SYNC_ADJUST)
+        elif "sync" in spec.after:
+            metrics.append(Metric("sync_time", self.record["sync"]["seconds"], "s"))
+        self.record["metrics"] = [m.__dict__ for m in metrics]
+        return self._finish(DONE)
+
+
+def run_cell(spec: CellSpec, record_path: str | Path, host: Host) -> dict[str, Any]:
+    """Run ``spec`` on ``host``; returns the record that was written to ``record_path``."""
+    return _CellRun(spec, Path(record_path), host).run()

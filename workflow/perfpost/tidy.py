@@ -1,0 +1,139 @@
+"""Tidy tables from cell records: one row per cell, host, repeat and metric.
+
+Columns (schema version :data:`TIDY_SCHEMA_VERSION`), in this order:
+
+- ``experiment``, ``cell`` (the cell id), ``host``, ``repeat``
+- one column per matrix axis, holding the axis label (numbers when every label is one)
+- ``tool``, ``metric``, ``value``, ``unit`` (base units: B, s, B/s, count, 1/s)
+- ``status``: ``done``, ``failed`` or ``skipped``; only ``done`` rows are results
+- ``attempt``: which attempt of the cell the row comes from
+
+Every cell has an ``exit_code`` row, so failed and skipped cells appear in the table too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from perfpost.records import write_json_atomic
+
+TIDY_SCHEMA_VERSION = 1
+FIXED_COLUMNS = ("experiment", "cell", "host", "repeat")
+TAIL_COLUMNS = ("tool", "metric", "value", "unit", "status", "attempt")
+RESERVED = frozenset(FIXED_COLUMNS + TAIL_COLUMNS)
+
+COLUMN_DOCS = {
+    "experiment": "experiment name from the config",
+    "cell": "cell id: axis=label pairs in axis order",
+    "host": "host the cell ran on",
+    "repeat": "repeat number, from 1",
+    "<axis>": "one column per matrix axis, holding the cell's label on that axis",
+    "tool": "benchmark tool (adapter name)",
+    "metric": "metric name",
+    "value": "metric value in base units",
+    "unit": "B, s, B/s, count or 1/s",
+    "status": "done, failed or skipped; only done rows are results",
+    "attempt": "attempt of the cell that produced the row",
+}
+
+CELL_COLUMNS = ("experiment", "cell", "host", "repeat", "attempt", "status", "reason",
+                "exit_code", "start", "end", "tool_version", "command", "record")
+
+
+def _numeric_if_possible(series: pd.Series) -> pd.Series:
+    converted = pd.to_numeric(series, errors="coerce")
+    return converted if converted.notna().all() else series
+
+
+def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = None) -> pd.DataFrame:
+    """The tidy table of ``records``; ``axes`` fixes the axis column order."""
+    records = list(records)
+    if axes is None:
+        axes = []
+        for r in records:
+            axes += [a for a in r["labels"] if a not in axes]
+    rows = []
+    for r in records:
+        base = {
+            "experiment": r["experiment"], "cell": r["cell"], "host": r["host"],
+            "repeat": r["repeat"], **{a: r["labels"].get(a) for a in axes},
+            "tool": r["tool"], "status": r["status"], "attempt": r["attempt"],
+        }
+        exit_code = r.get("exit_code")
+        rows.append({**base, "metric": "exit_code",
+                     "value": float(exit_code) if exit_code is not None else float("nan"),
+                     "unit": "count"})
+        for m in r.get("metrics", []):
+            rows.append({**base, "metric": m["name"], "value": float(m["value"]),
+                         "unit": m["unit"]})
+    columns = [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS]
+    df = pd.DataFrame(rows, columns=columns)
+    for a in axes:
+        df[a] = _numeric_if_possible(df[a])
+    df["repeat"] = df["repeat"].astype("int64")
+    df["attempt"] = df["attempt"].astype("int64")
+    df["value"] = df["value"].astype("float64")
+    return df
+
+
+def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
+    """One row per cell attempt that counts: its status and reason, for the failures list."""
+    rows = []
+    for path, r in records:
+        row = {k: r.get(k) for k in CELL_COLUMNS if k != "record"}
+        row["record"] = path
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+
+
+def schema_doc(axes: list[str]) -> dict[str, Any]:
+    return {
+        "schema_version": TIDY_SCHEMA_VERSION,
+        "columns": [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS],
+        "axes": axes,
+        "docs": COLUMN_DOCS,
+    }
+
+
+def write(df: pd.DataFrame, csv: str | Path, parquet: str | Path, schema: str | Path,
+          axes: list[str]) -> None:
+    """CSV for people and spreadsheets, Parquet (with the schema in its metadata) for code."""
+    Path(csv).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(f"{csv}.tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(csv)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[b"perfpost.tidy"] = json.dumps(schema_doc(axes)).encode()
+    tmp = Path(f"{parquet}.tmp")
+    pq.write_table(table.replace_schema_metadata(meta), tmp)
+    tmp.replace(parquet)
+    write_json_atomic(schema, schema_doc(axes))
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """A tidy table written by :func:`write`, refusing other schema versions."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        doc = json.loads(meta.get(b"perfpost.tidy", b"{}"))
+        if doc.get("schema_version") != TIDY_SCHEMA_VERSION:
+            raise ValueError(f"{path}: tidy schema version {doc.get('schema_version')}, "
+                             f"expected {TIDY_SCHEMA_VERSION}")
+        return pd.read_parquet(path)
+    return pd.read_csv(path)
+
+
+def results(df: pd.DataFrame) -> pd.DataFrame:
+    """Only rows that are results: cells that finished and parsed."""
+    return df[df["status"] == "done"]

@@ -1,0 +1,114 @@
+"""Glue between the Snakemake rules and the package: input functions, params, resources.
+
+The key decision lives in :func:`current_record`: which attempt of a cell the workflow wants.
+A cell whose latest attempt is done (or skipped) is finished and never runs again; one whose
+latest attempt failed, or was interrupted before leaving a record, gets a new attempt
+directory. Snakemake therefore re-runs exactly the cells that are missing or failed, and every
+earlier attempt's log and record stays on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from perfpost import paths, records
+from perfpost.config import CellSpec, Plan
+from perfpost.errors import PerfpostError
+
+
+def perfpost_command(python: str) -> str:
+    """The CLI through the interpreter running Snakemake, so the venv need not be on PATH."""
+    return f"{shlex.quote(python)} -m perfpost"
+
+
+def resource_name(host: str) -> str:
+    return "host_" + re.sub(r"\W", "_", host)
+
+
+def host_resources(plan: Plan, workflow: Any) -> dict[str, Any]:
+    """A resource per host, limited to its ``max_parallel_cells``, used 1 by its own cells.
+
+    Registered as global resources unless the command line already sets them, so
+    ``--resources host_h1=2`` still overrides the config.
+    """
+    out = {}
+    names: dict[str, str] = {}
+    for host, limit in plan.host_limits().items():
+        name = resource_name(host)
+        if name in names:
+            raise PerfpostError(f"hosts {names[name]!r} and {host!r} map to one resource {name}")
+        names[name] = host
+        if name not in workflow.global_resources:
+            workflow.register_resource(name, limit)
+        out[name] = _uses(host)
+    return out
+
+
+def _uses(host: str) -> Any:
+    def uses(wildcards: Any) -> int:
+        return int(wildcards.host == host)
+
+    return uses
+
+
+def cell_spec(plan: Plan, wildcards: Any) -> CellSpec:
+    exp = plan.experiments.get(wildcards.experiment)
+    if exp is None or wildcards.cell not in exp.resolved or wildcards.host not in exp.hosts:
+        raise PerfpostError(
+            f"{wildcards.experiment}/{wildcards.cell}/{wildcards.host} is not a cell of the "
+            "config (see `perfpost cells`)"
+        )
+    repeat = int(wildcards.repeat)
+    if repeat > exp.repeats:
+        raise PerfpostError(f"repeat {repeat} is beyond repeats: {exp.repeats}")
+    return plan.spec(wildcards.experiment, wildcards.cell, wildcards.host, repeat)
+
+
+def wanted_attempt(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> int:
+    """The attempt the workflow wants for a cell: the latest if finished, else a new one."""
+    tried = paths.attempts(experiment, cell, host, repeat, root)
+    if not tried:
+        return 1
+    latest = tried[-1]
+    rec = root / paths.record(experiment, cell, host, repeat, latest)
+    if rec.exists():
+        try:
+            status = records.read_record(rec)["status"]
+        except (ValueError, OSError):
+            status = None  # unreadable: treat as unfinished and run again
+        if status in (records.DONE, records.SKIPPED):
+            return latest
+    return latest + 1
+
+
+def current_records(plan: Plan, experiment: str) -> list[str]:
+    """Record paths the experiment's tables are built from, one per cell, host and repeat."""
+    out = []
+    for spec in plan.jobs():
+        if spec.experiment != experiment:
+            continue
+        host = spec.host["name"]
+        attempt = wanted_attempt(experiment, spec.cell, host, spec.repeat)
+        out.append(paths.record(experiment, spec.cell, host, spec.repeat, attempt))
+    return out
+
+
+def host_json(plan: Plan, host: str) -> str:
+    return json.dumps({"name": host, **plan.hosts[host]}, sort_keys=True)
+
+
+def axes_json(plan: Plan, experiment: str) -> str:
+    return json.dumps(list(plan.experiments[experiment].axes))
+
+
+def experiment_json(plan: Plan, experiment: str) -> str:
+    exp = plan.experiments[experiment]
+    return json.dumps({**exp.public(), "config_hash": exp.config_hash()}, sort_keys=True)
+
+
+def env_files(plan: Plan, experiment: str) -> list[str]:
+    return [paths.fill(paths.ENV_JSON, host=h) for h in plan.experiments[experiment].hosts]

@@ -1,0 +1,20 @@
+# Config validation and the matrix, shared by every rule file.
+import sys
+
+from snakemake.exceptions import WorkflowError
+
+from perfpost import config as pconfig
+from perfpost import paths, workflow as pw
+from perfpost.errors import ConfigError
+
+try:
+    PLAN = pconfig.build_plan(config)
+except ConfigError as e:
+    raise WorkflowError(str(e)) from None
+
+PERFPOST = pw.perfpost_command(sys.executable)
+HOST_RESOURCES = pw.host_resources(PLAN, workflow)
+
+
+wildcard_constraints:
+    **paths.WILDCARDS,

@@ -1,0 +1,38 @@
+# Tidy tables -> figures -> the post, one per experiment.
+
+
+rule figures:
+    input:
+        paths.TIDY_PARQUET,
+    output:
+        directory(paths.FIGURES_DIR),
+    log:
+        paths.FIGURES_LOG,
+    params:
+        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
+    conda:
+        "../../envs/perfpost.yaml"
+    shell:
+        "{PERFPOST} figures --experiment {params.exp:q} --tidy {input:q} --out-dir {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule post:
+    input:
+        tidy=paths.TIDY_PARQUET,
+        cells=paths.CELLS_CSV,
+        figures=paths.FIGURES_DIR,
+        env=lambda wc: pw.env_files(PLAN, wc.experiment),
+    output:
+        post=paths.POST,
+        data=paths.POST_DATA,
+    log:
+        paths.POST_LOG,
+    params:
+        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
+    conda:
+        "../../envs/perfpost.yaml"
+    shell:
+        "{PERFPOST} post --experiment {params.exp:q} --tidy {input.tidy:q}"
+        " --cells {input.cells:q} --figures {input.figures:q} --env {input.env:q}"
+        " --out {output.post:q} --data {output.data:q} > {log:q} 2>&1"
