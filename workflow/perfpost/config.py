@@ -267,8 +267,11 @@ def build_plan(config: dict[str, Any]) -> Plan:
         dupes = sorted({h for h in exp.hosts if exp.hosts.count(h) > 1})
         if dupes:
             raise ConfigError(f"{where}.hosts", f"host listed twice: {dupes}")
-        if exp.plot.get("x") and exp.plot["x"] not in exp.axes:
-            raise ConfigError(f"{where}.plot.x", f"{exp.plot['x']!r} is not an axis")
+        for key in ("x", "facet"):
+            if exp.plot.get(key) and exp.plot[key] not in exp.axes:
+                raise ConfigError(f"{where}.plot.{key}", f"{exp.plot[key]!r} is not an axis")
+        if exp.plot.get("x") and exp.plot.get("x") == exp.plot.get("facet"):
+            raise ConfigError(f"{where}.plot", "x and facet must be different axes")
         exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
         for cell in exp.cells:
             exp.labels[cell.id] = cell.label_map

@@ -83,7 +83,12 @@ def _disks(lsblk: str) -> list[dict[str, Any]]:
         size = int(d.get("size") or 0)
         if d.get("type") != "disk" or size == 0:
             continue
-        model = " ".join(x.strip() for x in (d.get("vendor"), d.get("model")) if x and x.strip())
+        vendor = (d.get("vendor") or "").strip()
+        model = (d.get("model") or "").strip()
+        if vendor.startswith("0x") and not model:
+            model = f"unknown model (vendor id {vendor})"  # virtio and friends report only this
+        elif vendor and not vendor.startswith("0x") and not model.startswith(vendor):
+            model = f"{vendor} {model}".strip()
         rota = d.get("rota")
         disks.append({
             "name": d.get("name"),

@@ -7,7 +7,7 @@ scale when they span a decade or more; other axes are categories in config order
 
 from __future__ import annotations
 
-import math
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -63,36 +63,29 @@ def _unit(unit: str, values: list[float]) -> tuple[str, float]:
     return (unit, 1.0)
 
 
-def plot_metric(
-    df: pd.DataFrame,
-    metric: str,
+def _draw(
+    ax: Any,
+    data: pd.DataFrame,
+    factor: float,
     axis_labels: dict[str, list[Any]],
     x_axis: str | None,
-    title: str,
-    out_base: Path,
-) -> dict[str, str] | None:
-    """Draw one figure; returns the PNG and SVG paths, or None when there is nothing to draw."""
-    data = results(df)
-    data = data[data["metric"] == metric]
-    if data.empty:
-        return None
-    unit_name, factor = _unit(str(data["unit"].iloc[0]), data["value"].tolist())
-    series_axes = [a for a in axis_labels if a != x_axis]
+    series_axes: list[str],
+    colours: dict[tuple[str, ...], Any],
+) -> None:
     x_labels = [str(v) for v in axis_labels[x_axis]] if x_axis else [""]
     positions = [_position(v) for v in axis_labels[x_axis]] if x_axis else [None]
-    numeric = all(p is not None for p in positions) and len(positions) > 1
+    numeric = len(positions) > 1 and all(p is not None for p in positions)
     log = numeric and min(positions) > 0 and max(positions) / min(positions) >= 10
     xs = positions if numeric else list(range(len(x_labels)))
-
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
-    groups = data.groupby(series_axes, sort=False) if series_axes else [((), data)]
-    order = {a: [str(v) for v in axis_labels[a]] for a in series_axes}
-    groups = sorted(groups, key=lambda g: [order[a].index(str(v)) for a, v in
-                                           zip(series_axes, _tuple(g[0]), strict=True)])
-    n = max(len(groups), 1)
-    for i, (key, sub) in enumerate(groups):
-        colour = COLOURS[i % len(COLOURS)]
-        name = ", ".join(f"{a}={v}" for a, v in zip(series_axes, _tuple(key), strict=True))
+    step = 1.0 if not numeric else (xs[1] - xs[0]) if len(xs) > 1 else 1.0
+    n = max(len(colours), 1)
+    for i, (key, colour) in enumerate(colours.items()):
+        sub = data
+        for a, v in zip(series_axes, key, strict=True):
+            sub = sub[sub[a].astype(str) == v]
+        if sub.empty:
+            continue
+        name = ", ".join(f"{a}={v}" for a, v in zip(series_axes, key, strict=True))
         # Spread series sideways so points of different series at one x do not overlap.
         offset = (i - (n - 1) / 2) * (0.6 / n)
         med_x, med_y = [], []
@@ -100,38 +93,70 @@ def plot_metric(
             here = sub if not x_axis else sub[sub[x_axis].astype(str) == label]
             if here.empty:
                 continue
-            x0 = xs[j]
-            shift = (x0 * (1.15 ** offset) if log else x0 + offset * (
-                (xs[1] - xs[0]) if numeric and len(xs) > 1 else 1))
+            shifted = xs[j] * (1.15**offset) if log else xs[j] + offset * step
             ys = (here["value"] / factor).tolist()
-            ax.scatter([shift] * len(ys), ys, s=18, color=colour, alpha=0.55, linewidths=0,
-                       label=None)
+            ax.scatter([shifted] * len(ys), ys, s=18, color=colour, alpha=0.55, linewidths=0)
             med = float(pd.Series(ys).median())
-            med_x.append(shift)
+            med_x.append(shifted)
             med_y.append(med)
-            ax.scatter([shift], [med], marker="_", s=260, color=colour, linewidths=2.2)
+            ax.scatter([shifted], [med], marker="_", s=260, color=colour, linewidths=2.2)
         ax.plot(med_x, med_y, color=colour, linewidth=1.2, alpha=0.8, label=name or "median")
     if log:
         ax.set_xscale("log")
+        ax.minorticks_off()
     if x_axis:
         ax.set_xticks(xs)
         ax.set_xticklabels(x_labels)
-        ax.minorticks_off() if log else None
         ax.set_xlabel(x_axis)
     else:
         ax.set_xticks([])
-    ax.set_ylabel(f"{metric_label(metric)} ({unit_name})")
     ax.set_ylim(bottom=0)
-    ax.set_title(title, fontsize=11)
     ax.grid(axis="y", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    if series_axes or len(groups) > 1:
-        ax.legend(handles, labels, fontsize=8, frameon=False, title="median of repeats (—); "
-                  "points: repeats", title_fontsize=8, loc="best")
+
+
+def plot_metric(
+    df: pd.DataFrame,
+    metric: str,
+    axis_labels: dict[str, list[Any]],
+    x_axis: str | None,
+    title: str,
+    out_base: Path,
+    facet: str | None = None,
+) -> dict[str, str] | None:
+    """Draw one figure; returns the PNG and SVG names, or None when there is nothing to draw.
+
+    With ``facet``, one panel per value of that axis, each with its own y scale (a hot cache
+    and a cold one differ by an order of magnitude; one scale would flatten the cold one).
+    """
+    data = results(df)
+    data = data[data["metric"] == metric]
+    if data.empty:
+        return None
+    unit_name, factor = _unit(str(data["unit"].iloc[0]), data["value"].tolist())
+    series_axes = [a for a in axis_labels if a not in (x_axis, facet)]
+    # Colours follow the series, in config order, the same in every panel.
+    combos = itertools.product(*([str(v) for v in axis_labels[a]] for a in series_axes))
+    colours = {c: COLOURS[i % len(COLOURS)] for i, c in enumerate(combos)}
+    panels = [str(v) for v in axis_labels[facet]] if facet else [None]
+    width = WIDTH_IN if len(panels) == 1 else min(WIDTH_IN * 1.5, 4.5 * len(panels))
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, HEIGHT_IN), dpi=DPI, squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        sub = data if panel is None else data[data[facet].astype(str) == panel]
+        _draw(ax, sub, factor, axis_labels, x_axis, series_axes, colours)
+        if panel is not None:
+            ax.set_title(f"{facet}={panel}", fontsize=10)
+    axes[0][0].set_ylabel(f"{metric_label(metric)} ({unit_name})")
+    fig.suptitle(title, fontsize=11)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if series_axes:
+        fig.legend(handles, labels, fontsize=8, frameon=False, loc="lower center",
+                   ncol=min(len(labels), 4), title="lines join medians; points are repeats",
+                   title_fontsize=8)
+        fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(labels) - 1) // 4), 1, 1))
     else:
-        ax.text(0.99, 0.02, "points: repeats; bar: median", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=8, color="0.4")
-    fig.tight_layout()
+        fig.text(0.99, 0.01, "points: repeats; bars: medians", ha="right", va="bottom",
+                 fontsize=8, color="0.4")
+        fig.tight_layout()
     out_base.parent.mkdir(parents=True, exist_ok=True)
     png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
     fig.savefig(png)
@@ -151,17 +176,16 @@ def plot_experiment(
     metrics: list[str],
     preferred_x: str | None,
     outdir: Path,
+    facet: str | None = None,
 ) -> list[dict[str, str]]:
     """All figures of one experiment into ``outdir``; returns what was drawn."""
-    x_axis = choose_x(axis_labels, preferred_x)
+    rest = {a: v for a, v in axis_labels.items() if a != facet}
+    x_axis = choose_x(rest, preferred_x)
     drawn = []
     for metric in metrics:
         fig = plot_metric(df, metric, axis_labels, x_axis, f"{title}: {metric_label(metric)}",
-                          outdir / metric)
+                          outdir / metric, facet)
         if fig:
             drawn.append(fig)
     return drawn
 
-
-def finite(values: list[float]) -> list[float]:
-    return [v for v in values if v is not None and not math.isnan(v)]

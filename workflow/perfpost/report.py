@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from perfpost import __version__, adapters, records, stats
+from perfpost import __version__, adapters, commands, records, stats
 from perfpost.plots import metric_label
 from perfpost.units import format_bytes, format_seconds, rate_scale, sig
 
@@ -113,7 +113,8 @@ def _host_env(env: dict[str, Any]) -> dict[str, Any]:
         "hostname": env.get("hostname"),
         "cpu": f"{cpu.get('model', 'unknown')} ({', '.join(topo)})" if topo
         else cpu.get("model", "unknown"),
-        "memory": format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else "unknown",
+        "memory": f"{env['memory_bytes'] / 2**30:.1f} GiB" if env.get("memory_bytes")
+        else "unknown",
         "disks": disks or ["none reported"],
         "kernel": env.get("kernel") or "unknown",
         "os": env.get("os") or "unknown",
@@ -153,7 +154,7 @@ def _log_tails(cell_rows: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """One command listing per cell (first host, first repeat that has a record)."""
+    """One runnable listing per cell, from its first repeat's record."""
     out = []
     seen = set()
     for row in cell_rows.sort_values(["repeat"]).itertuples(index=False):
@@ -161,14 +162,22 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
             continue
         seen.add(row.cell)
         rec = records.read_record(row.record)
-        out.append({
-            "cell": row.cell,
-            "prepare": rec.get("prepare_commands", []),
-            "background": rec.get("background_commands", []),
-            "drop_cache": rec.get("params", {}).get("drop_cache", False),
-            "command": rec.get("command") or "",
-            "sync": "sync" in experiment["after"],
-        })
+        workdir = rec.get("workdir")
+        lines = []
+        if workdir:
+            parent, _, _ = workdir.rpartition("/")
+            lines.append(f"WORK=$(mktemp -d {parent}/perfpost-XXXXXXXXXXXX)")
+        lines += commands.readable(rec.get("prepare_commands", []), workdir)
+        if rec.get("params", {}).get("drop_cache"):
+            lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+        lines += [f"{b} &   # background writer, stopped after the measurement"
+                  for b in commands.readable(rec.get("background_commands", []), workdir)]
+        lines += commands.readable((rec.get("command") or "").splitlines(), workdir)
+        if "sync" in experiment["after"]:
+            lines.append("time sync")
+        if workdir:
+            lines.append('rm -rf "$WORK"')
+        out.append({"cell": row.cell, "lines": lines})
     return out
 
 

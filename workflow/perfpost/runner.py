@@ -84,6 +84,7 @@ class _CellRun:
             "start_epoch": None,
             "end_epoch": None,
             "tool_version": None,
+            "workdir": self.workdir,
             "logs": [],
             "steps": self.steps,
             "metrics": [],

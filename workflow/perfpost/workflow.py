@@ -107,7 +107,8 @@ def axes_json(plan: Plan, experiment: str) -> str:
 
 def experiment_json(plan: Plan, experiment: str) -> str:
     exp = plan.experiments[experiment]
-    return json.dumps({**exp.public(), "config_hash": exp.config_hash()}, sort_keys=True)
+    # Key order matters: axes keep their declared order in figures and tables.
+    return json.dumps({**exp.public(), "config_hash": exp.config_hash()})
 
 
 def env_files(plan: Plan, experiment: str) -> list[str]:
