@@ -117,7 +117,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     writer.writerow(["source", "tool", "metric", "value", "unit"])
     for path in args.logs:
         try:
-            text = Path(path).read_text(errors="replace")
+            text = Path(path).read_bytes().decode(errors="replace")  # keep "\r" redraws
         except OSError as e:
             raise PerfpostError(f"{path}: cannot read: {e.strerror}") from None
         for m in adapter.parse_text(text, path):

@@ -165,8 +165,9 @@ def validate_schema(config: dict[str, Any]) -> None:
     try:
         validate(config, str(SCHEMA_PATH), set_default=True)
     except WorkflowError as e:
-        cause = next((a for a in e.args if isinstance(a, jsonschema.ValidationError)), None)
-        if cause is None:
+        # snakemake raises it inside `except ValidationError`, so the original is the context.
+        cause = e.__cause__ or e.__context__
+        if not isinstance(cause, jsonschema.ValidationError):
             raise
         # snakemake stops at the first error; ask jsonschema for the most relevant one.
         schema = yaml.safe_load(SCHEMA_PATH.read_text())

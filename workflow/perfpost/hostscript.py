@@ -37,7 +37,7 @@ def _check_scratch(path: str) -> str:
 
 def prepare_script(workdir: str, logdir: str, procs: Sequence[Proc]) -> str:
     """Create the cell's work directory and run the unmeasured preparation commands."""
-    lines = ["set -u", f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?"]
+    lines = ["set -u", "export LC_ALL=C", f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?"]
     log = shlex.quote(f"{logdir}/prepare.log")
     for proc in procs:
         lines.append(f"{quote(proc.argv)} >>{log} 2>&1 || exit $?")
@@ -64,7 +64,7 @@ def measure_script(
     """Run ``procs`` concurrently (one runs in the foreground), timed on the host."""
     if not procs:
         raise ValueError("a measured step needs at least one process")
-    lines = ["set -u", f"cd -- {_check_scratch(logdir)} || exit 97"]
+    lines = ["set -u", "export LC_ALL=C", f"cd -- {_check_scratch(logdir)} || exit 97"]
     for i, proc in enumerate(background, start=1):
         lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
     lines.append("t0=$(date +%s.%N)")

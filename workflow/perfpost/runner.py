@@ -165,7 +165,7 @@ class _CellRun:
         texts: dict[str, str] = {}
         for proc in plan.measure:
             if proc.log and self.host.fetch(f"{self.logdir}/{proc.log}", self.raw / proc.log):
-                texts[proc.log] = (self.raw / proc.log).read_text(errors="replace")
+                texts[proc.log] = (self.raw / proc.log).read_bytes().decode(errors="replace")
                 self.record["logs"].append(f"raw/{proc.log}")
 
         if measured.timed_out:

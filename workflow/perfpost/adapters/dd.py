@@ -6,9 +6,10 @@ file per reader, then start ``readers`` dd processes at once, each reading its o
 ``/dev/null`` with block size ``bs`` (the cluster-io-reads post), optionally after dropping the
 page cache and with a rate-limited writer running beside them.
 
-The parser reads every summary form dd prints: coreutils before and after 8.24 (``(1.0 GB)`` and
-``(1.0 GB, 954 MiB)``), exponents (``2.3926e-05 s``), decimal commas, ``seconds``, BusyBox
-(``(976.6MB) copied, 6.2 seconds, 156.8MB/s``) and BSD (``bytes transferred in``).
+The parser reads every summary form coreutils dd prints: before and after 8.24 (``(1.0 GB)``
+and ``(1.0 GB, 954 MiB)``), ``1 byte``/``0 bytes``, exponents (``2.3926e-05 s``), any rate unit,
+``status=progress`` redraws, and translated logs (decimal commas, other words). A log without
+a final summary (killed, truncated, BusyBox built without one) is an error, never a guess.
 """
 
 from __future__ import annotations
@@ -184,17 +185,14 @@ def log_names(params: Mapping[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------- parsing
 
 _NUM = r"(?:\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?|[Ii]nf(?:inity)?)"
+# Matched by shape, not by words, so translated logs parse too ("Bytes ... kopiert, 0,0087 s").
 _SUMMARY = re.compile(
-    r"^(?P<bytes>\d+) bytes?"
+    r"^(?P<bytes>\d+) \w+"
     r"(?: \((?P<human>[^)]*)\))?"
-    r" copied, (?P<secs>" + _NUM + r") ?(?:s|seconds?),"
+    r" \w+, (?P<secs>" + _NUM + r") ?(?:s|seconds?),"
     r" (?P<rate>" + _NUM + r") ?(?P<unit>[kKMGTPE]?i?B)/s\s*$"
 )
-_BSD = re.compile(
-    r"^(?P<bytes>\d+) bytes transferred in (?P<secs>" + _NUM + r") secs?"
-    r" \((?P<rate>\d+) bytes/sec\)\s*$"
-)
-_RECORDS = re.compile(r"^(?P<full>\d+)\+(?P<partial>\d+) records (?P<dir>in|out)\s*$")
+_RECORDS = re.compile(r"^(?P<full>\d+)\+(?P<partial>\d+) \w.*$")
 _TRUNCATED = re.compile(r"^(?P<n>\d+) truncated records?\s*$")
 
 
@@ -217,46 +215,55 @@ def _num(text: str) -> float:
 def parse_log(text: str, source: str = "<log>") -> DdSummary:
     """The final summary of one dd log; a log with no summary is an error naming the file.
 
-    dd with ``status=progress`` redraws a summary-shaped line with ``\\r``; the final one is
-    the one after the ``records out`` line, so lines are split on ``\\r`` too.
+    dd with ``status=progress`` redraws a summary-shaped line with ``\\r``; only the one after
+    the ``records out`` line is the result.
     """
     summary = None
     summary_line = 0
     records: dict[str, int] = {}
     errors: list[str] = []
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    n_records = 0
+    error_line = 0
+    progress = False
     last_nonblank = 0
-    for no, line in enumerate(lines, start=1):
-        line = line.strip()
-        if not line:
-            continue
-        last_nonblank = no
-        if m := _RECORDS.match(line):
-            records[f"records_{m['dir']}_full"] = int(m["full"])
-            records[f"records_{m['dir']}_partial"] = int(m["partial"])
-        elif m := _TRUNCATED.match(line):
-            records["truncated_records"] = int(m["n"])
-        elif m := (_SUMMARY.match(line) or _BSD.match(line)):
-            summary, summary_line = m, no
-        elif line.startswith("dd: "):
-            errors.append(line[4:])
+    # Line numbers count "\n" as an editor does; "\r" redraws (status=progress) are segments.
+    for no, physical in enumerate(text.split("\n"), start=1):
+        for segment in physical.split("\r"):
+            line = segment.strip()
+            if not line:
+                continue
+            last_nonblank = no
+            if (m := _RECORDS.match(line)) and n_records < 2:
+                # dd prints "records in", then "records out": order tells them apart in any
+                # language.
+                direction = ("in", "out")[n_records]
+                n_records += 1
+                records[f"records_{direction}_full"] = int(m["full"])
+                records[f"records_{direction}_partial"] = int(m["partial"])
+            elif m := _TRUNCATED.match(line):
+                records["truncated_records"] = int(m["n"])
+            elif m := _SUMMARY.match(line):
+                if n_records == 2:
+                    summary, summary_line = m, no  # the final summary follows "records out"
+                else:
+                    progress = True  # a status=progress redraw, not a result
+            elif line.startswith("dd: ") and not line.startswith("dd: warning:"):
+                errors.append(line[4:])
+                error_line = error_line or no
+    if errors:
+        # dd still prints a summary after a failed write: those bytes are not a result.
+        raise ParseError(source, f"dd reported an error: {errors[0]}", error_line)
     if summary is None:
-        if errors:
-            raise ParseError(source, f"dd reported an error and no summary: {errors[0]}",
-                             last_nonblank or None)
         if not last_nonblank:
             raise ParseError(source, "empty log: dd printed nothing")
-        raise ParseError(source, "no dd summary line ('N bytes ... copied, T s, R/s'); "
-                         "the log is truncated or not from dd", last_nonblank)
-    if "records_out_full" not in records and summary.re is _SUMMARY:
-        raise ParseError(source, "summary without 'records out' line: not a complete dd log",
-                         summary_line)
+        if progress and n_records < 2:
+            raise ParseError(source, "log ends mid-run: progress lines but no 'records out' "
+                             "line and final summary (dd was killed or the log cut)",
+                             last_nonblank)
+        raise ParseError(source, "no dd summary line ('N bytes ... copied, T s, R/s') after "
+                         "'records out': the log is truncated or not from dd", last_nonblank)
     secs = _num(summary["secs"])
-    rate_text = summary["rate"]
-    if summary.re is _BSD:
-        rate = float(rate_text)
-    else:
-        rate = _num(rate_text) * human_unit_factor(summary["unit"])
+    rate = _num(summary["rate"]) * human_unit_factor(summary["unit"])
     return DdSummary(int(summary["bytes"]), secs, rate, records, tuple(errors), summary_line)
 
 

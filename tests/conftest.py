@@ -1,0 +1,48 @@
+"""Shared fixtures: the repository root, real dd logs, and a real localhost."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DD_LOGS = ROOT / "tests" / "data" / "dd"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def dd_log():
+    return read_dd_log
+
+
+def read_dd_log(name: str) -> str:
+    # Bytes, not read_text(): universal newlines would turn dd's "\r" redraws into "\n".
+    return (DD_LOGS / name).read_bytes().decode()
+
+
+@pytest.fixture
+def localhost():
+    from perfpost.hosts import LocalHost
+
+    return LocalHost()
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A directory for dd targets, removed by pytest."""
+    d = tmp_path / "target"
+    d.mkdir()
+    return d
+
+
+def snakemake_bin() -> str:
+    exe = BIN / "snakemake"
+    return str(exe) if exe.exists() else shutil.which("snakemake") or "snakemake"
+
+
+def env_with_venv() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}

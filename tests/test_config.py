@@ -1,0 +1,112 @@
+"""Config validation: defaults, resolved parameters, and errors that name the key."""
+
+import copy
+
+import pytest
+
+from perfpost.config import build_plan, load_yaml
+from perfpost.errors import ConfigError
+
+BASE = {
+    "experiments": {
+        "w": {
+            "tool": "dd",
+            "params": {"dir": "{storage}", "bs": "4k", "count": 10},
+            "axes": {"storage": {"disk": "/var/tmp/p", "mem": "/dev/shm/p"}, "conv": ["fsync"]},
+        }
+    }
+}
+
+
+def plan_of(change=None):
+    cfg = copy.deepcopy(BASE)
+    if change:
+        change(cfg)
+    return build_plan(cfg)
+
+
+def test_defaults_are_filled_from_the_schema():
+    plan = plan_of()
+    exp = plan.experiments["w"]
+    assert (exp.repeats, exp.hosts, exp.after, exp.sync_threshold) == (3, ["localhost"], [], 0.1)
+    assert exp.title == "w"
+    assert plan.host_limits() == {"localhost": 1}
+
+
+def test_axes_fill_params_and_templates():
+    exp = plan_of().experiments["w"]
+    params = exp.resolved["storage=mem,conv=fsync"]
+    assert params["dir"] == "/dev/shm/p"
+    assert params["conv"] == "fsync"  # an axis named like a parameter sets it
+    assert params["mode"] == "write"  # adapter default
+
+
+def test_single_field_template_keeps_the_axis_type():
+    def change(cfg):
+        cfg["experiments"]["w"]["params"]["count"] = "{n}"
+        cfg["experiments"]["w"]["axes"]["n"] = [100, 200]
+
+    exp = plan_of(change).experiments["w"]
+    assert exp.resolved["storage=disk,conv=fsync,n=200"]["count"] == 200
+
+
+def test_jobs_cover_cells_hosts_and_repeats():
+    jobs = list(plan_of().jobs())
+    assert len(jobs) == 2 * 3
+    assert {(j.cell, j.repeat) for j in jobs} == {
+        (c, r) for c in ("storage=disk,conv=fsync", "storage=mem,conv=fsync") for r in (1, 2, 3)}
+
+
+def _set(path, value):
+    def change(cfg):
+        node = cfg
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    return change
+
+
+E = ("experiments", "w")
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "fragment"),
+    [
+        (_set(("colour",), "red"), "(top level)", "unknown key"),
+        (_set((*E, "repeat"), 3), "experiments.w", "unknown key"),
+        (_set((*E, "repeats"), "three"), "experiments.w.repeats", "not of type"),
+        (_set((*E, "repeats"), 0), "experiments.w.repeats", "minimum"),
+        (_set((*E, "tool"), "fio"), "experiments.w.tool", "'fio' is not one of"),
+        (_set((*E, "hosts"), ["nowhere"]), "experiments.w.hosts[0]", "unknown host"),
+        (_set((*E, "axes", "empty"), []), "experiments.w.axes.empty", ""),
+        (_set((*E, "params", "bs"), "4 parsecs"), "params.bs", "bad size"),
+        (_set((*E, "params", "dir"), "{nope}"), "params.dir", "names no axis"),
+        (_set((*E, "params", "oflag"), ["sideways"]), "params.oflag", "not one of"),
+        (_set((*E, "plot"), {"x": "nope"}), "experiments.w.plot.x", "not an axis"),
+        (_set((*E, "after"), ["fsck"]), "experiments.w.after[0]", "not one of"),
+        (_set(("experiments",), {}), "experiments", "non-empty"),
+    ],
+)
+def test_mistakes_are_refused_with_the_key_path(change, where, fragment):
+    with pytest.raises(ConfigError) as e:
+        plan_of(change)
+    assert where in e.value.where, e.value
+    assert fragment in e.value.message, e.value
+
+
+def test_duplicate_yaml_keys_are_refused_with_their_lines(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("experiments:\n  a:\n    tool: dd\n  a:\n    tool: dd\n")
+    with pytest.raises(ConfigError) as e:
+        load_yaml(path)
+    assert str(path) in str(e.value)
+    assert "duplicate key 'a' (first at line 2)" in str(e.value)
+    assert "line 4" in str(e.value)
+
+
+def test_the_shipped_default_config_is_valid():
+    from tests.conftest import ROOT
+
+    plan = build_plan(load_yaml(ROOT / "config" / "config.yaml"))
+    assert set(plan.experiments) == {"dd-fsync", "local-reads"}
+    assert len(plan.experiments["local-reads"].cells) == 12

@@ -1,0 +1,134 @@
+"""One cell run for real on localhost: records, raw logs, failures and clean-up."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfpost import paths
+from perfpost.adapters import dd
+from perfpost.adapters.base import Metric
+from perfpost.config import build_plan
+from perfpost.records import read_record
+from perfpost.runner import run_cell, sync_adjusted
+
+
+def spec_for(params, **exp):
+    cfg = {"experiments": {"t": {"tool": "dd", "params": params, "repeats": 1, **exp}}}
+    return next(build_plan(cfg).jobs())
+
+
+def record_path(tmp_path: Path, spec, attempt=1) -> Path:
+    return tmp_path / paths.record(spec.experiment, spec.cell, "localhost", spec.repeat, attempt)
+
+
+def metrics(rec):
+    return {m["name"]: m["value"] for m in rec["metrics"]}
+
+
+def test_write_cell_records_what_dd_printed(tmp_path, scratch, localhost):
+    spec = spec_for({"dir": str(scratch), "bs": "4k", "count": 64, "conv": "fsync"},
+                    after=["sync"])
+    out = record_path(tmp_path, spec)
+    rec = run_cell(spec, out, localhost)
+    assert rec == read_record(out)
+    assert rec["status"] == "done", rec["reason"]
+    assert rec["tool_version"].startswith("dd (coreutils)")
+    assert rec["command"].startswith("dd if=/dev/zero of=")
+    assert "bs=4k count=64 conv=fsync" in rec["command"]
+    m = metrics(rec)
+    raw = (out.parent / "raw" / "dd.log").read_text()
+    parsed = {x.name: x.value for x in dd.parse_text(raw, "dd.log")}
+    assert m["bytes"] == parsed["bytes"] == 64 * 4096
+    assert m["throughput"] == parsed["throughput"]
+    assert 0 < m["elapsed"] <= m["wall_time"]
+    assert rec["start_epoch"] < rec["end_epoch"]
+    assert m["sync_time"] == pytest.approx(rec["sync"]["seconds"])
+    assert {"throughput_adjusted", "elapsed_adjusted", "sync_added"} <= set(m)
+    assert list(scratch.iterdir()) == []  # the cell's work directory is gone
+
+
+def test_sync_over_the_threshold_is_added_to_the_write_time():
+    raw = [Metric("bytes", 1e9, "B"), Metric("elapsed", 4.0, "s"), Metric("throughput", 2.5e8,
+                                                                          "B/s")]
+    slow = {m.name: m.value for m in sync_adjusted(raw, 1.0, 0.1, dd.SYNC_ADJUST)}
+    assert slow["elapsed_adjusted"] == 5.0
+    assert slow["throughput_adjusted"] == 2e8
+    assert slow["sync_added"] == 1.0
+    fast = {m.name: m.value for m in sync_adjusted(raw, 0.05, 0.1, dd.SYNC_ADJUST)}
+    assert fast["throughput_adjusted"] == 2.5e8
+    assert fast["sync_added"] == 0.0
+
+
+def test_concurrent_readers_are_one_cell(tmp_path, scratch, localhost):
+    spec = spec_for({"mode": "read", "dir": str(scratch), "bs": "64k", "file_size": "256k",
+                     "readers": 3, "background_writer": "4M"})
+    rec = run_cell(spec, record_path(tmp_path, spec), localhost)
+    assert rec["status"] == "done", rec["reason"]
+    m = metrics(rec)
+    assert m["readers"] == 3
+    assert m["bytes"] == 3 * 256 * 1024
+    assert rec["exit_codes"] == [0, 0, 0]
+    assert len(rec["logs"]) == 3
+    assert rec["background_commands"]
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_cell_that_cannot_prepare_fails_with_its_reason(tmp_path, localhost):
+    spec = spec_for({"dir": "/proc/perfpost-cannot-exist", "bs": "4k", "count": 1})
+    out = record_path(tmp_path, spec)
+    rec = run_cell(spec, out, localhost)
+    assert rec["status"] == "failed"
+    assert rec["reason"].startswith("preparing the cell failed (exit code 1)")
+    assert "/proc/perfpost-cannot-exist" in rec["reason"]
+    assert rec["metrics"] == []
+    assert read_record(out)["status"] == "failed"
+
+
+def test_a_hung_cell_is_killed_at_its_timeout(tmp_path, scratch, localhost):
+    spec = spec_for({"dir": str(scratch), "bs": "1", "count": 10**12}, timeout=1)
+    rec = run_cell(spec, record_path(tmp_path, spec), localhost)
+    assert rec["status"] == "failed"
+    assert rec["reason"] == "timed out after 1 s"
+    workdir = rec["workdir"]
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if workdir.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                left.append(pid)
+        except OSError:
+            pass
+    assert left == []
+    assert list(scratch.iterdir()) == []
+
+
+def test_dropping_the_cache_without_root_is_skipped_or_failed_never_hot(tmp_path, scratch):
+    """Runs `perfpost run-cell` where the page cache cannot be dropped.
+
+    As root, that is a private mount namespace with /proc/sys read-only, as in many
+    containers; as any other user it is the plain machine.
+    """
+    results = {}
+    for policy in ("skip", "fail"):
+        spec = spec_for({"dir": str(scratch), "bs": "4k", "count": 4, "drop_cache": True,
+                         "on_unprivileged": policy})
+        out = tmp_path / policy / "attempt-1" / "record.json"
+        out.parent.mkdir(parents=True)
+        argv = [sys.executable, "-m", "perfpost", "run-cell", "--spec", spec.to_json(),
+                "--out", str(out)]
+        if os.geteuid() == 0:
+            readonly = ("mount --bind /proc/sys /proc/sys && "
+                        'mount -o remount,bind,ro /proc/sys && exec "$@"')
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", readonly,
+                    "sh", *argv]
+        subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60)
+        results[policy] = json.loads(out.read_text())
+    assert results["skip"]["status"] == "skipped"
+    assert results["fail"]["status"] == "failed"
+    for rec in results.values():
+        assert "cannot drop the page cache" in rec["reason"]
+        assert rec["metrics"] == []
+        assert "measure" not in [s["step"] for s in rec["steps"]]
