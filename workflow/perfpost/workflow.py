@@ -97,6 +97,10 @@ def current_records(plan: Plan, experiment: str) -> list[str]:
     return out
 
 
+def all_current_records(plan: Plan) -> list[str]:
+    return [r for name in plan.experiments for r in current_records(plan, name)]
+
+
 def host_json(plan: Plan, host: str) -> str:
     return json.dumps({"name": host, **plan.hosts[host]}, sort_keys=True)
 

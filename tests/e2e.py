@@ -1,0 +1,57 @@
+"""Helpers for end-to-end tests: a copy of the workflow in a temporary directory, run for real."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import ROOT, env_with_venv, snakemake_bin
+
+WORKFLOW_FILES = ("Snakefile", "workflow/rules", "profiles", "envs")
+
+
+def make_checkout(dest: Path, config: dict | str) -> Path:
+    """The workflow as a user has it (Snakefile, rules, profile) with ``config`` as its config."""
+    for rel in WORKFLOW_FILES:
+        src = ROOT / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel)
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dest / rel)
+    (dest / "config").mkdir(exist_ok=True)
+    text = config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=False)
+    (dest / "config" / "config.yaml").write_text(text)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [snakemake_bin(), *args],
+        cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env_with_venv(),
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def planned_records(workdir: Path) -> list[str]:
+    """Record paths a dry run would make: exactly the cells Snakemake would run."""
+    result = snakemake(workdir, "-n", "--cores", "2", "report")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return sorted(set(re.findall(r"output: (results/\S+/record\.json)", result.stdout)))
+
+
+def front_matter(text: str) -> dict:
+    assert text.startswith("---\n"), text[:80]
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def sections(text: str) -> list[str]:
+    return re.findall(r"^## (.+)$", text, re.M)
+
+
+def image_links(text: str) -> list[str]:
+    return re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)

@@ -1,0 +1,53 @@
+"""`perfpost parse` and `perfpost cells` as a user runs them."""
+
+import csv
+import io
+import subprocess
+import sys
+
+from tests.conftest import DD_LOGS, ROOT
+
+PERFPOST = [sys.executable, "-m", "perfpost"]
+
+
+def run(*args, cwd=ROOT):
+    return subprocess.run([*PERFPOST, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def test_parse_prints_tidy_rows_for_every_log():
+    logs = [str(DD_LOGS / "write-fsync.log"), str(DD_LOGS / "read.log")]
+    result = run("parse", "dd", *logs)
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == ["source", "tool", "metric", "value", "unit"]
+    by = {(r["source"], r["metric"]): r for r in rows}
+    assert by[(logs[0], "bytes")]["value"] == "102400000.0"
+    assert by[(logs[0], "elapsed")]["unit"] == "s"
+    secs = float((DD_LOGS / "read.log").read_text().split(" copied, ")[1].split(" s,")[0])
+    assert float(by[(logs[1], "throughput")]["value"]) == 102400000 / secs
+    assert by[(logs[1], "throughput")]["unit"] == "B/s"
+
+
+def test_parse_of_a_bad_log_exits_2_naming_file_and_line():
+    bad = str(DD_LOGS / "truncated.log")
+    result = run("parse", "dd", str(DD_LOGS / "read.log"), bad)
+    assert result.returncode == 2
+    assert f"{bad}:2: no dd summary line" in result.stderr
+
+
+def test_parse_of_an_unknown_tool_or_missing_file_is_a_clear_error():
+    assert "unknown tool 'fio'" in run("parse", "fio", "x.log").stderr
+    result = run("parse", "dd", "/nonexistent/x.log")
+    assert result.returncode == 2
+    assert "/nonexistent/x.log: cannot read" in result.stderr
+
+
+def test_cells_lists_every_cell_of_the_default_config_as_missing(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((ROOT / "config" / "config.yaml").read_text())
+    result = run("cells", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 2 * 3 + 12 * 3
+    assert {r["status"] for r in rows} == {"missing"}

@@ -1,0 +1,132 @@
+"""Tidy tables, statistics and the environment, from records of real runs."""
+
+import json
+import math
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from perfpost import envinfo, stats, tidy
+from perfpost.config import build_plan
+from perfpost.hosts import LocalHost
+from perfpost.records import read_record
+from perfpost.runner import run_cell
+
+
+@pytest.fixture(scope="module")
+def real_records(tmp_path_factory):
+    """Four real cells (2 storage x 2 repeats) and one that fails, run on localhost."""
+    root = tmp_path_factory.mktemp("runs")
+    (root / "a").mkdir()
+    cfg = {"experiments": {"t": {
+        "tool": "dd", "repeats": 2, "after": ["sync"],
+        "params": {"dir": "{storage}", "bs": "4k", "count": 32},
+        "axes": {"storage": {"a": str(root / "a"), "bad": "/proc/perfpost-no"}},
+    }}}
+    host = LocalHost()
+    out = []
+    for spec in build_plan(cfg).jobs():
+        path = root / spec.cell / f"r{spec.repeat}" / "attempt-1" / "record.json"
+        run_cell(spec, path, host)
+        out.append((str(path), read_record(path)))
+    return out
+
+
+def test_one_row_per_cell_host_repeat_and_metric(real_records):
+    df = tidy.from_records([r for _, r in real_records], ["storage"])
+    assert list(df.columns) == ["experiment", "cell", "host", "repeat", "storage", "tool",
+                                "metric", "value", "unit", "status", "attempt"]
+    assert not df.duplicated(["cell", "host", "repeat", "metric"]).any()
+    done = df[df["status"] == "done"]
+    assert set(done["storage"]) == {"a"}
+    assert set(done["metric"]) >= {"bytes", "elapsed", "throughput", "throughput_adjusted",
+                                   "sync_time", "wall_time", "exit_code"}
+    units = dict(zip(done["metric"], done["unit"], strict=False))
+    assert (units["bytes"], units["elapsed"], units["throughput"]) == ("B", "s", "B/s")
+    for path, rec in real_records:
+        if rec["status"] != "done":
+            continue
+        rows = done[(done["cell"] == rec["cell"]) & (done["repeat"] == rec["repeat"])]
+        by_metric = dict(zip(rows["metric"], rows["value"], strict=True))
+        assert by_metric["bytes"] == 32 * 4096, path
+        assert by_metric["throughput"] == pytest.approx(
+            next(m["value"] for m in rec["metrics"] if m["name"] == "throughput"))
+
+
+def test_failed_cells_are_in_the_table_but_not_results(real_records):
+    df = tidy.from_records([r for _, r in real_records], ["storage"])
+    failed = df[df["storage"] == "bad"]
+    assert set(failed["status"]) == {"failed"}
+    assert set(failed["metric"]) == {"exit_code"}
+    assert tidy.results(df)["storage"].eq("a").all()
+    cells = tidy.cells_table(real_records)
+    bad = cells[cells["status"] == "failed"]
+    assert len(bad) == 2
+    assert bad["reason"].str.contains("preparing the cell failed").all()
+
+
+def test_csv_and_parquet_carry_the_schema_version(real_records, tmp_path):
+    df = tidy.from_records([r for _, r in real_records], ["storage"])
+    tidy.write(df, tmp_path / "t.csv", tmp_path / "t.parquet", tmp_path / "s.json", ["storage"])
+    meta = json.loads(pq.read_schema(tmp_path / "t.parquet").metadata[b"perfpost.tidy"])
+    assert meta["schema_version"] == tidy.TIDY_SCHEMA_VERSION
+    assert json.loads((tmp_path / "s.json").read_text())["columns"] == list(df.columns)
+    back = tidy.read(tmp_path / "t.parquet")
+    pd.testing.assert_frame_equal(back, df)
+    assert len(pd.read_csv(tmp_path / "t.csv")) == len(df)
+
+
+def test_a_table_of_another_schema_version_is_refused(tmp_path):
+    pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "old.parquet")
+    with pytest.raises(ValueError, match="schema version None"):
+        tidy.read(tmp_path / "old.parquet")
+
+
+def test_summary_medians_come_from_finished_repeats(real_records):
+    df = tidy.from_records([r for _, r in real_records], ["storage"])
+    s = stats.summarize(df, ["storage"])
+    row = s[(s["storage"] == "a") & (s["metric"] == "throughput")].iloc[0]
+    values = [m["value"] for _, r in real_records if r["status"] == "done"
+              for m in r["metrics"] if m["name"] == "throughput"]
+    assert row["n"] == 2
+    assert row["median"] == pytest.approx(sorted(values)[0] / 2 + sorted(values)[1] / 2)
+    assert row["min"] == min(values)
+    assert math.isclose(row["cv"], pd.Series(values).std() / pd.Series(values).mean())
+    assert "bad" not in set(s["storage"])
+
+
+def test_environment_of_this_host():
+    result = LocalHost().run(envinfo.SCRIPT, 60)
+    env = envinfo.parse(result.stdout)
+    assert env["complete"]
+    assert env["hostname"]
+    assert env["cpu"]["threads"] >= 1
+    assert env["cpu"]["model"]
+    with open("/proc/meminfo") as fh:
+        kib = int(fh.readline().split()[1])
+    assert env["memory_bytes"] == kib * 1024
+    assert set(env["sysctl"]) >= {"vm.dirty_ratio", "vm.dirty_background_ratio"}
+    assert env["kernel"].startswith("Linux")
+
+
+def test_environment_parser_reads_lsblk_and_cpuinfo_topology():
+    text = "\n".join([
+        "@@section cpuinfo",
+        "processor\t: 0", "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
+        "physical id\t: 0", "core id\t: 0",
+        "processor\t: 1", "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
+        "physical id\t: 1", "core id\t: 0",
+        "@@section lsblk",
+        json.dumps({"blockdevices": [
+            {"name": "sda", "model": "HUS726060AL4210", "vendor": "HGST    ", "size": 6001175126016,
+             "rota": True, "type": "disk", "tran": "sas"},
+            {"name": "loop0", "model": None, "size": 1000, "rota": False, "type": "loop"}]}),
+        "@@section end",
+    ])
+    env = envinfo.parse(text)
+    assert env["cpu"] == {"model": "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz", "threads": 2,
+                          "sockets": 2, "cores": 2}
+    assert env["disks"] == [{"name": "sda", "model": "HGST HUS726060AL4210",
+                             "size_bytes": 6001175126016, "rotational": True,
+                             "transport": "sas"}]
