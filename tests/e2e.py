@@ -32,7 +32,11 @@ def make_checkout(dest: Path, config: dict | str) -> Path:
 def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [snakemake_bin(), *args],
-        cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env_with_venv(),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env_with_venv(),
         stdin=subprocess.DEVNULL,
     )
 

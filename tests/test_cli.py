@@ -11,8 +11,7 @@ PERFPOST = [sys.executable, "-m", "perfpost"]
 
 
 def run(*args, cwd=ROOT):
-    return subprocess.run([*PERFPOST, *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run([*PERFPOST, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
 def test_parse_prints_tidy_rows_for_every_log():

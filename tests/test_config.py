@@ -54,7 +54,8 @@ def test_jobs_cover_cells_hosts_and_repeats():
     jobs = list(plan_of().jobs())
     assert len(jobs) == 2 * 3
     assert {(j.cell, j.repeat) for j in jobs} == {
-        (c, r) for c in ("storage=disk,conv=fsync", "storage=mem,conv=fsync") for r in (1, 2, 3)}
+        (c, r) for c in ("storage=disk,conv=fsync", "storage=mem,conv=fsync") for r in (1, 2, 3)
+    }
 
 
 def _set(path, value):
@@ -63,6 +64,7 @@ def _set(path, value):
         for key in path[:-1]:
             node = node.setdefault(key, {})
         node[path[-1]] = value
+
     return change
 
 

@@ -19,14 +19,24 @@ def printed(text: str) -> tuple[int, float, float]:
     """bytes, seconds and B/s as printed in the summary line, read independently of the parser."""
     m = list(re.finditer(r"^(\d+) \w+ .*?, ([\d.,e-]+) s, ([\d.,]+) (\w+)/s$", text, re.M))[-1]
     factor = {"kB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(4)]
-    return int(m.group(1)), float(m.group(2).replace(",", ".")), \
-        float(m.group(3).replace(",", ".")) * factor
+    return (
+        int(m.group(1)),
+        float(m.group(2).replace(",", ".")),
+        float(m.group(3).replace(",", ".")) * factor,
+    )
 
 
 @pytest.mark.parametrize(
     "name",
-    ["write-fsync.log", "write-direct.log", "read.log", "progress.log", "partial-records.log",
-     "locale-de.log", "one-byte.log"],
+    [
+        "write-fsync.log",
+        "write-direct.log",
+        "read.log",
+        "progress.log",
+        "partial-records.log",
+        "locale-de.log",
+        "one-byte.log",
+    ],
 )
 def test_real_summaries_parse_to_the_printed_numbers(dd_log, name):
     text = dd_log(name)
@@ -67,8 +77,10 @@ def test_zero_bytes_is_zero_not_an_error(dd_log):
 
 def test_old_coreutils_form_from_the_reference_post():
     # Published in the ratis-log-separation post (coreutils before 8.24: one human size).
-    text = ("100000+0 records in\n100000+0 records out\n"
-            "1024000000 bytes (1.0 GB) copied, 6.22637 s, 164 MB/s\n")
+    text = (
+        "100000+0 records in\n100000+0 records out\n"
+        "1024000000 bytes (1.0 GB) copied, 6.22637 s, 164 MB/s\n"
+    )
     m = metrics(text)
     assert m["bytes"] == 1024000000
     assert m["throughput"] == pytest.approx(1024000000 / 6.22637)

@@ -17,8 +17,9 @@ def test_shell_metacharacters_arrive_literally(localhost, tmp_path):
     logdir = tmp_path / "perfpost-logs"
     logdir.mkdir()
     evil = f"1; touch {victim}; $(touch {victim}) `touch {victim}` ' \" *"
-    script = hostscript.measure_script("measure", str(logdir),
-                                       [Proc(("printf", "%s", evil), "out.log")])
+    script = hostscript.measure_script(
+        "measure", str(logdir), [Proc(("printf", "%s", evil), "out.log")]
+    )
     result = localhost.run(script, 10)
     assert result.exit_code == 0
     assert (logdir / "out.log").read_text() == evil
@@ -28,8 +29,10 @@ def test_shell_metacharacters_arrive_literally(localhost, tmp_path):
 def test_markers_carry_host_timing_and_every_exit_code(localhost, tmp_path):
     logdir = tmp_path / "perfpost-logs"
     logdir.mkdir()
-    procs = [Proc(("sh", "-c", "sleep 0.2; exit 0"), "a.log"),
-             Proc(("sh", "-c", "sleep 0.2; exit 3"), "b.log")]
+    procs = [
+        Proc(("sh", "-c", "sleep 0.2; exit 0"), "a.log"),
+        Proc(("sh", "-c", "sleep 0.2; exit 3"), "b.log"),
+    ]
     before = time.time()
     result = localhost.run(hostscript.measure_script("measure", str(logdir), procs), 10)
     after = time.time()
@@ -59,8 +62,9 @@ def test_timeout_kills_every_process_of_the_step(localhost, tmp_path):
     logdir.mkdir()
     tag = f"{uuid.uuid4().int % 10**6 + 1000}.5"  # a unique sleep length to find them by
     procs = [Proc(("sleep", tag), "a.log"), Proc(("sleep", tag), "b.log")]
-    script = hostscript.measure_script("measure", str(logdir), procs,
-                                       background=[Proc(("sleep", tag))])
+    script = hostscript.measure_script(
+        "measure", str(logdir), procs, background=[Proc(("sleep", tag))]
+    )
     result = localhost.run(script, 0.5)
     assert result.timed_out
     assert result.exit_code is None
@@ -69,8 +73,10 @@ def test_timeout_kills_every_process_of_the_step(localhost, tmp_path):
 
 def test_drop_cache_refused_to_an_unprivileged_user(localhost):
     if os.geteuid() == 0:
-        script = f"exec setpriv --reuid=65534 --regid=65534 --clear-groups sh -c " \
-                 f"{hostscript.quote([hostscript.drop_cache_script()])}"
+        script = (
+            f"exec setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "
+            f"{hostscript.quote([hostscript.drop_cache_script()])}"
+        )
     else:
         script = hostscript.drop_cache_script()
     result = localhost.run(script, 30)
@@ -82,10 +88,13 @@ def test_drop_cache_refused_to_an_unprivileged_user(localhost):
 def test_drop_cache_refused_where_proc_sys_is_read_only(localhost):
     if os.geteuid() != 0:
         pytest.skip("needs root to make a mount namespace; covered by the test above")
-    script = ("mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && "
-              f"sh -c {hostscript.quote([hostscript.drop_cache_script()])}")
-    result = localhost.run(f"exec unshare --mount --propagation private sh -c "
-                           f"{hostscript.quote([script])}", 30)
+    script = (
+        "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && "
+        f"sh -c {hostscript.quote([hostscript.drop_cache_script()])}"
+    )
+    result = localhost.run(
+        f"exec unshare --mount --propagation private sh -c {hostscript.quote([script])}", 30
+    )
     assert result.exit_code == 3
     assert result.stdout.startswith(hostscript.UNPRIVILEGED)
 

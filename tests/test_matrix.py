@@ -31,8 +31,12 @@ def test_exclude_drops_matching_combinations_only():
         {"readers": [1, 3, 6], "bs": ["4k", "1M"]},
         exclude=[{"readers": [3, 6], "bs": "4k"}],
     )
-    assert ids(cells) == ["readers=1,bs=4k", "readers=1,bs=1M", "readers=3,bs=1M",
-                          "readers=6,bs=1M"]
+    assert ids(cells) == [
+        "readers=1,bs=4k",
+        "readers=1,bs=1M",
+        "readers=3,bs=1M",
+        "readers=6,bs=1M",
+    ]
 
 
 def test_zip_moves_axes_together_and_crosses_the_rest():
@@ -41,8 +45,10 @@ def test_zip_moves_axes_together_and_crosses_the_rest():
         zip_groups=[["size", "count"]],
     )
     assert ids(cells) == [
-        "size=1k,count=100000,layout=A", "size=1k,count=100000,layout=B",
-        "size=1M,count=100,layout=A", "size=1M,count=100,layout=B",
+        "size=1k,count=100000,layout=A",
+        "size=1k,count=100000,layout=B",
+        "size=1M,count=100,layout=A",
+        "size=1M,count=100,layout=B",
     ]
 
 

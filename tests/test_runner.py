@@ -30,8 +30,7 @@ def metrics(rec):
 
 
 def test_write_cell_records_what_dd_printed(tmp_path, scratch, localhost):
-    spec = spec_for({"dir": str(scratch), "bs": "4k", "count": 64, "conv": "fsync"},
-                    after=["sync"])
+    spec = spec_for({"dir": str(scratch), "bs": "4k", "count": 64, "conv": "fsync"}, after=["sync"])
     out = record_path(tmp_path, spec)
     rec = run_cell(spec, out, localhost)
     assert rec == read_record(out)
@@ -52,8 +51,11 @@ def test_write_cell_records_what_dd_printed(tmp_path, scratch, localhost):
 
 
 def test_sync_over_the_threshold_is_added_to_the_write_time():
-    raw = [Metric("bytes", 1e9, "B"), Metric("elapsed", 4.0, "s"), Metric("throughput", 2.5e8,
-                                                                          "B/s")]
+    raw = [
+        Metric("bytes", 1e9, "B"),
+        Metric("elapsed", 4.0, "s"),
+        Metric("throughput", 2.5e8, "B/s"),
+    ]
     slow = {m.name: m.value for m in sync_adjusted(raw, 1.0, 0.1, dd.SYNC_ADJUST)}
     assert slow["elapsed_adjusted"] == 5.0
     assert slow["throughput_adjusted"] == 2e8
@@ -64,8 +66,16 @@ def test_sync_over_the_threshold_is_added_to_the_write_time():
 
 
 def test_concurrent_readers_are_one_cell(tmp_path, scratch, localhost):
-    spec = spec_for({"mode": "read", "dir": str(scratch), "bs": "64k", "file_size": "256k",
-                     "readers": 3, "background_writer": "4M"})
+    spec = spec_for(
+        {
+            "mode": "read",
+            "dir": str(scratch),
+            "bs": "64k",
+            "file_size": "256k",
+            "readers": 3,
+            "background_writer": "4M",
+        }
+    )
     rec = run_cell(spec, record_path(tmp_path, spec), localhost)
     assert rec["status"] == "done", rec["reason"]
     m = metrics(rec)
@@ -113,17 +123,43 @@ def test_dropping_the_cache_without_root_is_skipped_or_failed_never_hot(tmp_path
     """
     results = {}
     for policy in ("skip", "fail"):
-        spec = spec_for({"dir": str(scratch), "bs": "4k", "count": 4, "drop_cache": True,
-                         "on_unprivileged": policy})
+        spec = spec_for(
+            {
+                "dir": str(scratch),
+                "bs": "4k",
+                "count": 4,
+                "drop_cache": True,
+                "on_unprivileged": policy,
+            }
+        )
         out = tmp_path / policy / "attempt-1" / "record.json"
         out.parent.mkdir(parents=True)
-        argv = [sys.executable, "-m", "perfpost", "run-cell", "--spec", spec.to_json(),
-                "--out", str(out)]
+        argv = [
+            sys.executable,
+            "-m",
+            "perfpost",
+            "run-cell",
+            "--spec",
+            spec.to_json(),
+            "--out",
+            str(out),
+        ]
         if os.geteuid() == 0:
-            readonly = ("mount --bind /proc/sys /proc/sys && "
-                        'mount -o remount,bind,ro /proc/sys && exec "$@"')
-            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", readonly,
-                    "sh", *argv]
+            readonly = (
+                "mount --bind /proc/sys /proc/sys && "
+                'mount -o remount,bind,ro /proc/sys && exec "$@"'
+            )
+            argv = [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                readonly,
+                "sh",
+                *argv,
+            ]
         subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60)
         results[policy] = json.loads(out.read_text())
     assert results["skip"]["status"] == "skipped"

@@ -19,11 +19,17 @@ def real_records(tmp_path_factory):
     """Four real cells (2 storage x 2 repeats) and one that fails, run on localhost."""
     root = tmp_path_factory.mktemp("runs")
     (root / "a").mkdir()
-    cfg = {"experiments": {"t": {
-        "tool": "dd", "repeats": 2, "after": ["sync"],
-        "params": {"dir": "{storage}", "bs": "4k", "count": 32},
-        "axes": {"storage": {"a": str(root / "a"), "bad": "/proc/perfpost-no"}},
-    }}}
+    cfg = {
+        "experiments": {
+            "t": {
+                "tool": "dd",
+                "repeats": 2,
+                "after": ["sync"],
+                "params": {"dir": "{storage}", "bs": "4k", "count": 32},
+                "axes": {"storage": {"a": str(root / "a"), "bad": "/proc/perfpost-no"}},
+            }
+        }
+    }
     host = LocalHost()
     out = []
     for spec in build_plan(cfg).jobs():
@@ -35,13 +41,31 @@ def real_records(tmp_path_factory):
 
 def test_one_row_per_cell_host_repeat_and_metric(real_records):
     df = tidy.from_records([r for _, r in real_records], ["storage"])
-    assert list(df.columns) == ["experiment", "cell", "host", "repeat", "storage", "tool",
-                                "metric", "value", "unit", "status", "attempt"]
+    assert list(df.columns) == [
+        "experiment",
+        "cell",
+        "host",
+        "repeat",
+        "storage",
+        "tool",
+        "metric",
+        "value",
+        "unit",
+        "status",
+        "attempt",
+    ]
     assert not df.duplicated(["cell", "host", "repeat", "metric"]).any()
     done = df[df["status"] == "done"]
     assert set(done["storage"]) == {"a"}
-    assert set(done["metric"]) >= {"bytes", "elapsed", "throughput", "throughput_adjusted",
-                                   "sync_time", "wall_time", "exit_code"}
+    assert set(done["metric"]) >= {
+        "bytes",
+        "elapsed",
+        "throughput",
+        "throughput_adjusted",
+        "sync_time",
+        "wall_time",
+        "exit_code",
+    }
     units = dict(zip(done["metric"], done["unit"], strict=False))
     assert (units["bytes"], units["elapsed"], units["throughput"]) == ("B", "s", "B/s")
     for path, rec in real_records:
@@ -51,7 +75,8 @@ def test_one_row_per_cell_host_repeat_and_metric(real_records):
         by_metric = dict(zip(rows["metric"], rows["value"], strict=True))
         assert by_metric["bytes"] == 32 * 4096, path
         assert by_metric["throughput"] == pytest.approx(
-            next(m["value"] for m in rec["metrics"] if m["name"] == "throughput"))
+            next(m["value"] for m in rec["metrics"] if m["name"] == "throughput")
+        )
 
 
 def test_failed_cells_are_in_the_table_but_not_results(real_records):
@@ -87,8 +112,13 @@ def test_summary_medians_come_from_finished_repeats(real_records):
     df = tidy.from_records([r for _, r in real_records], ["storage"])
     s = stats.summarize(df, ["storage"])
     row = s[(s["storage"] == "a") & (s["metric"] == "throughput")].iloc[0]
-    values = [m["value"] for _, r in real_records if r["status"] == "done"
-              for m in r["metrics"] if m["name"] == "throughput"]
+    values = [
+        m["value"]
+        for _, r in real_records
+        if r["status"] == "done"
+        for m in r["metrics"]
+        if m["name"] == "throughput"
+    ]
     assert row["n"] == 2
     assert row["median"] == pytest.approx(sorted(values)[0] / 2 + sorted(values)[1] / 2)
     assert row["min"] == min(values)
@@ -111,22 +141,56 @@ def test_environment_of_this_host():
 
 
 def test_environment_parser_reads_lsblk_and_cpuinfo_topology():
-    text = "\n".join([
-        "@@section cpuinfo",
-        "processor\t: 0", "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
-        "physical id\t: 0", "core id\t: 0",
-        "processor\t: 1", "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
-        "physical id\t: 1", "core id\t: 0",
-        "@@section lsblk",
-        json.dumps({"blockdevices": [
-            {"name": "sda", "model": "HUS726060AL4210", "vendor": "HGST    ", "size": 6001175126016,
-             "rota": True, "type": "disk", "tran": "sas"},
-            {"name": "loop0", "model": None, "size": 1000, "rota": False, "type": "loop"}]}),
-        "@@section end",
-    ])
+    text = "\n".join(
+        [
+            "@@section cpuinfo",
+            "processor\t: 0",
+            "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
+            "physical id\t: 0",
+            "core id\t: 0",
+            "processor\t: 1",
+            "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
+            "physical id\t: 1",
+            "core id\t: 0",
+            "@@section lsblk",
+            json.dumps(
+                {
+                    "blockdevices": [
+                        {
+                            "name": "sda",
+                            "model": "HUS726060AL4210",
+                            "vendor": "HGST    ",
+                            "size": 6001175126016,
+                            "rota": True,
+                            "type": "disk",
+                            "tran": "sas",
+                        },
+                        {
+                            "name": "loop0",
+                            "model": None,
+                            "size": 1000,
+                            "rota": False,
+                            "type": "loop",
+                        },
+                    ]
+                }
+            ),
+            "@@section end",
+        ]
+    )
     env = envinfo.parse(text)
-    assert env["cpu"] == {"model": "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz", "threads": 2,
-                          "sockets": 2, "cores": 2}
-    assert env["disks"] == [{"name": "sda", "model": "HGST HUS726060AL4210",
-                             "size_bytes": 6001175126016, "rotational": True,
-                             "transport": "sas"}]
+    assert env["cpu"] == {
+        "model": "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
+        "threads": 2,
+        "sockets": 2,
+        "cores": 2,
+    }
+    assert env["disks"] == [
+        {
+            "name": "sda",
+            "model": "HGST HUS726060AL4210",
+            "size_bytes": 6001175126016,
+            "rotational": True,
+            "transport": "sas",
+        }
+    ]

@@ -5,9 +5,20 @@ from perfpost.units import UnitError, format_bytes, human_unit_factor, parse_siz
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("512", 512), (4096, 4096), ("4k", 4096), ("4K", 4096), ("10kB", 10_000), ("1M", 2**20),
-     ("1MB", 10**6), ("1MiB", 2**20), ("2G", 2 * 2**30), ("1.5M", 1_572_864), ("1b", 512),
-     ("0", 0)],
+    [
+        ("512", 512),
+        (4096, 4096),
+        ("4k", 4096),
+        ("4K", 4096),
+        ("10kB", 10_000),
+        ("1M", 2**20),
+        ("1MB", 10**6),
+        ("1MiB", 2**20),
+        ("2G", 2 * 2**30),
+        ("1.5M", 1_572_864),
+        ("1b", 512),
+        ("0", 0),
+    ],
 )
 def test_parse_size_follows_dd_units(text, expected):
     assert parse_size(text) == expected

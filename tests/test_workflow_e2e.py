@@ -22,8 +22,16 @@ from tests.e2e import front_matter, image_links, make_checkout, planned_records,
 
 pytestmark = pytest.mark.e2e
 
-SECTIONS = ["Summary", "Test method", "Test commands", "Environment", "Results", "Failed cells",
-            "Detailed results", "Provenance"]
+SECTIONS = [
+    "Summary",
+    "Test method",
+    "Test commands",
+    "Environment",
+    "Results",
+    "Failed cells",
+    "Detailed results",
+    "Provenance",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,24 +42,26 @@ def run(tmp_path_factory):
     flaky = work / "flaky"
     flaky.write_text("a file where a directory should be: the cell cannot prepare\n")
     shm = Path(f"/dev/shm/perfpost-e2e-{uuid.uuid4().hex[:8]}")
-    config = {"experiments": {
-        "writes": {
-            "title": "Tiny writes",
-            "tags": ["dd", "test"],
-            "tool": "dd",
-            "params": {"dir": "{storage}", "bs": "4k", "count": 256, "conv": "fsync"},
-            "axes": {"storage": {"disk": str(disk), "memdisk": str(shm), "flaky": str(flaky)}},
-            "repeats": 2,
-            "after": ["sync"],
-        },
-        "reads": {
-            "tool": "dd",
-            "params": {"mode": "read", "dir": str(disk), "file_size": "512k"},
-            "axes": {"readers": [1, 2], "bs": ["4k", "64k"]},
-            "exclude": [{"readers": 2, "bs": "4k"}],
-            "repeats": 2,
-        },
-    }}
+    config = {
+        "experiments": {
+            "writes": {
+                "title": "Tiny writes",
+                "tags": ["dd", "test"],
+                "tool": "dd",
+                "params": {"dir": "{storage}", "bs": "4k", "count": 256, "conv": "fsync"},
+                "axes": {"storage": {"disk": str(disk), "memdisk": str(shm), "flaky": str(flaky)}},
+                "repeats": 2,
+                "after": ["sync"],
+            },
+            "reads": {
+                "tool": "dd",
+                "params": {"mode": "read", "dir": str(disk), "file_size": "512k"},
+                "axes": {"readers": [1, 2], "bs": ["4k", "64k"]},
+                "exclude": [{"readers": 2, "bs": "4k"}],
+                "repeats": 2,
+            },
+        }
+    }
     make_checkout(work, config)
     first = snakemake(work, "--cores", "6", "report")
     yield {"work": work, "first": first, "flaky": flaky}
@@ -61,9 +71,10 @@ def run(tmp_path_factory):
 
 
 def records(work: Path, experiment: str) -> list[dict]:
-    return [json.loads(p.read_text()) | {"_path": str(p)}
-            for p in sorted((work / "results" / experiment).glob("cells/*/*/r*/attempt-*/"
-                                                                  "record.json"))]
+    return [
+        json.loads(p.read_text()) | {"_path": str(p)}
+        for p in sorted((work / "results" / experiment).glob("cells/*/*/r*/attempt-*/record.json"))
+    ]
 
 
 def test_the_workflow_completes_and_lists_failures(run):
@@ -73,8 +84,14 @@ def test_the_workflow_completes_and_lists_failures(run):
     recs = records(work, "writes")
     assert len(recs) == 3 * 2
     status = {(r["labels"]["storage"], r["repeat"]): r["status"] for r in recs}
-    assert status == {("disk", 1): "done", ("disk", 2): "done", ("memdisk", 1): "done",
-                      ("memdisk", 2): "done", ("flaky", 1): "failed", ("flaky", 2): "failed"}
+    assert status == {
+        ("disk", 1): "done",
+        ("disk", 2): "done",
+        ("memdisk", 1): "done",
+        ("memdisk", 2): "done",
+        ("flaky", 1): "failed",
+        ("flaky", 2): "failed",
+    }
     reasons = {r["reason"] for r in recs if r["status"] == "failed"}
     assert all("preparing the cell failed" in x for x in reasons), reasons
 
@@ -150,9 +167,11 @@ def test_reads_post_sums_readers(run):
 
 def test_rerun_runs_only_failed_cells_and_never_finished_ones(run):
     work = run["work"]
-    done_before = {r["_path"]: Path(r["_path"]).stat().st_mtime_ns
-                   for r in records(work, "writes") + records(work, "reads")
-                   if r["status"] == "done"}
+    done_before = {
+        r["_path"]: Path(r["_path"]).stat().st_mtime_ns
+        for r in records(work, "writes") + records(work, "reads")
+        if r["status"] == "done"
+    }
     planned = planned_records(work)
     assert planned == [
         "results/writes/cells/storage=flaky/localhost/r1/attempt-2/record.json",
@@ -179,7 +198,8 @@ def test_deleting_one_cell_reruns_only_that_cell(run):
     gone = work / "results/writes/cells/storage=disk/localhost/r2"
     shutil.rmtree(gone)
     assert planned_records(work) == [
-        "results/writes/cells/storage=disk/localhost/r2/attempt-1/record.json"]
+        "results/writes/cells/storage=disk/localhost/r2/attempt-1/record.json"
+    ]
     result = snakemake(work, "--cores", "6", "report")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((gone / "attempt-1" / "record.json").read_text())["status"] == "done"

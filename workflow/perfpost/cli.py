@@ -78,9 +78,15 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     exp = json.loads(args.experiment)
     df = tidy.read(args.tidy)
     labels = {a: list(v) for a, v in exp["axes"].items()}
-    drawn = plots.plot_experiment(df, exp["title"], labels, list(adapters.get(exp["tool"])
-                                  .PLOT_METRICS), exp["plot"].get("x"), Path(args.out_dir),
-                                  exp["plot"].get("facet"))
+    drawn = plots.plot_experiment(
+        df,
+        exp["title"],
+        labels,
+        list(adapters.get(exp["tool"]).PLOT_METRICS),
+        exp["plot"].get("x"),
+        Path(args.out_dir),
+        exp["plot"].get("facet"),
+    )
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(args.out_dir) / "figures.json").write_text(json.dumps(drawn, indent=2) + "\n")
     print(f"{len(drawn)} figures -> {args.out_dir}")

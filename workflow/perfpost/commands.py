@@ -32,7 +32,7 @@ def _loop(lines: Sequence[str]) -> tuple[str, int] | None:
         return None
     matches = list(_NUM.finditer(lines[0]))
     m = matches[pos]
-    body = lines[0][: m.start()] + "$i" + lines[0][m.end():]
+    body = lines[0][: m.start()] + "$i" + lines[0][m.end() :]
     if body.endswith(" &"):
         return f"for i in $(seq 1 {len(lines)}); do {body} done; wait", len(lines)
     return f"for i in $(seq 1 {len(lines)}); do {body}; done", len(lines)

@@ -72,8 +72,23 @@ class Experiment:
 
     def public(self) -> dict[str, Any]:
         """The experiment as configured, for the post and its provenance hash."""
-        keys = ("name", "title", "tags", "description", "tool", "params", "axes", "exclude",
-                "zip", "hosts", "repeats", "after", "sync_threshold", "timeout", "plot")
+        keys = (
+            "name",
+            "title",
+            "tags",
+            "description",
+            "tool",
+            "params",
+            "axes",
+            "exclude",
+            "zip",
+            "hosts",
+            "repeats",
+            "after",
+            "sync_threshold",
+            "timeout",
+            "plot",
+        )
         return {k: getattr(self, k) for k in keys}
 
     def config_hash(self) -> str:
@@ -141,7 +156,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     """A config file, refusing duplicate keys; errors name the file."""
     try:
         with open(path) as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+            data = yaml.load(fh, Loader=_StrictLoader)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e.where}", e.message) from None
     except yaml.YAMLError as e:
@@ -171,9 +186,12 @@ def validate_schema(config: dict[str, Any]) -> None:
             raise
         # snakemake stops at the first error; ask jsonschema for the most relevant one.
         schema = yaml.safe_load(SCHEMA_PATH.read_text())
-        best = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(schema).iter_errors(config)
-        ) or cause
+        best = (
+            jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(schema).iter_errors(config)
+            )
+            or cause
+        )
         raise ConfigError(_path(best), _message(best)) from None
 
 

@@ -36,7 +36,7 @@ def _sections(text: str) -> dict[str, str]:
     current = None
     for line in text.splitlines():
         if line.startswith(SECTION + " "):
-            current = line[len(SECTION) + 1:].strip()
+            current = line[len(SECTION) + 1 :].strip()
             out[current] = []
         elif current is not None:
             out[current].append(line)
@@ -90,13 +90,15 @@ def _disks(lsblk: str) -> list[dict[str, Any]]:
         elif vendor and not vendor.startswith("0x") and not model.startswith(vendor):
             model = f"{vendor} {model}".strip()
         rota = d.get("rota")
-        disks.append({
-            "name": d.get("name"),
-            "model": model or "unknown (no model reported: virtual disk?)",
-            "size_bytes": size,
-            "rotational": rota in (True, "1", 1),
-            "transport": d.get("tran"),
-        })
+        disks.append(
+            {
+                "name": d.get("name"),
+                "model": model or "unknown (no model reported: virtual disk?)",
+                "size_bytes": size,
+                "rotational": rota in (True, "1", 1),
+                "transport": d.get("tran"),
+            }
+        )
     return disks
 
 

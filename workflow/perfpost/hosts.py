@@ -97,4 +97,3 @@ class LocalHost:
 
     def close(self) -> None:
         pass
-

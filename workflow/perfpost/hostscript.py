@@ -37,7 +37,11 @@ def _check_scratch(path: str) -> str:
 
 def prepare_script(workdir: str, logdir: str, procs: Sequence[Proc]) -> str:
     """Create the cell's work directory and run the unmeasured preparation commands."""
-    lines = ["set -u", "export LC_ALL=C", f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?"]
+    lines = [
+        "set -u",
+        "export LC_ALL=C",
+        f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?",
+    ]
     log = shlex.quote(f"{logdir}/prepare.log")
     for proc in procs:
         lines.append(f"{quote(proc.argv)} >>{log} 2>&1 || exit $?")
@@ -83,7 +87,7 @@ def measure_script(
     for i in range(1, len(background) + 1):
         lines.append(f"kill $bg{i} 2>/dev/null; wait $bg{i} 2>/dev/null")
     rcs = ",".join(f"$r{i}" for i in range(1, len(procs) + 1))
-    lines.append(f"printf '{MARKER} %s %s %s %s\\n' {shlex.quote(step)} \"$t0\" \"$t1\" \"{rcs}\"")
+    lines.append(f'printf \'{MARKER} %s %s %s %s\\n\' {shlex.quote(step)} "$t0" "$t1" "{rcs}"')
     return "\n".join(lines) + "\n"
 
 
@@ -91,7 +95,7 @@ def sync_script() -> str:
     """``sync`` timed on the host, as the posts' ``time sync``."""
     return (
         "t0=$(date +%s.%N); sync; r=$?; t1=$(date +%s.%N)\n"
-        f"printf '{MARKER} sync %s %s %s\\n' \"$t0\" \"$t1\" \"$r\"\n"
+        f'printf \'{MARKER} sync %s %s %s\\n\' "$t0" "$t1" "$r"\n'
     )
 
 

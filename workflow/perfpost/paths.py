@@ -56,7 +56,9 @@ def cell_dir(experiment: str, cell: str, host: str, repeat: int, attempt: int) -
 
 
 def record(experiment: str, cell: str, host: str, repeat: int, attempt: int) -> str:
-    return RECORD.format(experiment=experiment, cell=cell, host=host, repeat=repeat, attempt=attempt)
+    return RECORD.format(
+        experiment=experiment, cell=cell, host=host, repeat=repeat, attempt=attempt
+    )
 
 
 def repeat_dir(experiment: str, cell: str, host: str, repeat: int) -> str:

@@ -14,11 +14,11 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from perfpost.tidy import results  # noqa: E402
-from perfpost.units import UnitError, parse_size, rate_scale  # noqa: E402
+from perfpost.tidy import results
+from perfpost.units import UnitError, parse_size, rate_scale
 
 METRIC_LABELS = {
     "throughput": "Throughput",
@@ -149,13 +149,27 @@ def plot_metric(
     fig.suptitle(title, fontsize=11)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if series_axes:
-        fig.legend(handles, labels, fontsize=8, frameon=False, loc="lower center",
-                   ncol=min(len(labels), 4), title="lines join medians; points are repeats",
-                   title_fontsize=8)
+        fig.legend(
+            handles,
+            labels,
+            fontsize=8,
+            frameon=False,
+            loc="lower center",
+            ncol=min(len(labels), 4),
+            title="lines join medians; points are repeats",
+            title_fontsize=8,
+        )
         fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(labels) - 1) // 4), 1, 1))
     else:
-        fig.text(0.99, 0.01, "points: repeats; bars: medians", ha="right", va="bottom",
-                 fontsize=8, color="0.4")
+        fig.text(
+            0.99,
+            0.01,
+            "points: repeats; bars: medians",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="0.4",
+        )
         fig.tight_layout()
     out_base.parent.mkdir(parents=True, exist_ok=True)
     png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
@@ -183,9 +197,15 @@ def plot_experiment(
     x_axis = choose_x(rest, preferred_x)
     drawn = []
     for metric in metrics:
-        fig = plot_metric(df, metric, axis_labels, x_axis, f"{title}: {metric_label(metric)}",
-                          outdir / metric, facet)
+        fig = plot_metric(
+            df,
+            metric,
+            axis_labels,
+            x_axis,
+            f"{title}: {metric_label(metric)}",
+            outdir / metric,
+            facet,
+        )
         if fig:
             drawn.append(fig)
     return drawn
-

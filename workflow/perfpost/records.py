@@ -39,8 +39,9 @@ def read_record(path: str | Path) -> dict[str, Any]:
         data = json.load(fh)
     version = data.get("schema_version")
     if version != RECORD_SCHEMA_VERSION:
-        raise ValueError(f"{path}: record schema version {version}, expected "
-                         f"{RECORD_SCHEMA_VERSION}")
+        raise ValueError(
+            f"{path}: record schema version {version}, expected {RECORD_SCHEMA_VERSION}"
+        )
     if data.get("status") not in STATUSES:
         raise ValueError(f"{path}: bad status {data.get('status')!r}")
     return data

@@ -30,8 +30,12 @@ def git_revision() -> str | None:
     """The perfpost checkout's commit (with ``-dirty`` when it has local changes)."""
     root = Path(__file__).resolve().parents[2]
     try:
-        rev = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty",
-                              "--abbrev=12"], capture_output=True, text=True, timeout=10)
+        rev = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return rev.stdout.strip() or None
@@ -49,8 +53,9 @@ def _fmt(value: float, unit: str, scale: tuple[str, float] | None = None) -> str
     return sig(value)
 
 
-def results_table(summary: pd.DataFrame, axes: list[str], hosts: list[str],
-                  metrics: Sequence[str]) -> dict[str, Any]:
+def results_table(
+    summary: pd.DataFrame, axes: list[str], hosts: list[str], metrics: Sequence[str]
+) -> dict[str, Any]:
     """Header and rows for the results table: per cell (and host when there are several)."""
     by = [*axes, "host"] if len(hosts) > 1 else list(axes)
     present = [m for m in metrics if m in set(summary["metric"])]
@@ -85,14 +90,21 @@ def results_table(summary: pd.DataFrame, axes: list[str], hosts: list[str],
             s = s.iloc[0]
             row.append(_fmt(s["median"], s["unit"], units[m]))
             if m == present[0]:
-                row.append(f"{_fmt(s['min'], s['unit'], units[m])} .. "
-                           f"{_fmt(s['max'], s['unit'], units[m])}")
+                row.append(
+                    f"{_fmt(s['min'], s['unit'], units[m])} .. "
+                    f"{_fmt(s['max'], s['unit'], units[m])}"
+                )
                 cv = s["cv"]
-                flag = " (!)" if cv is not None and not math.isnan(cv) and cv > stats.CV_WARN else ""
+                flag = (
+                    " (!)" if cv is not None and not math.isnan(cv) and cv > stats.CV_WARN else ""
+                )
                 row.append("n/a" if cv is None or math.isnan(cv) else f"{cv:.1%}{flag}")
         rows.append(row)
-    return {"header": header, "rows": rows, "shaky": any(r[-1].endswith("(!)") for r in rows
-                                                          if present)}
+    return {
+        "header": header,
+        "rows": rows,
+        "shaky": any(r[-1].endswith("(!)") for r in rows if present),
+    }
 
 
 def _host_env(env: dict[str, Any]) -> dict[str, Any]:
@@ -111,9 +123,11 @@ def _host_env(env: dict[str, Any]) -> dict[str, Any]:
     ]
     return {
         "hostname": env.get("hostname"),
-        "cpu": f"{cpu.get('model', 'unknown')} ({', '.join(topo)})" if topo
+        "cpu": f"{cpu.get('model', 'unknown')} ({', '.join(topo)})"
+        if topo
         else cpu.get("model", "unknown"),
-        "memory": f"{env['memory_bytes'] / 2**30:.1f} GiB" if env.get("memory_bytes")
+        "memory": f"{env['memory_bytes'] / 2**30:.1f} GiB"
+        if env.get("memory_bytes")
         else "unknown",
         "disks": disks or ["none reported"],
         "kernel": env.get("kernel") or "unknown",
@@ -147,9 +161,17 @@ def _log_tails(cell_rows: pd.DataFrame) -> list[dict[str, Any]]:
             text = p.read_text(errors="replace") if p.exists() else ""
             lines = text.replace("\r", "\n").strip().splitlines()[-LOG_TAIL_LINES:]
             logs.append({"name": Path(rel).name, "tail": "\n".join(lines)})
-        tails.append({"cell": row.cell, "host": row.host, "repeat": row.repeat,
-                      "attempt": row.attempt, "status": row.status, "logs": logs,
-                      "path": str(record_path.parent)})
+        tails.append(
+            {
+                "cell": row.cell,
+                "host": row.host,
+                "repeat": row.repeat,
+                "attempt": row.attempt,
+                "status": row.status,
+                "logs": logs,
+                "path": str(record_path.parent),
+            }
+        )
     return tails
 
 
@@ -170,8 +192,10 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
         lines += commands.readable(rec.get("prepare_commands", []), workdir)
         if rec.get("params", {}).get("drop_cache"):
             lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
-        lines += [f"{b} &   # background writer, stopped after the measurement"
-                  for b in commands.readable(rec.get("background_commands", []), workdir)]
+        lines += [
+            f"{b} &   # background writer, stopped after the measurement"
+            for b in commands.readable(rec.get("background_commands", []), workdir)
+        ]
         lines += commands.readable((rec.get("command") or "").splitlines(), workdir)
         if "sync" in experiment["after"]:
             lines.append("time sync")
@@ -187,8 +211,10 @@ def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
         if not sub.empty:
             r = sub.iloc[0]
             unit, factor = rate_scale([r["median"]])
-            return [f"Median {metric_label(metric).lower()}: {sig(r['median'] / factor)} {unit} "
-                    f"over {int(r['n'])} runs."]
+            return [
+                f"Median {metric_label(metric).lower()}: {sig(r['median'] / factor)} {unit} "
+                f"over {int(r['n'])} runs."
+            ]
         return []
     med = sub.groupby(axes, sort=False)["median"].median()
     unit, factor = rate_scale(med.tolist())
@@ -227,8 +253,14 @@ def render(
     table = results_table(summary, axes, hosts, adapter.TABLE_METRICS)
     failed = cells[cells["status"] != records.DONE]
     failed_list = [
-        {"cell": r.cell, "host": r.host, "repeat": r.repeat, "attempt": r.attempt,
-         "status": r.status, "reason": r.reason}
+        {
+            "cell": r.cell,
+            "host": r.host,
+            "repeat": r.repeat,
+            "attempt": r.attempt,
+            "status": r.status,
+            "reason": r.reason,
+        }
         for r in failed.itertuples(index=False)
     ]
     starts = pd.to_datetime(cells["start"].dropna(), utc=True, format="ISO8601")
@@ -245,8 +277,9 @@ def render(
         "n_done": int((cells["status"] == records.DONE).sum()),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
-        "figures": [{**f, "caption": f"{experiment['title']}: {metric_label(f['metric'])}"}
-                    for f in figures],
+        "figures": [
+            {**f, "caption": f"{experiment['title']}: {metric_label(f['metric'])}"} for f in figures
+        ],
         "failed": failed_list,
         "commands": _commands(cells, experiment),
         "envs": {h: _host_env(e) for h, e in envs.items()},
@@ -261,7 +294,8 @@ def render(
             "first_start": starts.min().isoformat() if len(starts) else "n/a",
             "last_end": ends.max().isoformat() if len(ends) else "n/a",
             "duration": format_seconds((ends.max() - starts.min()).total_seconds())
-            if len(starts) and len(ends) else "n/a",
+            if len(starts) and len(ends)
+            else "n/a",
         },
         "data_csv": data_csv.name,
     }

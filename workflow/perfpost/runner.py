@@ -30,7 +30,10 @@ def iso(ts: float | None) -> str | None:
 
 
 def sync_adjusted(
-    metrics: list[Metric], sync_time: float, threshold: float, adjust: tuple[tuple[str, str, str], ...]
+    metrics: list[Metric],
+    sync_time: float,
+    threshold: float,
+    adjust: tuple[tuple[str, str, str], ...],
 ) -> list[Metric]:
     """Adjusted rates: ``amount / (time + sync)`` when sync took longer than ``threshold``.
 
@@ -94,17 +97,20 @@ class _CellRun:
         result = self.host.run(script, timeout)
         if result.stderr:
             (self.raw / f"{name}.stderr").write_text(result.stderr)
-        self.steps.append({"step": name, "exit_code": result.exit_code,
-                           "timed_out": result.timed_out})
+        self.steps.append(
+            {"step": name, "exit_code": result.exit_code, "timed_out": result.timed_out}
+        )
         return result
 
     def _finish(self, status: str, reason: str | None = None) -> dict[str, Any]:
         self.record["status"] = status
         self.record["reason"] = reason
         # JSON has no NaN: a value that could not be computed is left out, never invented.
-        self.record["metrics"] = [m for m in self.record["metrics"]
-                                  if isinstance(m["value"], int | float)
-                                  and math.isfinite(m["value"])]
+        self.record["metrics"] = [
+            m
+            for m in self.record["metrics"]
+            if isinstance(m["value"], int | float) and math.isfinite(m["value"])
+        ]
         write_json_atomic(self.record_path, self.record)
         return self.record
 
@@ -118,8 +124,7 @@ class _CellRun:
     def _run_steps(self) -> dict[str, Any]:
         spec, plan = self.spec, self.adapter.plan(self.spec.params, self.workdir)
         self.record["command"] = "\n".join(
-            hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "")
-            for p in plan.measure
+            hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
         )
         self.record["prepare_commands"] = [hostscript.quote(p.argv) for p in plan.prepare]
         self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
@@ -129,8 +134,11 @@ class _CellRun:
         if version.exit_code == 0 and version.stdout.strip():
             self.record["tool_version"] = version.stdout.strip().splitlines()[0]
 
-        prep = self._run("prepare", hostscript.prepare_script(self.workdir, self.logdir,
-                                                             plan.prepare), spec.timeout)
+        prep = self._run(
+            "prepare",
+            hostscript.prepare_script(self.workdir, self.logdir, plan.prepare),
+            spec.timeout,
+        )
         if prep.exit_code != 0:
             log = self.raw / "prepare.log"
             detail = prep.stderr
@@ -144,20 +152,35 @@ class _CellRun:
         if plan.drop_cache:
             drop = self._run("drop_cache", hostscript.drop_cache_script(), SHORT_TIMEOUT)
             if drop.exit_code != 0:
-                msg = next((ln.split(" ", 1)[1] for ln in drop.stdout.splitlines()
-                            if ln.startswith(hostscript.UNPRIVILEGED)), None)
-                reason = ("cannot drop the page cache: "
-                          + (msg or f"exit code {drop.exit_code}: {_tail(drop.stderr, 2)}")
-                          + "; run as root on the host, or drop `drop_cache` from the cell")
+                msg = next(
+                    (
+                        ln.split(" ", 1)[1]
+                        for ln in drop.stdout.splitlines()
+                        if ln.startswith(hostscript.UNPRIVILEGED)
+                    ),
+                    None,
+                )
+                reason = (
+                    "cannot drop the page cache: "
+                    + (msg or f"exit code {drop.exit_code}: {_tail(drop.stderr, 2)}")
+                    + "; run as root on the host, or drop `drop_cache` from the cell"
+                )
                 skip = spec.params.get("on_unprivileged") == "skip" and msg is not None
                 return self._finish(SKIPPED if skip else FAILED, reason)
 
-        measured = self._run("measure", hostscript.measure_script(
-            "measure", self.logdir, plan.measure, plan.background), spec.timeout)
+        measured = self._run(
+            "measure",
+            hostscript.measure_script("measure", self.logdir, plan.measure, plan.background),
+            spec.timeout,
+        )
         timing = hostscript.parse_markers(measured.stdout).get("measure")
         if timing:
-            self.record.update(start_epoch=timing.start, end_epoch=timing.end,
-                               start=iso(timing.start), end=iso(timing.end))
+            self.record.update(
+                start_epoch=timing.start,
+                end_epoch=timing.end,
+                start=iso(timing.start),
+                end=iso(timing.end),
+            )
             bad = [c for c in timing.exit_codes if c != 0]
             self.record["exit_code"] = bad[0] if bad else 0
             self.record["exit_codes"] = list(timing.exit_codes)
@@ -171,19 +194,28 @@ class _CellRun:
         if measured.timed_out:
             return self._finish(FAILED, f"timed out after {spec.timeout:g} s")
         if timing is None:
-            return self._finish(FAILED, f"the measured step did not finish (exit code "
-                                        f"{measured.exit_code}): {_tail(measured.stderr, 2)}")
+            return self._finish(
+                FAILED,
+                f"the measured step did not finish (exit code "
+                f"{measured.exit_code}): {_tail(measured.stderr, 2)}",
+            )
 
         metrics: list[Metric] = [Metric("wall_time", timing.elapsed, "s")]
         if "sync" in spec.after:
             synced = self._run("sync", hostscript.sync_script(), spec.timeout)
             st = hostscript.parse_markers(synced.stdout).get("sync")
             if synced.timed_out or st is None or st.exit_codes != (0,):
-                why = f"timed out after {spec.timeout:g} s" if synced.timed_out else \
-                    f"exit code {synced.exit_code}"
+                why = (
+                    f"timed out after {spec.timeout:g} s"
+                    if synced.timed_out
+                    else f"exit code {synced.exit_code}"
+                )
                 return self._finish(FAILED, f"sync after the cell failed: {why}")
-            self.record["sync"] = {"start": iso(st.start), "end": iso(st.end),
-                                   "seconds": st.elapsed}
+            self.record["sync"] = {
+                "start": iso(st.start),
+                "end": iso(st.end),
+                "seconds": st.elapsed,
+            }
 
         if self.record["exit_code"] != 0:
             reason = self.adapter.error_reason(texts) or f"exit code {self.record['exit_code']}"
@@ -195,8 +227,12 @@ class _CellRun:
             return self._finish(FAILED, f"unparseable log: {e}")
         metrics += parsed
         if "sync" in spec.after and plan.writes:
-            metrics += sync_adjusted(parsed, self.record["sync"]["seconds"],
-                                     spec.sync_threshold, self.adapter.SYNC_ADJUST)
+            metrics += sync_adjusted(
+                parsed,
+                self.record["sync"]["seconds"],
+                spec.sync_threshold,
+                self.adapter.SYNC_ADJUST,
+            )
         elif "sync" in spec.after:
             metrics.append(Metric("sync_time", self.record["sync"]["seconds"], "s"))
         self.record["metrics"] = [m.__dict__ for m in metrics]

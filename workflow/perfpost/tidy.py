@@ -41,8 +41,21 @@ COLUMN_DOCS = {
     "attempt": "attempt of the cell that produced the row",
 }
 
-CELL_COLUMNS = ("experiment", "cell", "host", "repeat", "attempt", "status", "reason",
-                "exit_code", "start", "end", "tool_version", "command", "record")
+CELL_COLUMNS = (
+    "experiment",
+    "cell",
+    "host",
+    "repeat",
+    "attempt",
+    "status",
+    "reason",
+    "exit_code",
+    "start",
+    "end",
+    "tool_version",
+    "command",
+    "record",
+)
 
 
 def _numeric_if_possible(series: pd.Series) -> pd.Series:
@@ -60,17 +73,28 @@ def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = Non
     rows = []
     for r in records:
         base = {
-            "experiment": r["experiment"], "cell": r["cell"], "host": r["host"],
-            "repeat": r["repeat"], **{a: r["labels"].get(a) for a in axes},
-            "tool": r["tool"], "status": r["status"], "attempt": r["attempt"],
+            "experiment": r["experiment"],
+            "cell": r["cell"],
+            "host": r["host"],
+            "repeat": r["repeat"],
+            **{a: r["labels"].get(a) for a in axes},
+            "tool": r["tool"],
+            "status": r["status"],
+            "attempt": r["attempt"],
         }
         exit_code = r.get("exit_code")
-        rows.append({**base, "metric": "exit_code",
-                     "value": float(exit_code) if exit_code is not None else float("nan"),
-                     "unit": "count"})
+        rows.append(
+            {
+                **base,
+                "metric": "exit_code",
+                "value": float(exit_code) if exit_code is not None else float("nan"),
+                "unit": "count",
+            }
+        )
         for m in r.get("metrics", []):
-            rows.append({**base, "metric": m["name"], "value": float(m["value"]),
-                         "unit": m["unit"]})
+            rows.append(
+                {**base, "metric": m["name"], "value": float(m["value"]), "unit": m["unit"]}
+            )
     columns = [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS]
     df = pd.DataFrame(rows, columns=columns)
     for a in axes:
@@ -100,8 +124,9 @@ def schema_doc(axes: list[str]) -> dict[str, Any]:
     }
 
 
-def write(df: pd.DataFrame, csv: str | Path, parquet: str | Path, schema: str | Path,
-          axes: list[str]) -> None:
+def write(
+    df: pd.DataFrame, csv: str | Path, parquet: str | Path, schema: str | Path, axes: list[str]
+) -> None:
     """CSV for people and spreadsheets, Parquet (with the schema in its metadata) for code."""
     Path(csv).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(f"{csv}.tmp")
@@ -128,8 +153,10 @@ def read(path: str | Path) -> pd.DataFrame:
         meta = pq.read_schema(path).metadata or {}
         doc = json.loads(meta.get(b"perfpost.tidy", b"{}"))
         if doc.get("schema_version") != TIDY_SCHEMA_VERSION:
-            raise ValueError(f"{path}: tidy schema version {doc.get('schema_version')}, "
-                             f"expected {TIDY_SCHEMA_VERSION}")
+            raise ValueError(
+                f"{path}: tidy schema version {doc.get('schema_version')}, "
+                f"expected {TIDY_SCHEMA_VERSION}"
+            )
         return pd.read_parquet(path)
     return pd.read_csv(path)
 

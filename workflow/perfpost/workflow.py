@@ -10,8 +10,8 @@ earlier attempt's log and record stays on disk.
 from __future__ import annotations
 
 import json
+import os
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,16 @@ from perfpost.config import CellSpec, Plan
 from perfpost.errors import PerfpostError
 
 
-def perfpost_command(python: str) -> str:
-    """The CLI through the interpreter running Snakemake, so the venv need not be on PATH."""
-    return f"{shlex.quote(python)} -m perfpost"
+def ensure_on_path(python: str) -> None:
+    """Put the ``perfpost`` command of the interpreter running Snakemake first on PATH.
+
+    Jobs inherit Snakemake's environment, so rules can say ``perfpost`` even when the
+    virtualenv was not activated (``.venv/bin/snakemake ...``).
+    """
+    bindir = str(Path(python).parent)
+    current = os.environ.get("PATH", "").split(os.pathsep)
+    if current[:1] != [bindir]:
+        os.environ["PATH"] = os.pathsep.join([bindir, *current])
 
 
 def resource_name(host: str) -> str:

@@ -6,14 +6,14 @@ rule cell:
         paths.RECORD,
     log:
         paths.CELL_LOG,
-    params:
-        spec=lambda wc: pw.cell_spec(PLAN, wc).to_json(),
-    resources:
-        **HOST_RESOURCES,
     conda:
         "../../envs/perfpost.yaml"
+    resources:
+        **HOST_RESOURCES,
+    params:
+        spec=lambda wc: pw.cell_spec(PLAN, wc).to_json(),
     shell:
-        "{PERFPOST} run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule env:
@@ -21,9 +21,9 @@ rule env:
         paths.ENV_JSON,
     log:
         paths.ENV_LOG,
-    params:
-        host=lambda wc: pw.host_json(PLAN, wc.host),
     conda:
         "../../envs/perfpost.yaml"
+    params:
+        host=lambda wc: pw.host_json(PLAN, wc.host),
     shell:
-        "{PERFPOST} env --host {params.host:q} --out {output:q} > {log:q} 2>&1"
+        "perfpost env --host {params.host:q} --out {output:q} > {log:q} 2>&1"

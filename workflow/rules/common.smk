@@ -12,7 +12,7 @@ try:
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
-PERFPOST = pw.perfpost_command(sys.executable)
+pw.ensure_on_path(sys.executable)
 HOST_RESOURCES = pw.host_resources(PLAN, workflow)
 
 

@@ -8,12 +8,12 @@ rule figures:
         directory(paths.FIGURES_DIR),
     log:
         paths.FIGURES_LOG,
-    params:
-        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     conda:
         "../../envs/perfpost.yaml"
+    params:
+        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     shell:
-        "{PERFPOST} figures --experiment {params.exp:q} --tidy {input:q} --out-dir {output:q}"
+        "perfpost figures --experiment {params.exp:q} --tidy {input:q} --out-dir {output:q}"
         " > {log:q} 2>&1"
 
 
@@ -28,11 +28,11 @@ rule post:
         data=paths.POST_DATA,
     log:
         paths.POST_LOG,
-    params:
-        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     conda:
         "../../envs/perfpost.yaml"
+    params:
+        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     shell:
-        "{PERFPOST} post --experiment {params.exp:q} --tidy {input.tidy:q}"
+        "perfpost post --experiment {params.exp:q} --tidy {input.tidy:q}"
         " --cells {input.cells:q} --figures {input.figures:q} --env {input.env:q}"
         " --out {output.post:q} --data {output.data:q} > {log:q} 2>&1"

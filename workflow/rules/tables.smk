@@ -11,11 +11,11 @@ rule tables:
         cells=paths.CELLS_CSV,
     log:
         paths.TABLES_LOG,
+    conda:
+        "../../envs/perfpost.yaml"
     params:
         axes=lambda wc: pw.axes_json(PLAN, wc.experiment),
         out_dir=lambda wc: paths.fill(paths.EXPERIMENT_DIR, experiment=wc.experiment),
-    conda:
-        "../../envs/perfpost.yaml"
     shell:
-        "{PERFPOST} tables --axes {params.axes:q} --out-dir {params.out_dir:q} {input:q}"
+        "perfpost tables --axes {params.axes:q} --out-dir {params.out_dir:q} {input:q}"
         " > {log:q} 2>&1"

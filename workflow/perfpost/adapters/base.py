@@ -46,5 +46,5 @@ class Plan:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Unprivileged(Exception):  # noqa: N818 - it names a condition, not a bug
+class Unprivileged(Exception):
     """A cell asked for something its host user may not do (dropping the page cache)."""

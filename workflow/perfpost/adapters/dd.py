@@ -36,7 +36,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
     "required": ["dir"],
     "properties": {
         "mode": {
-            "description": "write: /dev/zero to a file; read: concurrent readers of their own files",
+            "description": "write: /dev/zero to a file; read: concurrent readers, one file each",
             "enum": ["write", "read"],
             "default": "write",
         },
@@ -65,10 +65,17 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "items": {"enum": ["direct", "nocache"]},
             "default": [],
         },
-        "readers": {"description": "Concurrent readers (read mode)", "type": "integer",
-                    "minimum": 1, "maximum": 256, "default": 1},
-        "file_size": {"description": "Size of each reader's file (read mode)",
-                      "type": ["string", "integer"]},
+        "readers": {
+            "description": "Concurrent readers (read mode)",
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 256,
+            "default": 1,
+        },
+        "file_size": {
+            "description": "Size of each reader's file (read mode)",
+            "type": ["string", "integer"],
+        },
         "drop_cache": {
             "description": "Drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) right "
             "before the measurement. Needs root on the host.",
@@ -131,8 +138,13 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
     mode = params.get("mode", "write")
     bs = str(params["bs"])
     if mode == "write":
-        argv = ["dd", "if=/dev/zero", f"of={workdir}/{WRITE_FILE}", f"bs={bs}",
-                f"count={params['count']}"]
+        argv = [
+            "dd",
+            "if=/dev/zero",
+            f"of={workdir}/{WRITE_FILE}",
+            f"bs={bs}",
+            f"count={params['count']}",
+        ]
         if params.get("conv", "none") != "none":
             argv.append(f"conv={params['conv']}")
         argv += _flag("oflag", list(params.get("oflag", [])))
@@ -145,13 +157,30 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
     readers = int(params.get("readers", 1))
     size = parse_size(params["file_size"])
     prepare = tuple(
-        Proc(("dd", "if=/dev/zero", f"of={workdir}/read-{i}", "bs=1M", f"count={size}",
-              "iflag=count_bytes", "conv=fsync"))
+        Proc(
+            (
+                "dd",
+                "if=/dev/zero",
+                f"of={workdir}/read-{i}",
+                "bs=1M",
+                f"count={size}",
+                "iflag=count_bytes",
+                "conv=fsync",
+            )
+        )
         for i in range(1, readers + 1)
     )
     measure = tuple(
-        Proc(("dd", f"if={workdir}/read-{i}", "of=/dev/null", f"bs={bs}",
-              *_flag("iflag", list(params.get("iflag", [])))), reader_log(i))
+        Proc(
+            (
+                "dd",
+                f"if={workdir}/read-{i}",
+                "of=/dev/null",
+                f"bs={bs}",
+                *_flag("iflag", list(params.get("iflag", []))),
+            ),
+            reader_log(i),
+        )
         for i in range(1, readers + 1)
     )
     background: tuple[Proc, ...] = ()
@@ -162,7 +191,7 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
         interval = f"{WRITER_CHUNK / rate:.6f}"
         loop = (
             'i=0; while :; do dd if=/dev/zero of="$1" bs=1M count=1 seek=$((i % 256)) '
-            "conv=notrunc,fdatasync 2>/dev/null; i=$((i+1)); sleep \"$2\"; done"
+            'conv=notrunc,fdatasync 2>/dev/null; i=$((i+1)); sleep "$2"; done'
         )
         background = (Proc(("sh", "-c", loop, "writer", f"{workdir}/writer.out", interval)),)
     return Plan(
@@ -257,11 +286,18 @@ def parse_log(text: str, source: str = "<log>") -> DdSummary:
         if not last_nonblank:
             raise ParseError(source, "empty log: dd printed nothing")
         if progress and n_records < 2:
-            raise ParseError(source, "log ends mid-run: progress lines but no 'records out' "
-                             "line and final summary (dd was killed or the log cut)",
-                             last_nonblank)
-        raise ParseError(source, "no dd summary line ('N bytes ... copied, T s, R/s') after "
-                         "'records out': the log is truncated or not from dd", last_nonblank)
+            raise ParseError(
+                source,
+                "log ends mid-run: progress lines but no 'records out' "
+                "line and final summary (dd was killed or the log cut)",
+                last_nonblank,
+            )
+        raise ParseError(
+            source,
+            "no dd summary line ('N bytes ... copied, T s, R/s') after "
+            "'records out': the log is truncated or not from dd",
+            last_nonblank,
+        )
     secs = _num(summary["secs"])
     rate = _num(summary["rate"]) * human_unit_factor(summary["unit"])
     return DdSummary(int(summary["bytes"]), secs, rate, records, tuple(errors), summary_line)
@@ -338,8 +374,10 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
             "device",
             "fdatasync": "with `conv=fdatasync`, so dd's time includes flushing the data",
         }.get(conv, "without a flush at the end, so the page cache may absorb the writes")
-        lines.append(f"Each run writes {val('count')} blocks of {val('bs')} from `/dev/zero` into "
-                     f"a new file under {val('dir')}, {flush}.")
+        lines.append(
+            f"Each run writes {val('count')} blocks of {val('bs')} from `/dev/zero` into "
+            f"a new file under {val('dir')}, {flush}."
+        )
         if params.get("oflag"):
             lines.append(f"Output flags: `oflag={','.join(params['oflag'])}`.")
     else:
@@ -348,24 +386,36 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
             "(not measured, flushed with fsync), then starts {} dd readers at once, each reading "
             "its own file to `/dev/null` with block size {}.".format(val("readers", 1), val("bs"))
         )
-        lines.append("A run's throughput is the bytes read by all readers divided by the time "
-                     "of the slowest one; the slowest and fastest reader's own rates are in the "
-                     "data.")
+        lines.append(
+            "A run's throughput is the bytes read by all readers divided by the time "
+            "of the slowest one; the slowest and fastest reader's own rates are in the "
+            "data."
+        )
     cache = params.get("drop_cache")
     if "drop_cache" in axes or isinstance(cache, str):
-        lines.append("The page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) "
-                     "right before the measurement in the cells that ask for it (see the "
-                     "axes); the others read from a hot cache.")
+        lines.append(
+            "The page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) "
+            "right before the measurement in the cells that ask for it (see the "
+            "axes); the others read from a hot cache."
+        )
     elif cache:
-        lines.append("The page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) "
-                     "right before each measurement.")
+        lines.append(
+            "The page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) "
+            "right before each measurement."
+        )
     elif mode == "read":
-        lines.append("The page cache was not dropped: the files had just been written, so reads "
-                     "come from a hot cache.")
+        lines.append(
+            "The page cache was not dropped: the files had just been written, so reads "
+            "come from a hot cache."
+        )
     if params.get("background_writer") or "background_writer" in axes:
-        lines.append(f"A background writer wrote {val('background_writer')} bytes per second "
-                     "(1 MiB chunks, each flushed) while the readers ran.")
+        lines.append(
+            f"A background writer wrote {val('background_writer')} bytes per second "
+            "(1 MiB chunks, each flushed) while the readers ran."
+        )
     if params.get("on_unprivileged") == "skip":
-        lines.append("Where the page cache could not be dropped (not root), those cells were "
-                     "skipped rather than measured with a hot cache.")
+        lines.append(
+            "Where the page cache could not be dropped (not root), those cells were "
+            "skipped rather than measured with a hot cache."
+        )
     return lines
