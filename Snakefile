@@ -25,3 +25,7 @@ rule report:
 include: "workflow/rules/cells.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/post.smk"
+
+
+onsuccess:
+    print(pw.outcome(PLAN))

@@ -7,6 +7,7 @@ output re-runs just that cell and what depends on it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -207,3 +208,16 @@ def test_deleting_one_cell_reruns_only_that_cell(run):
     assert ran.count("cell") == 1
     assert ran.count("post") == 1  # only this experiment's post is rendered again
     assert ran.count("env") == 0
+
+
+def test_cells_on_one_host_ran_one_at_a_time(run):
+    """With --cores 6 Snakemake could run six cells at once; the host resource must not."""
+    work = run["work"]
+    spans = sorted(
+        (r["start_epoch"], r["end_epoch"], r["_path"])
+        for r in records(work, "writes") + records(work, "reads")
+        if r["start_epoch"] is not None
+    )
+    assert len(spans) >= 10
+    for (_, end, path), (start, _, nxt) in itertools.pairwise(spans):
+        assert end <= start, f"{path} overlaps {nxt}"

@@ -93,7 +93,18 @@ def wanted_attempt(experiment: str, cell: str, host: str, repeat: int, root: Pat
 
 
 def current_records(plan: Plan, experiment: str) -> list[str]:
-    """Record paths the experiment's tables are built from, one per cell, host and repeat."""
+    """Record paths the experiment's tables are built from, one per cell, host and repeat.
+
+    Computed once per experiment and plan: the DAG asks for them twice (the tables rule and
+    the report target), and each answer reads every cell's latest record.
+    """
+    memo = plan.__dict__.setdefault("_current_records", {})
+    if experiment not in memo:
+        memo[experiment] = _current_records(plan, experiment)
+    return memo[experiment]
+
+
+def _current_records(plan: Plan, experiment: str) -> list[str]:
     out = []
     for spec in plan.jobs():
         if spec.experiment != experiment:
@@ -106,6 +117,28 @@ def current_records(plan: Plan, experiment: str) -> list[str]:
 
 def all_current_records(plan: Plan) -> list[str]:
     return [r for name in plan.experiments for r in current_records(plan, name)]
+
+
+def outcome(plan: Plan) -> str:
+    """One line per experiment for the end of a run: how many runs finished, failed, skipped."""
+    lines = []
+    for name in plan.experiments:
+        counts: dict[str, int] = {}
+        for path in current_records(plan, name):
+            try:
+                status = records.read_record(path)["status"]
+            except (OSError, ValueError):
+                status = "missing"
+            counts[status] = counts.get(status, 0) + 1
+        total = sum(counts.values())
+        parts = [f"{counts.get(records.DONE, 0)} of {total} runs done"]
+        parts += [f"{n} {s}" for s, n in sorted(counts.items()) if s != records.DONE]
+        lines.append(f"perfpost: {name}: {', '.join(parts)} -> "
+                     f"{paths.fill(paths.POST, experiment=name)}")
+    if any(" failed" in line for line in lines):
+        lines.append("perfpost: failed cells are listed in their posts; run the same command "
+                     "again to re-run only them.")
+    return "\n".join(lines)
 
 
 def host_json(plan: Plan, host: str) -> str:
