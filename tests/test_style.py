@@ -7,8 +7,10 @@ import pytest
 
 from tests.conftest import BIN, ROOT, env_with_venv, snakemake_bin
 
-SMK = ["Snakefile", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow" / "rules")
-                            .glob("*.smk"))]
+SMK = [
+    "Snakefile",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow" / "rules").glob("*.smk")),
+]
 
 
 def tool(name: str) -> str:
@@ -22,8 +24,9 @@ def tool(name: str) -> str:
 
 
 def check(argv):
-    result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env=env_with_venv())
+    result = subprocess.run(
+        argv, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env_with_venv()
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return result
 

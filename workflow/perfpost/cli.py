@@ -20,13 +20,11 @@ from perfpost.errors import ConfigError, ParseError, PerfpostError
 
 def _cmd_run_cell(args: argparse.Namespace) -> int:
     from perfpost.config import CellSpec
-    from perfpost.hosts import LOCALHOST, LocalHost
+    from perfpost.hosts import open_host
     from perfpost.runner import run_cell
 
     spec = CellSpec.from_json(args.spec)
-    if spec.host["name"] != LOCALHOST:
-        raise PerfpostError(f"host {spec.host['name']!r}: remote hosts are not supported yet")
-    host = LocalHost()
+    host = open_host(spec.host)
     try:
         record = run_cell(spec, args.out, host)
     finally:
@@ -40,14 +38,21 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
 
 def _cmd_env(args: argparse.Namespace) -> int:
     from perfpost import envinfo
-    from perfpost.hosts import LOCALHOST, LocalHost
+    from perfpost.hosts import open_host
     from perfpost.records import write_json_atomic
 
     host_spec = json.loads(args.host)
-    if host_spec["name"] != LOCALHOST:
-        raise PerfpostError(f"host {host_spec['name']!r}: remote hosts are not supported yet")
-    result = LocalHost().run(envinfo.SCRIPT, 120)
-    env = envinfo.parse(result.stdout)
+    try:
+        host = open_host(host_spec)
+        try:
+            result = host.run(envinfo.SCRIPT, 120)
+        finally:
+            host.close()
+        env = envinfo.parse(result.stdout)
+    except PerfpostError as e:
+        # The post is still made; it says this host's environment could not be read, and why.
+        env = {"schema_version": envinfo.ENV_SCHEMA_VERSION, "complete": False, "error": str(e)}
+        print(f"perfpost: environment of {host_spec['name']}: {e}", file=sys.stderr)
     env["host"] = host_spec["name"]
     write_json_atomic(args.out, env)
     return 0

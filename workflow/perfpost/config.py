@@ -265,8 +265,17 @@ def build_plan(config: dict[str, Any]) -> Plan:
     """Validate ``config`` (filling defaults in place) and expand every experiment."""
     validate_schema(config)
     hosts: dict[str, dict[str, Any]] = {LOCALHOST: {"max_parallel_cells": 1}}
+    ssh = config.get("ssh", {})
     for name, spec in config.get("hosts", {}).items():
-        hosts[name] = dict(spec)
+        if name == LOCALHOST:
+            if set(spec) - {"max_parallel_cells"}:
+                raise ConfigError(
+                    f"hosts.{name}",
+                    "localhost runs commands here, without SSH: only max_parallel_cells applies",
+                )
+            hosts[name] = dict(spec)
+            continue
+        hosts[name] = {**ssh, **spec}
     experiments: dict[str, Experiment] = {}
     for name, raw in config["experiments"].items():
         where = f"experiments.{name}"

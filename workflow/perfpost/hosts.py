@@ -97,3 +97,12 @@ class LocalHost:
 
     def close(self) -> None:
         pass
+
+
+def open_host(spec: dict) -> Host:
+    """The host a spec names: this machine for ``localhost``, else an SSH host."""
+    if spec["name"] == LOCALHOST:
+        return LocalHost()
+    from perfpost.remote import RemoteHost  # Fabric is imported only when a remote host is used
+
+    return RemoteHost(spec)

@@ -16,7 +16,7 @@ from typing import Any
 from perfpost import __version__, adapters, hostscript
 from perfpost.adapters.base import Metric
 from perfpost.config import CellSpec
-from perfpost.errors import ParseError
+from perfpost.errors import ParseError, PerfpostError
 from perfpost.hosts import CommandResult, Host
 from perfpost.records import DONE, FAILED, RECORD_SCHEMA_VERSION, SKIPPED, write_json_atomic
 
@@ -74,6 +74,7 @@ class _CellRun:
             "cell": spec.cell,
             "labels": spec.labels,
             "host": spec.host["name"],
+            "host_address": getattr(host, "where", "localhost"),
             "repeat": spec.repeat,
             "attempt": int(record_path.parent.name.rpartition("-")[2]),
             "tool": spec.tool,
@@ -118,8 +119,15 @@ class _CellRun:
         self.raw.mkdir(parents=True, exist_ok=True)
         try:
             return self._run_steps()
+        except PerfpostError as e:
+            # The host failed us (unreachable, key rejected, connection lost): the cell fails
+            # with that reason and keeps whatever logs it had.
+            return self._finish(FAILED, str(e))
         finally:
-            self.host.run(hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT)
+            try:
+                self.host.run(hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT)
+            except PerfpostError:
+                pass  # a host that is gone has nothing left to clean
 
     def _run_steps(self) -> dict[str, Any]:
         spec, plan = self.spec, self.adapter.plan(self.spec.params, self.workdir)

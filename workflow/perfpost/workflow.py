@@ -133,11 +133,14 @@ def outcome(plan: Plan) -> str:
         total = sum(counts.values())
         parts = [f"{counts.get(records.DONE, 0)} of {total} runs done"]
         parts += [f"{n} {s}" for s, n in sorted(counts.items()) if s != records.DONE]
-        lines.append(f"perfpost: {name}: {', '.join(parts)} -> "
-                     f"{paths.fill(paths.POST, experiment=name)}")
+        lines.append(
+            f"perfpost: {name}: {', '.join(parts)} -> {paths.fill(paths.POST, experiment=name)}"
+        )
     if any(" failed" in line for line in lines):
-        lines.append("perfpost: failed cells are listed in their posts; run the same command "
-                     "again to re-run only them.")
+        lines.append(
+            "perfpost: failed cells are listed in their posts; run the same command "
+            "again to re-run only them."
+        )
     return "\n".join(lines)
 
 

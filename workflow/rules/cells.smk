@@ -16,6 +16,8 @@ rule cell:
         "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
+# A host's environment, captured on every run (the profile forces this rule) so the post
+# describes the machine as it was; it holds the host like a cell, to stay out of measurements.
 rule env:
     output:
         paths.ENV_JSON,
@@ -23,6 +25,8 @@ rule env:
         paths.ENV_LOG,
     conda:
         "../../envs/perfpost.yaml"
+    resources:
+        **HOST_RESOURCES,
     params:
         host=lambda wc: pw.host_json(PLAN, wc.host),
     shell:

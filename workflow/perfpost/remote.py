@@ -1,0 +1,215 @@
+"""Remote hosts over SSH, through Fabric. The only module that imports Fabric or paramiko.
+
+One connection per host serves every command of a job (TCP_NODELAY and keepalive on). Host
+keys are verified against known_hosts: Fabric accepts any key by default, perfpost does not,
+unless the inventory opts in with ``trust_new_keys`` (new keys are then saved, changed keys are
+still refused). Every command runs under the host's ``timeout`` in a process group of its
+own; on a timeout or an interrupt perfpost kills that group, so no tool outlives its cell.
+Connection failures become :class:`HostError` with a reason fit for the cell's record.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+from perfpost.errors import PerfpostError
+from perfpost.hosts import CommandResult
+
+KILL_AFTER = 5  # seconds between the timeout's TERM and KILL
+CLIENT_GRACE = 30  # how much later the client gives up if the host's own timeout never fires
+CONNECT_TIMEOUT = 15
+
+
+class HostError(PerfpostError):
+    """A host that could not be used: unreachable, authentication, host key, lost connection."""
+
+
+def _known_hosts_paths(spec: dict[str, Any]) -> list[Path]:
+    if spec.get("known_hosts"):
+        return [Path(os.path.expanduser(spec["known_hosts"]))]
+    return [Path(os.path.expanduser("~/.ssh/known_hosts"))]
+
+
+def _key_name(host: str, port: int) -> str:
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+class RemoteHost:
+    """A host from the inventory, reached over SSH."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        from fabric import Config, Connection
+
+        self.name = spec["name"]
+        self.spec = spec
+        overrides: dict[str, Any] = {"run": {"in_stream": False}}
+        config = Config(
+            overrides=overrides,
+            runtime_ssh_path=os.path.expanduser(spec["ssh_config"])
+            if spec.get("ssh_config")
+            else None,
+        )
+        kwargs: dict[str, Any] = {
+            "connect_timeout": int(spec.get("connect_timeout", CONNECT_TIMEOUT))
+        }
+        connect: dict[str, Any] = {}
+        if spec.get("key"):
+            connect["key_filename"] = [os.path.expanduser(spec["key"])]
+        if spec.get("user"):
+            kwargs["user"] = spec["user"]
+        if spec.get("port"):
+            kwargs["port"] = int(spec["port"])
+        target = spec.get("address") or spec.get("alias") or self.name
+        self.conn = Connection(target, config=config, connect_kwargs=connect, **kwargs)
+        self._hops = []
+        hop = self.conn
+        while hop is not None and not isinstance(hop, str):
+            self._hops.append(hop)
+            hop = hop.gateway if hop.gateway else None
+        for c in self._hops:
+            self._verify_keys(c)
+        self._open = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
+
+    def _verify_keys(self, conn: Any) -> None:
+        from paramiko import AutoAddPolicy, RejectPolicy
+
+        client = conn.client
+        files = _known_hosts_paths(self.spec)
+        for path in files:
+            if path.exists():
+                client.load_host_keys(str(path))
+        if self.spec.get("trust_new_keys"):
+            # An explicit opt-in: record a new host's key (a changed key is still refused).
+            files[0].parent.mkdir(parents=True, exist_ok=True)
+            files[0].touch(exist_ok=True)
+            client.load_host_keys(str(files[0]))
+            client.set_missing_host_key_policy(AutoAddPolicy())
+        else:
+            client.set_missing_host_key_policy(RejectPolicy())
+
+    def _connect(self) -> None:
+        if self._open:
+            return
+        from paramiko.ssh_exception import (
+            AuthenticationException,
+            BadHostKeyException,
+            NoValidConnectionsError,
+            SSHException,
+        )
+
+        known = ", ".join(str(p) for p in _known_hosts_paths(self.spec))
+        keyname = _key_name(self.conn.host, self.conn.port)
+        try:
+            self.conn.open()
+        except BadHostKeyException as e:
+            raise HostError(
+                f"host key rejected: the key of {self.name} ({keyname}) is not the one in "
+                f"{known} (got {e.key.get_name()} {e.key.get_fingerprint().hex()}); if the host "
+                f"was reinstalled, remove the old line (ssh-keygen -R '{keyname}') and add the "
+                "new key after checking it"
+            ) from None
+        except AuthenticationException as e:
+            raise HostError(f"authentication failed for {self.where}: {e}") from None
+        except NoValidConnectionsError as e:
+            raise HostError(f"unreachable: {self.where}: {_first_error(e)}") from None
+        except TimeoutError:
+            raise HostError(
+                f"unreachable: {self.where}: no answer within {self.conn.connect_timeout} s"
+            ) from None
+        except socket.gaierror as e:
+            raise HostError(f"unreachable: {self.where}: cannot resolve: {e}") from None
+        except OSError as e:
+            raise HostError(f"unreachable: {self.where}: {e}") from None
+        except SSHException as e:
+            if "not found in known_hosts" in str(e):
+                raise HostError(
+                    f"host key rejected: {self.name} ({keyname}) is not in {known}; check "
+                    f"its key and add it (ssh-keyscan -p {self.conn.port} {self.conn.host} "
+                    f">> {_known_hosts_paths(self.spec)[0]}), or set trust_new_keys: true for "
+                    "this host in the inventory"
+                ) from None
+            raise HostError(f"ssh failed for {self.where}: {e}") from None
+        transport = self.conn.client.get_transport()
+        transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        transport.set_keepalive(15)
+        self._open = True
+
+    def run(self, script: str, timeout: float) -> CommandResult:
+        """Run ``script`` with ``sh`` on the host, killed with its whole process group at
+        ``timeout`` seconds (or when perfpost is interrupted)."""
+        from invoke.exceptions import CommandTimedOut, UnexpectedExit
+
+        self._connect()
+        pidfile = f"/tmp/perfpost-{uuid.uuid4().hex[:12]}.pid"
+        # `timeout` puts itself and the script in a new process group and kills that group;
+        # its pid (= the group id) goes to a file so perfpost can kill the group itself.
+        wrapper = (
+            f'timeout -k {KILL_AFTER} {timeout:g} sh -c "$1" & p=$!; echo "$p" > {pidfile}; '
+            f"wait $p; rc=$?; rm -f {pidfile}; exit $rc"
+        )
+        command = f"sh -c {shlex.quote(wrapper)} perfpost {shlex.quote(script)}"
+        try:
+            result = self.conn.run(
+                command, hide=True, warn=True, timeout=timeout + KILL_AFTER + CLIENT_GRACE
+            )
+        except CommandTimedOut as e:
+            self._kill(pidfile)
+            return CommandResult(None, e.result.stdout, e.result.stderr, timed_out=True)
+        except UnexpectedExit as e:  # not raised with warn=True; kept for clarity
+            result = e.result
+        except BaseException as e:
+            # Interrupted, or the connection died: take the tools down if the host still answers.
+            self._kill(pidfile)
+            if isinstance(e, KeyboardInterrupt | SystemExit):
+                raise
+            raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
+        timed_out = result.exited == 124
+        return CommandResult(
+            None if timed_out else result.exited, result.stdout, result.stderr, timed_out=timed_out
+        )
+
+    def _kill(self, pidfile: str) -> None:
+        script = (
+            f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && '
+            f'{{ kill -TERM -- "-$p" 2>/dev/null; sleep 1; kill -KILL -- "-$p" 2>/dev/null; }}'
+            f"; rm -f {pidfile}"
+        )
+        try:
+            self.conn.run(f"sh -c {shlex.quote(script)}", hide=True, warn=True, timeout=20)
+        except BaseException:
+            pass
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        """Copy a file from the host over SFTP; False when it does not exist."""
+        self._connect()
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn.get(remote_path, local=str(local_path))
+        except FileNotFoundError:
+            local_path.unlink(missing_ok=True)
+            return False
+        except OSError as e:
+            raise HostError(f"cannot copy {remote_path} from {self.where}: {e}") from None
+        return True
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            self._open = False
+
+
+def _first_error(e: Any) -> str:
+    errors = getattr(e, "errors", {}) or {}
+    for err in errors.values():
+        return err.strerror or str(err)
+    return str(e)
