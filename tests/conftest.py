@@ -46,3 +46,26 @@ def snakemake_bin() -> str:
 
 def env_with_venv() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+@pytest.fixture(scope="session")
+def testbed(tmp_path_factory):
+    """Three real sshd hosts (network namespaces as root, loopback ports otherwise)."""
+    from perfpost import testbed as tb
+
+    bed = tb.start(3, tmp_path_factory.mktemp("testbed"))
+    yield bed
+    bed.stop()
+
+
+def host_spec(bed, name: str, **over) -> dict:
+    h = bed.host(name)
+    return {
+        "name": name,
+        "address": h.address,
+        "port": h.port,
+        "user": bed.user,
+        "key": bed.key,
+        "known_hosts": bed.known_hosts,
+        **over,
+    }

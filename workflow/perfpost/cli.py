@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    # SIGTERM (Snakemake stopping a job) unwinds like Ctrl-C, so every host kills the tools
+    # it started before perfpost exits. Remote commands are killed right here: Fabric would
+    # otherwise wait for them to end by themselves.
+    remote = sys.modules.get("perfpost.remote")
+    if remote is not None:
+        remote.interrupt()
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

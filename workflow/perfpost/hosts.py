@@ -30,7 +30,7 @@ class CommandResult:
 class Host(Protocol):
     name: str
 
-    def run(self, script: str, timeout: float) -> CommandResult: ...
+    def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult: ...
 
     def fetch(self, remote_path: str, local_path: Path) -> bool: ...
 
@@ -59,7 +59,7 @@ class LocalHost:
 
     name = LOCALHOST
 
-    def run(self, script: str, timeout: float) -> CommandResult:
+    def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", script],
             stdin=subprocess.DEVNULL,

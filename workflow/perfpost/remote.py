@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,19 @@ from perfpost.hosts import CommandResult
 KILL_AFTER = 5  # seconds between the timeout's TERM and KILL
 CLIENT_GRACE = 30  # how much later the client gives up if the host's own timeout never fires
 CONNECT_TIMEOUT = 15
+
+
+# Remote commands running now (pidfile -> host), so an interrupt can kill them: Invoke
+# swallows KeyboardInterrupt while a command runs and would wait for it to end by itself.
+_ACTIVE: dict[str, RemoteHost] = {}
+_INTERRUPTED = threading.Event()
+
+
+def interrupt() -> None:
+    """Kill every running remote command's process group; for signal handlers."""
+    _INTERRUPTED.set()
+    for pidfile, host in list(_ACTIVE.items()):
+        host._kill(pidfile)
 
 
 class HostError(PerfpostError):
@@ -143,11 +157,14 @@ class RemoteHost:
         transport.set_keepalive(15)
         self._open = True
 
-    def run(self, script: str, timeout: float) -> CommandResult:
+    def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult:
         """Run ``script`` with ``sh`` on the host, killed with its whole process group at
-        ``timeout`` seconds (or when perfpost is interrupted)."""
-        from invoke.exceptions import CommandTimedOut, UnexpectedExit
+        ``timeout`` seconds (or when perfpost is interrupted). After an interrupt only
+        ``force`` commands (clean-up) still run."""
+        from invoke.exceptions import CommandTimedOut
 
+        if _INTERRUPTED.is_set() and not force:
+            raise KeyboardInterrupt("interrupted")
         self._connect()
         pidfile = f"/tmp/perfpost-{uuid.uuid4().hex[:12]}.pid"
         # `timeout` puts itself and the script in a new process group and kills that group;
@@ -157,6 +174,7 @@ class RemoteHost:
             f"wait $p; rc=$?; rm -f {pidfile}; exit $rc"
         )
         command = f"sh -c {shlex.quote(wrapper)} perfpost {shlex.quote(script)}"
+        _ACTIVE[pidfile] = self
         try:
             result = self.conn.run(
                 command, hide=True, warn=True, timeout=timeout + KILL_AFTER + CLIENT_GRACE
@@ -164,28 +182,43 @@ class RemoteHost:
         except CommandTimedOut as e:
             self._kill(pidfile)
             return CommandResult(None, e.result.stdout, e.result.stderr, timed_out=True)
-        except UnexpectedExit as e:  # not raised with warn=True; kept for clarity
-            result = e.result
         except BaseException as e:
-            # Interrupted, or the connection died: take the tools down if the host still answers.
+            # Interrupted, or the connection died: take the tools down if the host answers.
             self._kill(pidfile)
             if isinstance(e, KeyboardInterrupt | SystemExit):
                 raise
             raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
+        finally:
+            _ACTIVE.pop(pidfile, None)
+        if _INTERRUPTED.is_set() and not force:
+            raise KeyboardInterrupt("interrupted")
         timed_out = result.exited == 124
         return CommandResult(
             None if timed_out else result.exited, result.stdout, result.stderr, timed_out=timed_out
         )
 
     def _kill(self, pidfile: str) -> None:
+        """Kill the process group recorded in ``pidfile``, on a channel of its own.
+
+        Plain paramiko rather than Fabric: this may run inside a signal handler while a
+        Fabric command is waiting on the same connection.
+        """
+        # `kill -SIG -PGID`, no `--`: dash (Debian's sh) reads `-- -PGID` as a bad number.
         script = (
             f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && '
-            f'{{ kill -TERM -- "-$p" 2>/dev/null; sleep 1; kill -KILL -- "-$p" 2>/dev/null; }}'
+            f'{{ kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; }}'
             f"; rm -f {pidfile}"
         )
         try:
-            self.conn.run(f"sh -c {shlex.quote(script)}", hide=True, warn=True, timeout=20)
-        except BaseException:
+            transport = self.conn.client.get_transport()
+            if transport is None or not transport.is_active():
+                return
+            channel = transport.open_session(timeout=10)
+            channel.settimeout(20)
+            channel.exec_command(f"sh -c {shlex.quote(script)}")
+            channel.recv_exit_status()
+            channel.close()
+        except Exception:  # noqa: BLE001, S110 - best effort: the host may be gone
             pass
 
     def fetch(self, remote_path: str, local_path: Path) -> bool:

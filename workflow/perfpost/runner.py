@@ -125,7 +125,9 @@ class _CellRun:
             return self._finish(FAILED, str(e))
         finally:
             try:
-                self.host.run(hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT)
+                self.host.run(
+                    hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT, force=True
+                )
             except PerfpostError:
                 pass  # a host that is gone has nothing left to clean
 

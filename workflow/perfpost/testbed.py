@@ -19,6 +19,7 @@ import getpass
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -181,26 +182,18 @@ def _keygen(path: Path) -> str:
 def _spawn_sshd(h: TestHost) -> int:
     argv = [_sshd(), "-D", "-e", "-f", h.config]
     if h.netns:
-        # A private mount namespace with an empty /tmp: hosts do not see each other's files.
-        # and a hostname of its own, as separate machines would have.
+        # Private mounts with an empty /tmp, its own processes and hostname, as separate
+        # machines have. The testbed's own files (sshd_config, keys) may live
+        # under /tmp: they are carried over into the new /tmp at the same path.
+        d = shlex.quote(str(Path(h.config).parent.parent))
         inner = (
-            f"mount -t tmpfs -o size=4g perfpost-tmp /tmp && hostname {h.name} && "
-            f"exec {' '.join(argv)}"
+            "set -e; mkdir -p /run/perfpost-testbed; k=$(mktemp -d /run/perfpost-testbed/XXXXXX);"
+            f" mount --bind {d} $k; mount -t tmpfs -o size=4g perfpost-tmp /tmp;"
+            f" mkdir -p {d}; mount --bind $k {d}; umount $k; rmdir $k;"
+            f" hostname {h.name}; exec {shlex.join(argv)}"
         )
-        argv = [
-            "ip",
-            "netns",
-            "exec",
-            h.netns,
-            "unshare",
-            "--mount",
-            "--uts",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            inner,
-        ]
+        argv = ["ip", "netns", "exec", h.netns, "unshare", "--mount", "--uts", "--pid",
+                "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", inner]
     log = open(h.log, "ab")
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

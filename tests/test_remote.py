@@ -1,0 +1,173 @@
+"""perfpost.remote against real sshd hosts: quoting, timeouts, host keys, failures."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from perfpost import envinfo, hostscript
+from perfpost.adapters.base import Proc
+from perfpost.remote import HostError, RemoteHost
+from tests.conftest import host_spec
+
+
+def processes(host: RemoteHost) -> list[str]:
+    """Command lines of the host's processes, read from /proc (no ps on minimal hosts),
+    less the ones doing the reading."""
+    out = host.run(
+        "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null; true", 30
+    ).stdout
+    return [line for line in out.splitlines() if line and "/proc/" not in line]
+
+
+def test_command_runs_on_the_host_it_names(testbed):
+    host = RemoteHost(host_spec(testbed, "h2"))
+    try:
+        result = host.run("echo $(id -un)", 30)
+        assert result.exit_code == 0
+        assert result.stdout.strip() == testbed.user
+        if testbed.mode == "netns":
+            assert host.run("hostname", 10).stdout.strip() == "h2"
+    finally:
+        host.close()
+
+
+def test_metacharacters_arrive_literally_on_the_host(testbed, tmp_path):
+    host = RemoteHost(host_spec(testbed, "h1"))
+    victim = f"/tmp/perfpost-pwned-{uuid.uuid4().hex[:6]}"
+    evil = f"1; touch {victim}; $(touch {victim}) `touch {victim}` ' \" * \\ \n end"
+    logdir = f"/tmp/perfpost-{uuid.uuid4().hex[:8]}"
+    try:
+        host.run(f"mkdir -p {logdir}", 10)
+        script = hostscript.measure_script("m", logdir, [Proc(("printf", "%s", evil), "o.log")])
+        assert host.run(script, 30).exit_code == 0
+        assert host.fetch(f"{logdir}/o.log", tmp_path / "o.log")
+        assert (tmp_path / "o.log").read_text() == evil
+        assert host.run(f"test -e {victim}", 10).exit_code == 1
+    finally:
+        host.run(hostscript.cleanup_script(logdir), 10)
+        host.close()
+
+
+def test_a_hung_command_is_killed_at_its_timeout_with_everything_it_started(testbed):
+    host = RemoteHost(host_spec(testbed, "h3"))
+    tag = f"{uuid.uuid4().int % 10**6 + 1000}.25"
+    try:
+        start = time.monotonic()
+        result = host.run(f"sleep {tag} & sleep {tag} & sleep {tag}; wait", 1.5)
+        assert result.timed_out
+        assert result.exit_code is None
+        assert time.monotonic() - start < 1.5 + 10
+        assert not [p for p in processes(host) if tag in p]
+    finally:
+        host.close()
+
+
+def test_interrupting_perfpost_kills_the_tool_on_the_host(testbed, tmp_path):
+    """SIGTERM to `perfpost run-cell` (as Snakemake sends) leaves no dd behind on the host."""
+    from perfpost.config import build_plan
+
+    spec = host_spec(testbed, "h1")
+    workdir = f"/tmp/perfpost-slow-{uuid.uuid4().hex[:6]}"
+    count = 10**11 + uuid.uuid4().int % 10**6  # a dd no other test could be running
+    marker = f"count={count}"
+    cfg = {
+        "hosts": {"h1": {k: v for k, v in spec.items() if k != "name"}},
+        "experiments": {
+            "slow": {
+                "tool": "dd",
+                "hosts": ["h1"],
+                "repeats": 1,
+                "params": {"dir": workdir, "bs": "1", "count": count},
+            }
+        },
+    }
+    job = next(build_plan(cfg).jobs())
+    out = tmp_path / "attempt-1" / "record.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfpost", "run-cell", "--spec", job.to_json(), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    host = RemoteHost(spec)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if any(p.startswith("dd ") and marker in p for p in processes(host)):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("dd never started on the host")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        assert proc.returncode != 0
+        assert not out.exists()  # an interrupted cell leaves no record that looks finished
+        assert not [p for p in processes(host) if marker in p]
+        assert host.run(f"ls {workdir}", 10).stdout.strip() == ""  # cleaned up all the same
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        host.close()
+
+
+def test_a_changed_host_key_is_refused(testbed, tmp_path):
+    h = testbed.host("h1")
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    name = h.address if h.port == 22 else f"[{h.address}]:{h.port}"
+    known = tmp_path / "known_hosts"
+    known.write_text(f"{name} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
+    for trust in (False, True):  # trusting new keys never extends to changed ones
+        host = RemoteHost(host_spec(testbed, "h1", known_hosts=str(known), trust_new_keys=trust))
+        with pytest.raises(HostError) as e:
+            host.run("true", 10)
+        assert str(e.value).startswith("host key rejected: the key of h1")
+        assert "ssh-keygen -R" in str(e.value)
+
+
+def test_an_unknown_host_key_is_refused_unless_trusted(testbed, tmp_path):
+    known = tmp_path / "empty_known_hosts"
+    known.write_text("")
+    host = RemoteHost(host_spec(testbed, "h2", known_hosts=str(known)))
+    with pytest.raises(HostError) as e:
+        host.run("true", 10)
+    assert "host key rejected: h2" in str(e.value)
+    assert "trust_new_keys" in str(e.value)
+    trusting = RemoteHost(host_spec(testbed, "h2", known_hosts=str(known), trust_new_keys=True))
+    assert trusting.run("true", 10).exit_code == 0
+    trusting.close()
+    assert "ssh-ed25519" in known.read_text()  # saved: now an ordinary known host
+    again = RemoteHost(host_spec(testbed, "h2", known_hosts=str(known)))
+    assert again.run("true", 10).exit_code == 0
+    again.close()
+
+
+def test_unreachable_and_authentication_failures_say_so(testbed, tmp_path):
+    h = testbed.host("h3")
+    closed = RemoteHost(host_spec(testbed, "h3", port=1 if h.port != 1 else 2))
+    with pytest.raises(HostError, match=r"^unreachable: .*refused"):
+        closed.run("true", 10)
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    nobody = RemoteHost(host_spec(testbed, "h3", key=str(stranger)))
+    with pytest.raises(HostError, match=r"^authentication failed"):
+        nobody.run("true", 10)
+
+
+def test_environment_of_a_remote_host(testbed):
+    host = RemoteHost(host_spec(testbed, "h3"))
+    try:
+        env = envinfo.parse(host.run(envinfo.SCRIPT, 60).stdout)
+    finally:
+        host.close()
+    assert env["complete"]
+    assert env["memory_bytes"] > 0
+    assert env["cpu"]["threads"] == os.cpu_count()
+    if testbed.mode == "netns":
+        assert env["hostname"] == "h3"
