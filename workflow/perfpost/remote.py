@@ -218,7 +218,7 @@ class RemoteHost:
             channel.exec_command(f"sh -c {shlex.quote(script)}")
             channel.recv_exit_status()
             channel.close()
-        except Exception:  # noqa: BLE001, S110 - best effort: the host may be gone
+        except Exception:  # best effort: the host may be gone
             pass
 
     def fetch(self, remote_path: str, local_path: Path) -> bool:
