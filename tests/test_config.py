@@ -87,6 +87,7 @@ E = ("experiments", "w")
         (_set((*E, "plot"), {"x": "nope"}), "experiments.w.plot.x", "not an axis"),
         (_set((*E, "after"), ["fsck"]), "experiments.w.after[0]", "not one of"),
         (_set(("experiments",), {}), "experiments", "non-empty"),
+        (_set((*E, "params", "conv"), "fdatasync"), "params.conv", "set here and by the axis"),
     ],
 )
 def test_mistakes_are_refused_with_the_key_path(change, where, fragment):

@@ -235,6 +235,12 @@ def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, 
     adapter = adapters.get(exp.tool)
     known = adapter.PARAMS_SCHEMA["properties"]
     values = cell.value_map
+    for name in values:
+        if name in exp.params and exp.params[name] != "{" + name + "}":
+            raise ConfigError(
+                f"{where}.params.{name}",
+                f'set here and by the axis {name!r}: remove one, or write "{{{name}}}"',
+            )
     params = {k: _render(v, values, f"{where}.params.{k}") for k, v in exp.params.items()}
     for name, value in values.items():
         if name in known and name not in exp.params:

@@ -9,6 +9,7 @@ nothing here re-reads formatted text.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import subprocess
 from collections.abc import Sequence
@@ -108,6 +109,8 @@ def results_table(
 
 
 def _host_env(env: dict[str, Any]) -> dict[str, Any]:
+    if env.get("error"):
+        return {"hostname": None, "error": env["error"]}
     cpu = env.get("cpu", {})
     topo = []
     if "sockets" in cpu:
@@ -136,13 +139,37 @@ def _host_env(env: dict[str, Any]) -> dict[str, Any]:
         "java": env.get("java"),
         "ozone": env.get("ozone_version"),
         "hadoop": env.get("hadoop_version"),
+        "error": None,
     }
+
+
+def _env_groups(envs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hosts with the same environment (all but the hostname) share one block in the post."""
+    groups: list[dict[str, Any]] = []
+    for host, raw in envs.items():
+        env = _host_env(raw)
+        key = json.dumps(
+            {k: v for k, v in env.items() if k != "hostname"}, sort_keys=True, default=str
+        )
+        group = next((g for g in groups if g["key"] == key and not env["error"]), None)
+        if group is None:
+            groups.append({"key": key, "hosts": [host], "hostnames": [env["hostname"]], **env})
+        else:
+            group["hosts"].append(host)
+            group["hostnames"].append(env["hostname"])
+    for g in groups:
+        shown = [n for h, n in zip(g["hosts"], g["hostnames"], strict=True) if n and n != h]
+        g["title"] = ", ".join(g["hosts"]) + (f" (hostname {', '.join(shown)})" if shown else "")
+    return groups
 
 
 def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
     if len(envs) < 2:
         return []
     diffs = []
+    envs = {h: e for h, e in envs.items() if not e.get("error")}
+    if len(envs) < 2:
+        return []
     for key in ("cpu", "memory", "disks", "kernel", "os", "sysctl", "java"):
         values = {h: str(e.get(key)) for h, e in envs.items()}
         if len(set(values.values())) > 1:
@@ -282,7 +309,7 @@ def render(
         ],
         "failed": failed_list,
         "commands": _commands(cells, experiment),
-        "envs": {h: _host_env(e) for h, e in envs.items()},
+        "envs": _env_groups(envs),
         "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
         "tails": _log_tails(cells),
         "tool_versions": versions,

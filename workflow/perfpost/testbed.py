@@ -32,6 +32,9 @@ from pathlib import Path
 import yaml
 
 STATE = "testbed.json"
+# As root, hosts log in as this system user: a plain /bin/sh with no start-up files, so no
+# one's dotfiles (a pyenv rehash, a slow prompt) run, or hang, on every command.
+TEST_USER = "perfpost-testbed"
 GREETING_TIMEOUT = 15.0
 
 
@@ -61,6 +64,7 @@ class Testbed:
     inventory: str
     hosts: list[TestHost]
     bridge: str | None = None
+    authorized_keys: str | None = None
 
     def host(self, name: str) -> TestHost:
         return next(h for h in self.hosts if h.name == name)
@@ -110,6 +114,8 @@ class Testbed:
                 _ip("netns", "del", h.netns, check=False)
         if self.bridge:
             _ip("link", "del", self.bridge, check=False)
+        if self.authorized_keys:
+            Path(self.authorized_keys).unlink(missing_ok=True)
         Path(self.dir, STATE).unlink(missing_ok=True)
 
 
@@ -192,8 +198,23 @@ def _spawn_sshd(h: TestHost) -> int:
             f" mkdir -p {d}; mount --bind $k {d}; umount $k; rmdir $k;"
             f" hostname {h.name}; exec {shlex.join(argv)}"
         )
-        argv = ["ip", "netns", "exec", h.netns, "unshare", "--mount", "--uts", "--pid",
-                "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", inner]
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            h.netns,
+            "unshare",
+            "--mount",
+            "--uts",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            inner,
+        ]
     log = open(h.log, "ab")
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -218,6 +239,21 @@ def _wait_greeting(h: TestHost) -> None:
         f"sshd of {h.name} ({h.address}:{h.port}) did not greet within "
         f"{GREETING_TIMEOUT:g} s ({last}); its log:\n{log}"
     )
+
+
+def _test_user() -> str:
+    """The testbed's login user, made once (as root) and left in place for later runs."""
+    exists = subprocess.run(["id", "-u", TEST_USER], capture_output=True, check=False)
+    if exists.returncode != 0:
+        home = f"/var/lib/{TEST_USER}"
+        made = subprocess.run(["useradd", "--system", "--create-home", "--home-dir", home,
+                               "--shell", "/bin/sh", TEST_USER], capture_output=True, text=True,
+                              check=False)
+        if made.returncode != 0:
+            raise TestbedError(f"cannot create user {TEST_USER}: {made.stderr.strip()}")
+    # sshd refuses accounts whose password field is locked ('!'); '*' is no password at all.
+    subprocess.run(["usermod", "-p", "*", TEST_USER], capture_output=True, check=True)
+    return TEST_USER
 
 
 def _subnet() -> int:
@@ -267,9 +303,18 @@ def start(n: int, directory: str | Path, mode: str = "auto", user: str | None = 
     for p in (key, Path(f"{key}.pub")):
         p.unlink(missing_ok=True)
     pub = _keygen(key)
-    (d / "authorized_keys").write_text(pub + "\n")
-    user = user or getpass.getuser()
     tag = secrets.token_hex(2)
+    if root:
+        # sshd reads authorized keys as the login user, who may not enter a private testbed
+        # directory (pytest's are 0700): keep them where that user can read them.
+        shared = Path("/run/perfpost-testbed")
+        shared.mkdir(mode=0o755, exist_ok=True)
+        authorized = shared / f"authorized-{tag}"
+    else:
+        authorized = d / "authorized_keys"
+    authorized.write_text(pub + "\n")
+    authorized.chmod(0o644)
+    user = user or (_test_user() if root else getpass.getuser())
     bed = Testbed(
         dir=str(d),
         mode=mode,
@@ -278,6 +323,7 @@ def start(n: int, directory: str | Path, mode: str = "auto", user: str | None = 
         known_hosts=str(d / "known_hosts"),
         inventory=str(d / "inventory.yaml"),
         hosts=[],
+        authorized_keys=str(authorized),
     )
     try:
         if mode == "netns":
@@ -325,7 +371,7 @@ def start(n: int, directory: str | Path, mode: str = "auto", user: str | None = 
                     address=address,
                     hostkey=hostkey,
                     dir=hdir,
-                    authorized=d / "authorized_keys",
+                    authorized=authorized,
                 )
             )
             keyname = address if port == 22 else f"[{address}]:{port}"

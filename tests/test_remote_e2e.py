@@ -1,0 +1,174 @@
+"""The workflow over three real sshd hosts: parallel hosts, a host going down, re-running."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import env_with_venv, snakemake_bin
+from tests.e2e import make_checkout, planned_records, sections, snakemake
+
+pytestmark = pytest.mark.e2e
+HOSTS = ["h1", "h2", "h3"]
+
+
+def inventory(bed) -> dict:
+    return yaml.safe_load(Path(bed.inventory).read_text())
+
+
+def experiment(**over) -> dict:
+    return {
+        "tool": "dd",
+        "hosts": HOSTS,
+        # Small writes with fsync: CPU-bound enough to last a fraction of a second; the
+        # count comes from the axis.
+        "params": {
+            "dir": f"/tmp/perfpost-e2e-{uuid.uuid4().hex[:6]}",
+            "bs": "512",
+            "conv": "fsync",
+        },
+        "after": ["sync"],
+        **over,
+    }
+
+
+def records(work: Path, exp: str) -> list[dict]:
+    return [
+        json.loads(p.read_text()) | {"_path": str(p)}
+        for p in sorted((work / "results" / exp).glob("cells/*/*/r*/attempt-*/record.json"))
+    ]
+
+
+@pytest.fixture(scope="module")
+def parallel_run(testbed, tmp_path_factory):
+    work = tmp_path_factory.mktemp("remote")
+    cfg = {
+        **inventory(testbed),
+        "experiments": {"spread": experiment(axes={"count": [100000, 200000]}, repeats=2)},
+    }
+    make_checkout(work, cfg)
+    result = snakemake(work, "--cores", "6", "report")
+    return work, result
+
+
+def test_cells_run_on_every_host_and_hosts_run_in_parallel(parallel_run):
+    work, result = parallel_run
+    assert result.returncode == 0, result.stderr[-4000:]
+    recs = records(work, "spread")
+    assert len(recs) == 2 * 2 * 3
+    assert {r["status"] for r in recs} == {"done"}, [r["reason"] for r in recs]
+    assert {r["host"] for r in recs} == set(HOSTS)
+    spans = {
+        h: sorted((r["start_epoch"], r["end_epoch"]) for r in recs if r["host"] == h) for h in HOSTS
+    }
+    for h, s in spans.items():  # one at a time on each host...
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(s)), h
+    overlapping = [
+        (a, b)
+        for a, b in itertools.combinations(HOSTS, 2)
+        if any(x[0] < y[1] and y[0] < x[1] for x in spans[a] for y in spans[b])
+    ]
+    assert overlapping, spans  # ...and at the same time across hosts
+
+
+def test_each_host_environment_and_results_reach_the_table_and_post(parallel_run, testbed):
+    work, _ = parallel_run
+    for h in HOSTS:
+        env = json.loads((work / "results" / "env" / f"{h}.json").read_text())
+        assert env["complete"]
+        if testbed.mode == "netns":
+            assert env["hostname"] == h
+    tidy = (work / "results" / "spread" / "tidy.csv").read_text()
+    for h in HOSTS:
+        assert f",{h}," in tidy
+    post = (work / "reports" / "spread" / "index.md").read_text()
+    envs = post.split("## Environment")[1].split("## Results")[0]
+    # Identical hosts share one block, titled with every host's name.
+    titles = [line for line in envs.splitlines() if line.startswith("### ")]
+    for h in HOSTS:
+        assert any(h in t for t in titles), titles
+    results = post.split("## Results")[1].split("## Failed cells")[0]
+    header = next(line for line in results.splitlines() if line.startswith("| count |"))
+    assert header.startswith("| count | host | n |")
+    for h in HOSTS:
+        assert f"| 100000 | {h} | 2 |" in results
+        rows = [r for r in results.splitlines() if r.startswith("| 100000 |")]
+        assert all("| 51.2 MB |" in r for r in rows), rows  # 100000 x 512 B, from the axis
+    assert "each of the hosts `h1`, `h2`, `h3`" in post
+    assert "hosts ran in parallel" in post
+
+
+def test_a_host_going_down_fails_only_its_cells_and_comes_back(testbed, tmp_path):
+    work = tmp_path / "down"
+    work.mkdir()
+    cfg = {
+        **inventory(testbed),
+        "experiments": {"down": experiment(axes={"count": [150000, 200000, 250000]}, repeats=3)},
+    }
+    make_checkout(work, cfg)
+    proc = subprocess.Popen(
+        [snakemake_bin(), "--cores", "6", "report"],
+        cwd=work,
+        env=env_with_venv(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            done_h2 = [r for r in records(work, "down") if r["host"] == "h2"]
+            if done_h2:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("h2 never finished a cell")
+        testbed.stop_host("h2")
+        _, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        testbed.start_host("h2")  # the other tests need it back
+    assert proc.returncode == 0, err[-4000:]
+    recs = records(work, "down")
+    by_host = {h: [r for r in recs if r["host"] == h] for h in HOSTS}
+    for h in ("h1", "h3"):
+        assert len(by_host[h]) == 9
+        assert {r["status"] for r in by_host[h]} == {"done"}
+    failed = [r for r in by_host["h2"] if r["status"] == "failed"]
+    done = [r for r in by_host["h2"] if r["status"] == "done"]
+    assert done
+    assert failed
+    assert len(done) + len(failed) == 9
+    for r in failed:
+        assert r["reason"].startswith(("unreachable:", "connection to")), r["reason"]
+        assert "h2" in r["reason"] or testbed.host("h2").address in r["reason"]
+    post = (work / "reports" / "down" / "index.md").read_text()
+    assert sections(post)[:2] == ["Summary", "Test method"]
+    failed_section = post.split("## Failed cells")[1].split("## Detailed")[0]
+    assert failed_section.count("| h2 |") == len(failed)
+    assert "| h1 |" not in failed_section
+
+    # h2 is back: the next run runs exactly its failed cells, in new attempts.
+    want = sorted(
+        str(Path(r["_path"]).relative_to(work)).replace("attempt-1", "attempt-2") for r in failed
+    )
+    assert planned_records(work) == want
+    again = snakemake(work, "--cores", "6", "report")
+    assert again.returncode == 0, again.stderr[-4000:]
+    latest = {}
+    for r in records(work, "down"):
+        key = (r["cell"], r["host"], r["repeat"])
+        if r["attempt"] >= latest.get(key, {"attempt": 0})["attempt"]:
+            latest[key] = r
+    assert len(latest) == 27
+    assert {r["status"] for r in latest.values()} == {"done"}
+    assert "None: every run finished." in (work / "reports" / "down" / "index.md").read_text()
