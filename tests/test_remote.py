@@ -171,3 +171,48 @@ def test_environment_of_a_remote_host(testbed):
     assert env["cpu"]["threads"] == os.cpu_count()
     if testbed.mode == "netns":
         assert env["hostname"] == "h3"
+
+
+def _ssh_config(testbed, path: Path) -> Path:
+    h1, h2 = testbed.host("h1"), testbed.host("h2")
+    path.write_text(
+        f"Host jump\n  HostName {h1.address}\n  Port {h1.port}\n  User {testbed.user}\n"
+        f"  IdentityFile {testbed.key}\n"
+        f"Host inner\n  HostName {h2.address}\n  Port {h2.port}\n  User {testbed.user}\n"
+        f"  IdentityFile {testbed.key}\n  ProxyJump jump\n"
+    )
+    return path
+
+
+def test_an_ssh_config_alias_with_proxyjump_reaches_its_host(testbed, tmp_path):
+    config = _ssh_config(testbed, tmp_path / "ssh_config")
+    host = RemoteHost(
+        {"name": "inner", "ssh_config": str(config), "known_hosts": testbed.known_hosts}
+    )
+    try:
+        assert host.run("id -un", 30).stdout.strip() == testbed.user
+        if testbed.mode == "netns":
+            # Reached through h1: h2 sees the connection come from h1's address.
+            assert host.run("hostname", 10).stdout.strip() == "h2"
+            peer = host.run('echo "$SSH_CLIENT"', 10).stdout.split()[0]
+            assert peer == testbed.host("h1").address
+    finally:
+        host.close()
+
+
+def test_a_proxyjump_hop_with_an_unknown_key_is_refused(testbed, tmp_path):
+    config = _ssh_config(testbed, tmp_path / "ssh_config")
+    h2 = testbed.host("h2")
+    only_inner = tmp_path / "known_hosts"
+    only_inner.write_text(
+        "".join(
+            line + "\n"
+            for line in Path(testbed.known_hosts).read_text().splitlines()
+            if line.startswith((h2.address, f"[{h2.address}]"))
+        )
+    )
+    host = RemoteHost({"name": "inner", "ssh_config": str(config), "known_hosts": str(only_inner)})
+    with pytest.raises(HostError) as e:
+        host.run("true", 10)
+    assert "host key rejected" in str(e.value)
+    assert testbed.host("h1").address in str(e.value)

@@ -145,16 +145,24 @@ class RemoteHost:
             raise HostError(f"unreachable: {self.where}: {e}") from None
         except SSHException as e:
             if "not found in known_hosts" in str(e):
+                # The unknown host may be a ProxyJump hop: paramiko's message names it.
+                server = str(e).split("'")[1] if "'" in str(e) else keyname
                 raise HostError(
-                    f"host key rejected: {self.name} ({keyname}) is not in {known}; check "
+                    f"host key rejected: {self.name} ({server}) is not in {known}; check "
                     f"its key and add it (ssh-keyscan -p {self.conn.port} {self.conn.host} "
                     f">> {_known_hosts_paths(self.spec)[0]}), or set trust_new_keys: true for "
                     "this host in the inventory"
                 ) from None
             raise HostError(f"ssh failed for {self.where}: {e}") from None
-        transport = self.conn.client.get_transport()
-        transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        transport.set_keepalive(15)
+        for hop in self._hops:
+            transport = hop.client.get_transport()
+            if transport is None:
+                continue
+            # Through a ProxyJump the socket is a channel of the hop before: only the first
+            # hop has a TCP socket to tune.
+            if isinstance(transport.sock, socket.socket):
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            transport.set_keepalive(15)
         self._open = True
 
     def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult:
