@@ -133,6 +133,37 @@ def fan_out(bed: testbed.Testbed, k: int) -> tuple[float, float]:
     return wall, max(starts) - min(starts)
 
 
+def together_skew(bed: testbed.Testbed, k: int) -> float:
+    """Start skew of one small dd cell run with start_together on k hosts."""
+    from perfpost.config import build_plan
+    from perfpost.runner import run_together
+
+    names = [h.name for h in bed.hosts[:k]]
+    cfg = {
+        "hosts": {n: {x: y for x, y in spec(bed, n).items() if x != "name"} for n in names},
+        "experiments": {
+            "t": {
+                "tool": "dd",
+                "hosts": names,
+                "start_together": True,
+                "repeats": 1,
+                "params": {"dir": "/tmp/perfpost-bench", "bs": "4k", "count": 256},
+            }
+        },
+    }
+    specs = list(build_plan(cfg).jobs())
+    with tempfile.TemporaryDirectory() as d:
+        outs = [Path(d) / s.host["name"] / "attempt-1" / "record.json" for s in specs]
+        hosts = [RemoteHost(s.host) for s in specs]
+        try:
+            recs = run_together(specs, outs, hosts)
+        finally:
+            for h in hosts:
+                h.close()
+    assert all(r["status"] == "done" for r in recs), [r["reason"] for r in recs]
+    return recs[0]["start_skew"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=50)
@@ -170,6 +201,12 @@ def main() -> int:
             print("| --- | --- | --- | --- |")
             for k, wall, skew in rows:
                 print(f"| k = {k} | {wall:.2f} | {wall / rows[0][1]:.2f} | {skew * 1000:.0f} |")
+            print()
+            print("| start_together: one dd cell on k hosts | start skew ms (median of 3) |")
+            print("| --- | --- |")
+            for k in (3, 8):
+                skew = statistics.median(together_skew(bed, k) for _ in range(3))
+                print(f"| k = {k} | {skew * 1000:.1f} |")
         finally:
             bed.stop()
     return 0

@@ -78,6 +78,25 @@ def test_cells_run_on_every_host_and_hosts_run_in_parallel(parallel_run):
     assert overlapping, spans  # ...and at the same time across hosts
 
 
+def test_remote_scratch_is_removed_and_raw_logs_came_back(parallel_run, testbed):
+    from perfpost.remote import RemoteHost
+    from tests.conftest import host_spec
+
+    work, _ = parallel_run
+    recs = records(work, "spread")
+    target = recs[0]["params"]["dir"]
+    for h in HOSTS:
+        host = RemoteHost(host_spec(testbed, h))
+        try:
+            left = host.run(f"ls -A {target}; ls -d /tmp/perfpost-*-logs 2>/dev/null; true", 30)
+        finally:
+            host.close()
+        assert left.stdout.strip() == "", (h, left.stdout)
+    for r in recs:
+        log = Path(r["_path"]).parent / "raw" / "dd.log"
+        assert "records out" in log.read_text()
+
+
 def test_each_host_environment_and_results_reach_the_table_and_post(parallel_run, testbed):
     work, _ = parallel_run
     for h in HOSTS:
@@ -172,3 +191,40 @@ def test_a_host_going_down_fails_only_its_cells_and_comes_back(testbed, tmp_path
     assert len(latest) == 27
     assert {r["status"] for r in latest.values()} == {"done"}
     assert "None: every run finished." in (work / "reports" / "down" / "index.md").read_text()
+
+
+def test_start_together_runs_each_cell_on_all_hosts_at_one_moment(testbed, tmp_path):
+    work = tmp_path / "together"
+    work.mkdir()
+    cfg = {
+        **inventory(testbed),
+        "experiments": {
+            "together": experiment(axes={"count": [50000, 100000]}, repeats=2, start_together=True)
+        },
+    }
+    make_checkout(work, cfg)
+    result = snakemake(work, "--cores", "6", "report")
+    assert result.returncode == 0, result.stderr[-4000:]
+    ran = [line for line in result.stderr.splitlines() if "rule cell_together_together:" in line]
+    assert len(ran) == 2 * 2  # one job per cell and repeat, not per host
+    recs = records(work, "together")
+    assert len(recs) == 2 * 2 * 3
+    assert {r["status"] for r in recs} == {"done"}
+    groups: dict = {}
+    for r in recs:
+        groups.setdefault((r["cell"], r["repeat"]), []).append(r)
+    for group in groups.values():
+        assert sorted(r["host"] for r in group) == HOSTS
+        planned = {r["planned_start"] for r in group}
+        assert len(planned) == 1
+        starts = [r["start_epoch"] for r in group]
+        for r in group:
+            assert r["start_skew"] == pytest.approx(max(starts) - min(starts))
+            assert r["start_epoch"] >= r["planned_start"] - 0.001  # nobody starts early
+            assert r["start_offset"] == pytest.approx(r["start_epoch"] - r["planned_start"])
+        # Started together: every pair of the group's measurements overlaps in time.
+        for a, b in itertools.combinations(group, 2):
+            assert a["start_epoch"] < b["end_epoch"]
+            assert b["start_epoch"] < a["end_epoch"]
+    tidy = (work / "results" / "together" / "tidy.csv").read_text()
+    assert ",start_skew," in tidy

@@ -37,6 +37,29 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run_together(args: argparse.Namespace) -> int:
+    from perfpost.config import CellSpec
+    from perfpost.hosts import open_host
+    from perfpost.runner import run_together
+
+    specs = [CellSpec(**s) for s in json.loads(args.specs)]
+    if len(specs) != len(args.outs):
+        raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
+    hosts = [open_host(s.host) for s in specs]
+    try:
+        done = run_together(specs, args.outs, hosts)
+    finally:
+        for h in hosts:
+            h.close()
+    for rec in done:
+        line = f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']}: {rec['status']}"
+        print(line + (f" ({rec['reason']})" if rec["reason"] else ""))
+    skew = done[0].get("start_skew")
+    if skew is not None:
+        print(f"start skew between hosts: {skew * 1000:.1f} ms")
+    return 0
+
+
 def _cmd_env(args: argparse.Namespace) -> int:
     from perfpost import envinfo
     from perfpost.hosts import open_host
@@ -179,6 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--spec", required=True, help="the cell spec as JSON")
     s.add_argument("--out", required=True, help="record path")
     s.set_defaults(func=_cmd_run_cell)
+
+    s = sub.add_parser("run-together", help="(workflow step) run one cell on all its hosts at once")
+    s.add_argument("--specs", required=True, help="the cell specs (one per host) as JSON")
+    s.add_argument("--outs", required=True, nargs="+", help="record paths, in the same order")
+    s.set_defaults(func=_cmd_run_together)
 
     s = sub.add_parser("env", help="(workflow step) capture a host's environment")
     s.add_argument("--host", required=True, help="the host spec as JSON")

@@ -61,6 +61,7 @@ class Experiment:
     exclude: list[dict[str, Any]]
     zip: list[list[str]]
     hosts: list[str]
+    start_together: bool
     repeats: int
     after: list[str]
     sync_threshold: float
@@ -83,6 +84,7 @@ class Experiment:
             "exclude",
             "zip",
             "hosts",
+            "start_together",
             "repeats",
             "after",
             "sync_threshold",

@@ -63,12 +63,26 @@ def drop_cache_script() -> str:
 
 
 def measure_script(
-    step: str, logdir: str, procs: Sequence[Proc], background: Sequence[Proc] = ()
+    step: str,
+    logdir: str,
+    procs: Sequence[Proc],
+    background: Sequence[Proc] = (),
+    start_at: float | None = None,
 ) -> str:
-    """Run ``procs`` concurrently (one runs in the foreground), timed on the host."""
+    """Run ``procs`` concurrently (one runs in the foreground), timed on the host.
+
+    With ``start_at`` (epoch seconds) the host sleeps until that moment first, so several
+    hosts can start one measurement together.
+    """
     if not procs:
         raise ValueError("a measured step needs at least one process")
     lines = ["set -u", "export LC_ALL=C", f"cd -- {_check_scratch(logdir)} || exit 97"]
+    if start_at is not None:
+        lines.append(
+            f'd=$(awk -v t={start_at:.6f} -v n="$(date +%s.%N)" '
+            '\'BEGIN { d = t - n; if (d > 0) printf "%.6f", d; else printf "0" }\')'
+        )
+        lines.append('sleep "$d"')
     for i, proc in enumerate(background, start=1):
         lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
     lines.append("t0=$(date +%s.%N)")

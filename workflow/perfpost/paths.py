@@ -19,6 +19,8 @@ CELL_DIR = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/attempt-{attem
 RECORD = CELL_DIR + "/record.json"
 CELL_LOG = CELL_DIR + "/perfpost.log"
 RAW_DIR = CELL_DIR + "/raw"
+# A start_together cell runs all its hosts in one job; its own log sits beside the hosts.
+TOGETHER_LOG = RESULTS + "/{experiment}/cells/{cell}/together-r{repeat}-attempt-{attempt}.log"
 
 EXPERIMENT_DIR = RESULTS + "/{experiment}"
 TIDY_CSV = EXPERIMENT_DIR + "/tidy.csv"

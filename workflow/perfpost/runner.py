@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,24 +117,38 @@ class _CellRun:
         write_json_atomic(self.record_path, self.record)
         return self.record
 
-    def run(self) -> dict[str, Any]:
-        self.raw.mkdir(parents=True, exist_ok=True)
+    def _guard(self, phase: Any, *args: Any) -> dict[str, Any] | None:
+        """Run one phase; a host failure (unreachable, key rejected, connection lost) fails
+        the cell with that reason, keeping whatever logs it had."""
+        if self.record["status"] is not None:
+            return self.record
         try:
-            return self._run_steps()
+            return phase(*args)
         except PerfpostError as e:
-            # The host failed us (unreachable, key rejected, connection lost): the cell fails
-            # with that reason and keeps whatever logs it had.
             return self._finish(FAILED, str(e))
-        finally:
-            try:
-                self.host.run(
-                    hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT, force=True
-                )
-            except PerfpostError:
-                pass  # a host that is gone has nothing left to clean
 
-    def _run_steps(self) -> dict[str, Any]:
+    def cleanup(self) -> None:
+        try:
+            self.host.run(
+                hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT, force=True
+            )
+        except PerfpostError:
+            pass  # a host that is gone has nothing left to clean
+
+    def run(self) -> dict[str, Any]:
+        try:
+            self._guard(self.start)
+            self._guard(self.measure, None)
+            return self._guard(self.conclude) or self.record
+        finally:
+            self.cleanup()
+
+    def start(self) -> dict[str, Any] | None:
+        """Tool version, preparation and the page cache: everything before the measurement.
+        Returns the record when the cell is already over (failed or skipped)."""
+        self.raw.mkdir(parents=True, exist_ok=True)
         spec, plan = self.spec, self.adapter.plan(self.spec.params, self.workdir)
+        self.plan = plan
         self.record["command"] = "\n".join(
             hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
         )
@@ -177,13 +193,19 @@ class _CellRun:
                 )
                 skip = spec.params.get("on_unprivileged") == "skip" and msg is not None
                 return self._finish(SKIPPED if skip else FAILED, reason)
+        return None
 
-        measured = self._run(
+    def measure(self, start_at: float | None) -> dict[str, Any] | None:
+        """The measured step, timed on the host; with ``start_at``, it waits for that moment."""
+        spec, plan = self.spec, self.plan
+        self.measured = self._run(
             "measure",
-            hostscript.measure_script("measure", self.logdir, plan.measure, plan.background),
-            spec.timeout,
+            hostscript.measure_script(
+                "measure", self.logdir, plan.measure, plan.background, start_at=start_at
+            ),
+            spec.timeout + (max(start_at - time.time(), 0) if start_at else 0),
         )
-        timing = hostscript.parse_markers(measured.stdout).get("measure")
+        self.timing = timing = hostscript.parse_markers(self.measured.stdout).get("measure")
         if timing:
             self.record.update(
                 start_epoch=timing.start,
@@ -194,7 +216,11 @@ class _CellRun:
             bad = [c for c in timing.exit_codes if c != 0]
             self.record["exit_code"] = bad[0] if bad else 0
             self.record["exit_codes"] = list(timing.exit_codes)
+        return None
 
+    def conclude(self) -> dict[str, Any]:
+        """Fetch the logs, run the after-steps, parse, and write the record."""
+        spec, plan, measured, timing = self.spec, self.plan, self.measured, self.timing
         texts: dict[str, str] = {}
         for proc in plan.measure:
             if proc.log and self.host.fetch(f"{self.logdir}/{proc.log}", self.raw / proc.log):
@@ -211,6 +237,8 @@ class _CellRun:
             )
 
         metrics: list[Metric] = [Metric("wall_time", timing.elapsed, "s")]
+        if "start_skew" in self.record:
+            metrics.append(Metric("start_skew", self.record["start_skew"], "s"))
         if "sync" in spec.after:
             synced = self._run("sync", hostscript.sync_script(), spec.timeout)
             st = hostscript.parse_markers(synced.stdout).get("sync")
@@ -247,6 +275,45 @@ class _CellRun:
             metrics.append(Metric("sync_time", self.record["sync"]["seconds"], "s"))
         self.record["metrics"] = [m.__dict__ for m in metrics]
         return self._finish(DONE)
+
+
+START_MARGIN = 1.0  # seconds between the last host being ready and the common start
+
+
+def _each(cells: list[_CellRun], phase: str, *args: Any) -> None:
+    with ThreadPoolExecutor(max_workers=len(cells)) as pool:
+        list(pool.map(lambda c: c._guard(getattr(c, phase), *args), cells))
+
+
+def run_together(
+    specs: list[CellSpec], record_paths: list[str | Path], hosts: list[Host]
+) -> list[dict[str, Any]]:
+    """One cell on several hosts at the same moment, as the onefile post ran on 6 machines.
+
+    Every host prepares; then all measured steps wait on their host for one common start
+    time and run; each record gets the planned start, its own offset from it and the skew
+    between the hosts' actual starts (host clocks are assumed to be synchronised).
+    """
+    cells = [_CellRun(s, Path(p), h) for s, p, h in zip(specs, record_paths, hosts, strict=True)]
+    try:
+        _each(cells, "start")
+        ready = [c for c in cells if c.record["status"] is None]
+        if ready:
+            start_at = time.time() + START_MARGIN
+            _each(ready, "measure", start_at)
+            starts = [c.timing.start for c in ready if c.timing]
+            skew = max(starts) - min(starts) if starts else 0.0
+            for c in ready:
+                c.record["planned_start"] = start_at
+                c.record["started_with"] = [x.spec.host["name"] for x in ready]
+                if c.timing:
+                    c.record["start_offset"] = c.timing.start - start_at
+                c.record["start_skew"] = skew
+            _each(ready, "conclude")
+        return [c.record for c in cells]
+    finally:
+        with ThreadPoolExecutor(max_workers=len(cells)) as pool:
+            list(pool.map(lambda c: c.cleanup(), cells))
 
 
 def run_cell(spec: CellSpec, record_path: str | Path, host: Host) -> dict[str, Any]:

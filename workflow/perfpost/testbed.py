@@ -246,9 +246,21 @@ def _test_user() -> str:
     exists = subprocess.run(["id", "-u", TEST_USER], capture_output=True, check=False)
     if exists.returncode != 0:
         home = f"/var/lib/{TEST_USER}"
-        made = subprocess.run(["useradd", "--system", "--create-home", "--home-dir", home,
-                               "--shell", "/bin/sh", TEST_USER], capture_output=True, text=True,
-                              check=False)
+        made = subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--create-home",
+                "--home-dir",
+                home,
+                "--shell",
+                "/bin/sh",
+                TEST_USER,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if made.returncode != 0:
             raise TestbedError(f"cannot create user {TEST_USER}: {made.stderr.strip()}")
     # sshd refuses accounts whose password field is locked ('!'); '*' is no password at all.

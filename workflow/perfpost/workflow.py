@@ -75,20 +75,31 @@ def cell_spec(plan: Plan, wildcards: Any) -> CellSpec:
     return plan.spec(wildcards.experiment, wildcards.cell, wildcards.host, repeat)
 
 
-def wanted_attempt(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> int:
-    """The attempt the workflow wants for a cell: the latest if finished, else a new one."""
-    tried = paths.attempts(experiment, cell, host, repeat, root)
+def _finished(path: Path) -> bool:
+    if not path.exists():
+        return False
+    try:
+        status = records.read_record(path)["status"]
+    except (ValueError, OSError):
+        return False  # unreadable: treat as unfinished and run again
+    return status in (records.DONE, records.SKIPPED)
+
+
+def wanted_attempt(
+    experiment: str, cell: str, hosts: str | list[str], repeat: int, root: Path = Path()
+) -> int:
+    """The attempt the workflow wants for a cell: the latest if finished, else a new one.
+
+    With several hosts (a start_together cell) the attempt is shared: it is finished only
+    when every host finished it, and otherwise all hosts run it again together.
+    """
+    hosts = [hosts] if isinstance(hosts, str) else hosts
+    tried = sorted({a for h in hosts for a in paths.attempts(experiment, cell, h, repeat, root)})
     if not tried:
         return 1
     latest = tried[-1]
-    rec = root / paths.record(experiment, cell, host, repeat, latest)
-    if rec.exists():
-        try:
-            status = records.read_record(rec)["status"]
-        except (ValueError, OSError):
-            status = None  # unreadable: treat as unfinished and run again
-        if status in (records.DONE, records.SKIPPED):
-            return latest
+    if all(_finished(root / paths.record(experiment, cell, h, repeat, latest)) for h in hosts):
+        return latest
     return latest + 1
 
 
@@ -105,14 +116,52 @@ def current_records(plan: Plan, experiment: str) -> list[str]:
 
 
 def _current_records(plan: Plan, experiment: str) -> list[str]:
+    exp = plan.experiments[experiment]
     out = []
     for spec in plan.jobs():
         if spec.experiment != experiment:
             continue
         host = spec.host["name"]
-        attempt = wanted_attempt(experiment, spec.cell, host, spec.repeat)
+        group = exp.hosts if exp.start_together else host
+        attempt = wanted_attempt(experiment, spec.cell, group, spec.repeat)
         out.append(paths.record(experiment, spec.cell, host, spec.repeat, attempt))
     return out
+
+
+def solo_experiments(plan: Plan) -> str:
+    """A wildcard pattern for the experiments whose cells run one host per job."""
+    names = [re.escape(n) for n, e in plan.experiments.items() if not e.start_together]
+    return "|".join(names) if names else "(?!)"
+
+
+class Together:
+    """The job of one start_together experiment: one cell, all hosts, one attempt."""
+
+    def __init__(self, plan: Plan, name: str) -> None:
+        self.plan = plan
+        self.exp = plan.experiments[name]
+        self.rule = "cell_together_" + re.sub(r"\W", "_", name)
+        self.outputs = [
+            paths.RECORD.replace("{experiment}", name).replace("{host}", h) for h in self.exp.hosts
+        ]
+        self.log = paths.TOGETHER_LOG.replace("{experiment}", name)
+        self.resources = {resource_name(h): 1 for h in self.exp.hosts}
+
+    def specs(self, wildcards: Any) -> str:
+        return json.dumps(
+            [
+                json.loads(
+                    self.plan.spec(
+                        self.exp.name, wildcards.cell, h, int(wildcards.repeat)
+                    ).to_json()
+                )
+                for h in self.exp.hosts
+            ]
+        )
+
+
+def together(plan: Plan) -> list[Together]:
+    return [Together(plan, n) for n, e in plan.experiments.items() if e.start_together]
 
 
 def all_current_records(plan: Plan) -> list[str]:

@@ -6,6 +6,8 @@ rule cell:
         paths.RECORD,
     log:
         paths.CELL_LOG,
+    wildcard_constraints:
+        experiment=pw.solo_experiments(PLAN),
     conda:
         "../../envs/perfpost.yaml"
     resources:
@@ -31,3 +33,23 @@ rule env:
         host=lambda wc: pw.host_json(PLAN, wc.host),
     shell:
         "perfpost env --host {params.host:q} --out {output:q} > {log:q} 2>&1"
+
+
+# start_together experiments: one job per (cell, repeat) runs every host at the same moment.
+for group in pw.together(PLAN):
+
+    rule:
+        name:
+            group.rule
+        output:
+            group.outputs,
+        log:
+            group.log,
+        conda:
+            "../../envs/perfpost.yaml"
+        resources:
+            **group.resources,
+        params:
+            specs=group.specs,
+        shell:
+            "perfpost run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
