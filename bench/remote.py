@@ -34,15 +34,7 @@ SLEEP = 2.0
 
 
 def spec(bed: testbed.Testbed, name: str) -> dict:
-    h = bed.host(name)
-    return {
-        "name": name,
-        "address": h.address,
-        "port": h.port,
-        "user": bed.user,
-        "key": bed.key,
-        "known_hosts": bed.known_hosts,
-    }
+    return bed.spec(name)
 
 
 def ssh_argv(bed: testbed.Testbed, name: str, *extra: str) -> list[str]:

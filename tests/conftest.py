@@ -59,13 +59,4 @@ def testbed(tmp_path_factory):
 
 
 def host_spec(bed, name: str, **over) -> dict:
-    h = bed.host(name)
-    return {
-        "name": name,
-        "address": h.address,
-        "port": h.port,
-        "user": bed.user,
-        "key": bed.key,
-        "known_hosts": bed.known_hosts,
-        **over,
-    }
+    return bed.spec(name, **over)

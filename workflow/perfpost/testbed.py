@@ -69,6 +69,19 @@ class Testbed:
     def host(self, name: str) -> TestHost:
         return next(h for h in self.hosts if h.name == name)
 
+    def spec(self, name: str, **over: object) -> dict:
+        """A host spec as perfpost's runner takes it (the inventory entry plus its name)."""
+        h = self.host(name)
+        return {
+            "name": name,
+            "address": h.address,
+            "port": h.port,
+            "user": self.user,
+            "key": self.key,
+            "known_hosts": self.known_hosts,
+            **over,
+        }
+
     def save(self) -> None:
         Path(self.dir, STATE).write_text(json.dumps(asdict(self), indent=2) + "\n")
 
