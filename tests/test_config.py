@@ -43,11 +43,11 @@ def test_axes_fill_params_and_templates():
 
 def test_single_field_template_keeps_the_axis_type():
     def change(cfg):
-        cfg["experiments"]["w"]["params"]["count"] = "{n}"
-        cfg["experiments"]["w"]["axes"]["n"] = [100, 200]
+        cfg["experiments"]["w"]["params"]["count"] = "{blocks}"
+        cfg["experiments"]["w"]["axes"]["blocks"] = [100, 200]
 
     exp = plan_of(change).experiments["w"]
-    assert exp.resolved["storage=disk,conv=fsync,n=200"]["count"] == 200
+    assert exp.resolved["storage=disk,conv=fsync,blocks=200"]["count"] == 200
 
 
 def test_jobs_cover_cells_hosts_and_repeats():
@@ -88,6 +88,7 @@ E = ("experiments", "w")
         (_set((*E, "after"), ["fsck"]), "experiments.w.after[0]", "not one of"),
         (_set(("experiments",), {}), "experiments", "non-empty"),
         (_set((*E, "params", "conv"), "fdatasync"), "params.conv", "set here and by the axis"),
+        (_set((*E, "axes", "n"), [1, 2]), "experiments.w.axes.n", "names a column"),
     ],
 )
 def test_mistakes_are_refused_with_the_key_path(change, where, fragment):

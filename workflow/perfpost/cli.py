@@ -184,6 +184,13 @@ def _cmd_cells(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_provision(args: argparse.Namespace) -> int:
+    from perfpost import provision
+
+    print(provision.ozone(args.version, args.cache or None, args.log))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfpost", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -197,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("experiment", nargs="?")
     s.add_argument("--configfile", default="config/config.yaml")
     s.set_defaults(func=_cmd_cells)
+
+    s = sub.add_parser("provision", help="provision a tool from Maven Central (ozone)")
+    s.add_argument("tool", choices=["ozone"])
+    s.add_argument("--version", default="2.2.0")
+    s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
+    s.add_argument("--log")
+    s.set_defaults(func=_cmd_provision)
 
     s = sub.add_parser("run-cell", help="(workflow step) run one cell, write its record")
     s.add_argument("--spec", required=True, help="the cell spec as JSON")

@@ -102,6 +102,30 @@ class Experiment:
 class Plan:
     hosts: dict[str, dict[str, Any]]
     experiments: dict[str, Experiment]
+    tools: dict[str, Any] = field(default_factory=dict)
+
+    def ozone_launcher(self, host: str) -> tuple[str, bool]:
+        """The host's ozone command, and whether it is the one perfpost provisions."""
+        from perfpost import provision
+
+        value = self.hosts[host].get("ozone", "provisioned" if host == LOCALHOST else "ozone")
+        if value != "provisioned":
+            return value, False
+        oz = self.tools.get("ozone", {})
+        return str(provision.ozone_launcher(oz.get("version", "2.2.0"), oz.get("cache"))), True
+
+    def provisioned_marker(self, experiment: str, host: str) -> str | None:
+        """The file a provisioned tool's install leaves, when this cell needs one."""
+        from perfpost import provision
+
+        if self.experiments[experiment].tool != "freon":
+            return None
+        if "launcher" in self.experiments[experiment].params:
+            return None
+        if not self.ozone_launcher(host)[1]:
+            return None
+        oz = self.tools.get("ozone", {})
+        return str(provision.marker(oz.get("version", "2.2.0"), oz.get("cache")))
 
     def jobs(self) -> Iterator[CellSpec]:
         for exp in self.experiments.values():
@@ -113,6 +137,9 @@ class Plan:
     def spec(self, experiment: str, cell: str, host: str, repeat: int) -> CellSpec:
         exp = self.experiments[experiment]
         labels = exp.labels[cell]
+        params = exp.resolved[cell]
+        if exp.tool == "freon" and "launcher" not in params:
+            params = {**params, "launcher": self.ozone_launcher(host)[0]}
         return CellSpec(
             experiment=experiment,
             cell=cell,
@@ -120,7 +147,7 @@ class Plan:
             host={"name": host, **self.hosts[host]},
             repeat=int(repeat),
             tool=exp.tool,
-            params=exp.resolved[cell],
+            params=params,
             after=list(exp.after),
             sync_threshold=float(exp.sync_threshold),
             timeout=float(exp.timeout),
@@ -217,19 +244,49 @@ def _template_fields(text: str, where: str) -> list[str]:
         raise ConfigError(where, f"bad template {text!r}: {e}") from None
 
 
+# Column names of the tidy table and its summaries: an axis may not take one.
+RESERVED_AXES = frozenset(
+    {
+        "experiment",
+        "cell",
+        "host",
+        "repeat",
+        "tool",
+        "metric",
+        "value",
+        "unit",
+        "status",
+        "attempt",
+        "n",
+        "median",
+        "mean",
+        "min",
+        "max",
+        "std",
+        "cv",
+        "work",
+    }
+)
+
+# Filled in on the host, not from the axes: the cell's own scratch directory.
+RESERVED_FIELDS = frozenset({"work"})
+
+
 def _render(value: Any, values: Mapping[str, Any], where: str) -> Any:
     if not isinstance(value, str):
         if isinstance(value, list):
             return [_render(v, values, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: _render(v, values, f"{where}.{k}") for k, v in value.items()}
         return value
-    fields = _template_fields(value, where)
+    fields = [f for f in _template_fields(value, where) if f not in RESERVED_FIELDS]
     for f in fields:
         if f not in values:
             known = ", ".join(sorted(values)) or "none"
             raise ConfigError(where, f"template field {{{f}}} names no axis (axes: {known})")
     if len(fields) == 1 and value == "{" + fields[0] + "}":
         return values[fields[0]]  # keep the axis value's type: "{count}" -> 10000
-    return value.format_map(dict(values))
+    return value.format_map({**values, **{r: "{" + r + "}" for r in RESERVED_FIELDS}})
 
 
 def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, Any]:
@@ -276,10 +333,11 @@ def build_plan(config: dict[str, Any]) -> Plan:
     ssh = config.get("ssh", {})
     for name, spec in config.get("hosts", {}).items():
         if name == LOCALHOST:
-            if set(spec) - {"max_parallel_cells"}:
+            if set(spec) - {"max_parallel_cells", "ozone"}:
                 raise ConfigError(
                     f"hosts.{name}",
-                    "localhost runs commands here, without SSH: only max_parallel_cells applies",
+                    "localhost runs commands here, without SSH: only max_parallel_cells and "
+                    "ozone apply",
                 )
             hosts[name] = dict(spec)
             continue
@@ -308,13 +366,20 @@ def build_plan(config: dict[str, Any]) -> Plan:
                 raise ConfigError(f"{where}.plot.{key}", f"{exp.plot[key]!r} is not an axis")
         if exp.plot.get("x") and exp.plot.get("x") == exp.plot.get("facet"):
             raise ConfigError(f"{where}.plot", "x and facet must be different axes")
+        for axis in exp.axes:
+            if axis in RESERVED_AXES:
+                raise ConfigError(
+                    f"{where}.axes.{axis}",
+                    f"{axis!r} names a column of perfpost's tables; call the axis something "
+                    f"else (reserved: {', '.join(sorted(RESERVED_AXES))})",
+                )
         exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
         for cell in exp.cells:
             exp.labels[cell.id] = cell.label_map
             params = resolve_params(exp, cell, where)
             exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]")
         experiments[name] = exp
-    return Plan(hosts=hosts, experiments=experiments)
+    return Plan(hosts=hosts, experiments=experiments, tools=config.get("tools", {}))
 
 
 def load_plan(path: str | Path) -> Plan:

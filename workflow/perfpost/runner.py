@@ -156,7 +156,9 @@ class _CellRun:
         self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
         self.record["description"] = plan.description
 
-        version = self._run("version", hostscript.quote(self.adapter.VERSION_ARGV), SHORT_TIMEOUT)
+        version = self._run(
+            "version", hostscript.quote(self.adapter.version_argv(spec.params)), SHORT_TIMEOUT
+        )
         if version.exit_code == 0 and version.stdout.strip():
             self.record["tool_version"] = version.stdout.strip().splitlines()[0]
 
@@ -260,10 +262,12 @@ class _CellRun:
             self.record["metrics"] = [m.__dict__ for m in metrics]
             return self._finish(FAILED, reason)
         try:
-            parsed = self.adapter.parse_cell(texts)
+            parsed = self.adapter.parse_cell(texts, wall_time=timing.elapsed)
         except ParseError as e:
             return self._finish(FAILED, f"unparseable log: {e}")
         metrics += parsed
+        if hasattr(self.adapter, "parse_series"):
+            self.record["series"] = {"progress": self.adapter.parse_series(texts)}
         if "sync" in spec.after and plan.writes:
             metrics += sync_adjusted(
                 parsed,

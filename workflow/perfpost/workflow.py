@@ -85,6 +85,35 @@ def _finished(path: Path) -> bool:
     return status in (records.DONE, records.SKIPPED)
 
 
+def cell_tools(plan: Plan, wildcards: Any) -> list[Any]:
+    """Tools a cell needs provisioned first (freon on localhost). Marked ancient: provisioning
+    again, or a newer install, is no reason to re-run finished cells."""
+    from snakemake.io import ancient
+
+    hosts = (
+        [wildcards.host]
+        if hasattr(wildcards, "host")
+        else plan.experiments[wildcards.experiment].hosts
+    )
+    markers = {plan.provisioned_marker(wildcards.experiment, h) for h in hosts} - {None}
+    return [ancient(m) for m in sorted(markers)]
+
+
+def provision_pattern(plan: Plan) -> str:
+    """Output pattern of the provisioning rule: <cache>/ozone-{version}/COMPLETE."""
+    from perfpost import provision
+
+    return str(
+        provision.ozone_home("{version}", plan.tools.get("ozone", {}).get("cache"))
+        / provision.COMPLETE
+    )
+
+
+def cache_of(marker: str) -> str:
+    """The cache directory of a provisioned install's marker (<cache>/<tool>/COMPLETE)."""
+    return str(Path(marker).parents[1])
+
+
 def wanted_attempt(
     experiment: str, cell: str, hosts: str | list[str], repeat: int, root: Path = Path()
 ) -> int:
@@ -146,6 +175,12 @@ class Together:
         ]
         self.log = paths.TOGETHER_LOG.replace("{experiment}", name)
         self.resources = {resource_name(h): 1 for h in self.exp.hosts}
+
+    def tools(self, wildcards: Any) -> list[Any]:
+        from snakemake.io import Wildcards
+
+        w = Wildcards(fromdict={"experiment": self.exp.name, **dict(wildcards.items())})
+        return cell_tools(self.plan, w)
 
     def specs(self, wildcards: Any) -> str:
         return json.dumps(

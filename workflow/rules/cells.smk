@@ -41,6 +41,8 @@ for group in pw.together(PLAN):
     rule:
         name:
             group.rule
+        input:
+            group.tools,
         output:
             group.outputs,
         log:
@@ -53,3 +55,19 @@ for group in pw.together(PLAN):
             specs=group.specs,
         shell:
             "perfpost run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
+
+
+# freon and vapor from Maven Central, for hosts with no Ozone installed (localhost by default).
+rule provision_ozone:
+    output:
+        pw.provision_pattern(PLAN),
+    log:
+        "results/tools/ozone-{version}.log",
+    localrule: True
+    conda:
+        "../../envs/perfpost.yaml"
+    params:
+        cache=lambda wildcards, output: pw.cache_of(output[0]),
+    shell:
+        "perfpost provision ozone --version {wildcards.version:q}"
+        " --cache {params.cache:q} --log {log:q} > /dev/null"

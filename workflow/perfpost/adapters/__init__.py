@@ -1,13 +1,14 @@
 """Tool adapters by name. Each module has NAME, PARAMS_SCHEMA, check_params, plan, log_names,
-parse_cell, parse_text, error_reason, VERSION_ARGV, PLOT_METRICS, TABLE_METRICS, SYNC_ADJUST."""
+version_argv, parse_cell, parse_text, error_reason, describe, PLOT_METRICS, TABLE_METRICS and
+SYNC_ADJUST; parse_series where the tool reports progress over time."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from perfpost.adapters import dd
+from perfpost.adapters import dd, freon
 
-ADAPTERS: dict[str, ModuleType] = {dd.NAME: dd}
+ADAPTERS: dict[str, ModuleType] = {dd.NAME: dd, freon.NAME: freon}
 
 
 def get(name: str) -> ModuleType:

@@ -317,7 +317,11 @@ def _throughput(nbytes: float, secs: float, reported: float) -> float:
     return nbytes / secs if secs > 0 else reported
 
 
-def parse_cell(logs: Mapping[str, str]) -> list[Metric]:
+def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
+    return VERSION_ARGV
+
+
+def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
     """Metrics of one cell from its logs (name -> text): one writer, or N concurrent readers.
 
     Readers are summed into one result: total bytes over the slowest reader's time (all of

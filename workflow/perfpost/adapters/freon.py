@@ -1,0 +1,463 @@
+"""Apache Ozone ``ozone freon`` / ``ozone vapor`` generators: command builder and log parser.
+
+Commands: ``[env K=V ...] LAUNCHER freon|vapor [--verbose] [-D k=v ...] SUBCOMMAND OPTIONS``;
+generic options go before the subcommand, as freon requires. ``{work}`` in any value is the
+cell's own scratch directory on the host (for ``hdds.datanode.dir`` and friends).
+
+The parser reads every form freon prints, by the messages themselves so that any log4j
+prefix works (ISO8601 or ``yyyy-MM-dd HH:mm:ss`` dates, with or without thread, class and
+line): ``Progress:`` lines (a time series), ``type=TIMER, name=...`` lines (metrics
+``<timer>.<field>``: durations in ms, rates in 1/s), the summary (``Total execution time``,
+``Failures``, ``Successful executions``), the terminal form (``\\r``-redrawn progress bar,
+``-- Timers --`` block, bare summary lines), and ``name.field: value`` lines printed by
+instrumented clients. A log without freon's summary (killed, cut off) is an error.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from perfpost.adapters.base import Metric, Plan, Proc
+from perfpost.errors import ConfigError, ParseError
+
+NAME = "freon"
+PLOT_METRICS = ("rate", "rate_adjusted")
+TABLE_METRICS = (
+    "rate",
+    "rate_adjusted",
+    "operations",
+    "elapsed",
+    "total_execution_time",
+    "sync_time",
+)
+SYNC_ADJUST = (("operations", "elapsed", "rate"),)
+LOG = "freon.log"
+# Generators that only read or validate: the sync rule (write time + slow sync) does not apply.
+READERS = frozenset({"dfsv", "ockv", "ocokr", "ommg", "obrd", "ozone-client-key-validator"})
+
+PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["subcommand", "dir"],
+    "properties": {
+        "program": {
+            "description": "freon, or vapor (where cmdw lives since Ozone 2.2)",
+            "enum": ["freon", "vapor"],
+            "default": "freon",
+        },
+        "subcommand": {
+            "description": "The generator: cmdw, dcg, dfsg, ockg, omkg, ...",
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9-]*$",
+        },
+        "options": {
+            "description": "Generator options: one letter -> `-n 1000`, longer -> "
+            "`--copy-buffer=1`, true -> a bare flag",
+            "type": "object",
+            "default": {},
+        },
+        "args": {
+            "description": "Extra arguments after the options, as they are",
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+        },
+        "generic": {
+            "description": "Hadoop/Ozone settings, passed as -D key=value before the subcommand",
+            "type": "object",
+            "default": {},
+        },
+        "verbose": {"description": "Pass --verbose", "type": "boolean", "default": False},
+        "env": {
+            "description": "Environment variables for the run (e.g. HADOOP_USER_NAME)",
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "default": {},
+        },
+        "dir": {
+            "description": "Directory the cell's scratch directory ({work}) goes in",
+            "type": "string",
+            "minLength": 1,
+        },
+        "launcher": {
+            "description": "The ozone command on the host; by default the host's "
+            "`ozone` from the inventory",
+            "type": "string",
+        },
+        "java_opts": {
+            "description": "JVM options for a provisioned launcher (OZONE_OPTS)",
+            "type": "string",
+            "default": "-Xmx256m",
+        },
+    },
+}
+
+
+def check_params(params: Mapping[str, Any], where: str) -> None:
+    for key, value in params.get("options", {}).items():
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9-]*$", str(key)):
+            raise ConfigError(f"{where}.options.{key}", "option names are letters, digits, -")
+        if isinstance(value, dict | list):
+            raise ConfigError(f"{where}.options.{key}", "an option takes one value")
+    for key in params.get("env", {}):
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            raise ConfigError(f"{where}.env.{key}", "not an environment variable name")
+
+
+def _fill(value: Any, workdir: str) -> str:
+    return str(value).replace("{work}", workdir)
+
+
+def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
+    """The command line of one run, as a list (quoted later)."""
+    out: list[str] = []
+    env = dict(params.get("env", {}))
+    if params.get("java_opts"):
+        env.setdefault("OZONE_OPTS", params["java_opts"])
+    if env:
+        out += ["env", *(f"{k}={_fill(v, workdir)}" for k, v in env.items())]
+    out += [params.get("launcher", "ozone"), params.get("program", "freon")]
+    if params.get("verbose"):
+        out.append("--verbose")
+    for key, value in params.get("generic", {}).items():
+        out += ["-D", f"{key}={_fill(value, workdir)}"]
+    out.append(params["subcommand"])
+    for key, value in params.get("options", {}).items():
+        if value is False or value is None:
+            continue
+        flag = f"-{key}" if len(str(key)) == 1 else f"--{key}"
+        if value is True:
+            out.append(flag)
+        elif len(str(key)) == 1:
+            out += [flag, _fill(value, workdir)]
+        else:
+            out.append(f"{flag}={_fill(value, workdir)}")
+    out += [_fill(a, workdir) for a in params.get("args", [])]
+    return out
+
+
+def plan(params: Mapping[str, Any], workdir: str) -> Plan:
+    return Plan(
+        measure=(Proc(tuple(argv(params, workdir)), LOG),),
+        writes=params["subcommand"] not in READERS,
+        description=f"{params.get('program', 'freon')} {params['subcommand']}",
+    )
+
+
+def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
+    return ("sh", "-c", '"$0" version 2>/dev/null | head -n 1', params.get("launcher", "ozone"))
+
+
+def log_names(params: Mapping[str, Any]) -> list[str]:
+    return [LOG]
+
+
+# ---------------------------------------------------------------------------- parsing
+
+_TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?")
+_LEVEL = re.compile(r"^\S+ \S+\s+(?:\[[^\]]*\]\s+)?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s")
+_LOGGED = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\s+(?:\[[^\]]*\]\s+)?"
+    r"(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s+[\w.$]+(?::\d+)?(?::\s| - )(?P<msg>.*)$"
+)
+_PROGRESS = re.compile(r"Progress: ([\d.]+) % \((\d+) out of (\d+)\)")
+_BAR = re.compile(r"^\s*([\d.]+)% \|[^|]*\|\s*(\d+)/(\d+) Time: (\d+):(\d{2}):(\d{2})\|")
+_METRIC = re.compile(r"type=(?P<type>[A-Z]+), name=(?P<name>[^,]+), (?P<fields>.*)$")
+_FIELD = re.compile(r"(\w+)=([^,]*)")
+_TOTAL = re.compile(r"Total execution time \(sec\): (\d+)")
+_FAILURES = re.compile(r"(?:^|\s|: )Failures: (\d+)\s*$")
+_SUCCESS = re.compile(r"Successful executions: (\d+)")
+_EXPECTED = re.compile(r"Expected (\d+) --number-of-tests objects!, successfully executed (\d+)")
+_EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests (\d+)")
+_FAILED = "One or more freon test is failed."
+_EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
+_INSTRUMENTED = re.compile(
+    r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
+)
+_BLOCK = re.compile(r"^-- (Timers|Meters|Counters|Gauges|Histograms) -+$")
+_CONSOLE = re.compile(r"^\s*([\w.%<= -]+?)\s*=\s*(-?[\d.]+(?:[eE][-+]?\d+)?)\s*([\w/]*)\s*$")
+
+DURATION_FIELDS = {
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "median",
+    "p50",
+    "p75",
+    "p95",
+    "p98",
+    "p99",
+    "p999",
+}
+RATE_FIELDS = {"mean_rate", "m1", "m5", "m15", "m1_rate", "m5_rate", "m15_rate"}
+CONSOLE_NAMES = {
+    "count": "count",
+    "mean rate": "mean_rate",
+    "1-minute rate": "m1",
+    "5-minute rate": "m5",
+    "15-minute rate": "m15",
+    "min": "min",
+    "max": "max",
+    "mean": "mean",
+    "stddev": "stddev",
+    "median": "median",
+    "75% <": "p75",
+    "95% <": "p95",
+    "98% <": "p98",
+    "99% <": "p99",
+    "99.9% <": "p999",
+    "value": "value",
+}
+TO_MS = {"milliseconds": 1.0, "seconds": 1000.0, "microseconds": 1e-3, "nanoseconds": 1e-6}
+TO_PER_S = {"second": 1.0, "minute": 1 / 60, "hour": 1 / 3600, "millisecond": 1000.0}
+
+
+def _ts(line: str) -> float | None:
+    m = _TS.match(line)
+    if not m:
+        return None
+    frac = m.group(3) or ""
+    stamp = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}")
+    return stamp.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+def _unit_factor(unit: str, table: dict[str, float]) -> float:
+    for name, factor in table.items():
+        if name in unit:
+            return factor
+    return 1.0
+
+
+class _Log:
+    """One pass over a freon log, collecting everything it says."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.source = source
+        self.metrics: dict[str, Metric] = {}
+        self.progress: list[tuple[float | None, int, int]] = []
+        self.errors: list[tuple[int, str]] = []
+        self.bare: list[tuple[int, str]] = []
+        self.total = self.failures = self.success = self.expected = None
+        self.start_ts = self.end_ts = None
+        self.precise_ts = False
+        self.failed_marker = 0
+        self.last_line = 0
+        self.summary_line = 0
+        block = None
+        timer = None
+        for no, physical in enumerate(text.split("\n"), start=1):
+            for segment in physical.split("\r"):
+                line = segment.rstrip()
+                if not line.strip():
+                    continue
+                self.last_line = no
+                block, timer = self._line(no, line, block, timer)
+
+    def _metric(self, name: str, value: float, unit: str) -> None:
+        self.metrics[name] = Metric(name, value, unit)
+
+    def _line(self, no: int, line: str, block: str | None, timer: str | None):
+        logged = _LOGGED.match(line)
+        msg = logged.group("msg") if logged else line.strip()
+        ts = _ts(line) if logged else None
+        if logged and (lvl := _LEVEL.match(line)) and lvl.group(1) in ("ERROR", "FATAL"):
+            self.errors.append((no, msg))
+        if m := _EXECUTING.search(msg):
+            self.start_ts = ts
+            self.precise_ts = bool(logged and re.match(r"^\S+ \d{2}:\d{2}:\d{2}[,.]\d", line))
+            self.expected = self.expected or int(m.group(1))
+        if m := _PROGRESS.search(msg):
+            self.progress.append((ts, int(m.group(2)), int(m.group(3))))
+            return None, None
+        if m := _BAR.match(line):
+            secs = int(m.group(4)) * 3600 + int(m.group(5)) * 60 + int(m.group(6))
+            self.progress.append((float(secs), int(m.group(2)), int(m.group(3))))
+            return block, timer
+        if m := _METRIC.search(msg):
+            self._logged_metric(m)
+            return None, None
+        if m := _TOTAL.search(msg):
+            self.total = int(m.group(1))
+            self.end_ts = ts
+            self.summary_line = no
+            return None, None
+        if m := _FAILURES.search(msg):
+            self.failures = int(m.group(1))
+            return None, None
+        if m := _SUCCESS.search(msg):
+            self.success = int(m.group(1))
+            return None, None
+        if m := _EXPECTED.search(msg):
+            self.expected = int(m.group(1))
+            return None, None
+        if _FAILED in msg:
+            self.failed_marker = self.failed_marker or no
+            return None, None
+        if not logged:
+            stripped = line.strip()
+            if m := _BLOCK.match(stripped):
+                return m.group(1), None
+            if block and re.match(r"^[\w.-]+$", stripped) and "=" not in stripped:
+                return block, stripped  # a metric's name inside a console block
+            if block and timer and (m := _CONSOLE.match(stripped)):
+                self._console_metric(timer, m)
+                return block, timer
+            if m := _INSTRUMENTED.match(stripped):
+                self._metric(f"{m.group(1)}.{m.group(2)}", float(m.group(3)), "")
+                return None, None
+            if _EXCEPTION.match(stripped) and self.errors and self.errors[-1][0] >= no - 1:
+                # The exception under an ERROR line says what went wrong: keep them together.
+                first_no, first_msg = self.errors[-1]
+                self.errors[-1] = (first_no, f"{first_msg}: {stripped}")
+            elif not stripped.startswith(("at ", "...", "Caused by")) and not re.match(
+                r"^\d+/\d+/\d+, .*=+$", stripped
+            ):
+                self.bare.append((no, stripped))
+        return None if logged else block, None if logged else timer
+
+    def _logged_metric(self, m: re.Match[str]) -> None:
+        name = m.group("name").strip()
+        fields = dict(_FIELD.findall(m.group("fields")))
+        rate = _unit_factor(fields.get("rate_unit", "events/second"), TO_PER_S)
+        duration = _unit_factor(fields.get("duration_unit", "milliseconds"), TO_MS)
+        for key, raw in fields.items():
+            try:
+                value = float(raw)
+            except ValueError:
+                continue
+            if key in DURATION_FIELDS:
+                self._metric(f"{name}.{key}", value * duration, "ms")
+            elif key in RATE_FIELDS:
+                self._metric(f"{name}.{key}", value * rate, "1/s")
+            elif key == "count":
+                self._metric(f"{name}.count", value, "count")
+            else:
+                self._metric(f"{name}.{key}", value, "")
+
+    def _console_metric(self, timer: str, m: re.Match[str]) -> None:
+        label, value, unit = m.group(1).strip(), float(m.group(2)), m.group(3)
+        key = CONSOLE_NAMES.get(label.rstrip("=").strip() if label.endswith("<") else label)
+        if key is None:
+            key = re.sub(r"\W+", "_", label).strip("_")
+        if key in DURATION_FIELDS:
+            self._metric(f"{timer}.{key}", value * _unit_factor(unit, TO_MS), "ms")
+        elif key in RATE_FIELDS:
+            per = unit.split("/")[-1] if "/" in unit else "second"
+            self._metric(f"{timer}.{key}", value * _unit_factor(per, TO_PER_S), "1/s")
+        elif key == "count":
+            self._metric(f"{timer}.count", value, "count")
+        else:
+            self._metric(f"{timer}.{key}", value, unit)
+
+
+def _read(text: str, source: str) -> _Log:
+    log = _Log(text, source)
+    if log.last_line == 0:
+        raise ParseError(source, "empty log: freon printed nothing")
+    return log
+
+
+def error_reason(texts: Mapping[str, str]) -> str | None:
+    """Why a run failed: the first ERROR message, else freon's own failure line, else the
+    first bare line it printed (e.g. ``dbParentDir == null``)."""
+    for name, text in texts.items():
+        log = _Log(text, name)
+        if log.errors:
+            no, msg = log.errors[0]
+            return f"{name}:{no}: {msg}"
+        if log.failed_marker:
+            return f"{name}:{log.failed_marker}: {_FAILED}"
+        if log.bare:
+            no, msg = log.bare[0]
+            return f"{name}:{no}: {msg}"
+    return None
+
+
+def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
+    """Metrics of one run. ``elapsed`` comes from freon's own millisecond timestamps (start of
+    the test to its summary) when the log has them, else from the cell's host-side clock."""
+    if len(logs) != 1:
+        raise ParseError("<cell>", f"expected one freon log, got {len(logs)}")
+    source, text = next(iter(logs.items()))
+    log = _read(text, source)
+    if log.total is None or log.success is None:
+        where = "progress lines but no summary" if log.progress else "no freon summary"
+        raise ParseError(
+            source,
+            f"log ends before freon's summary ({where}: 'Total execution "
+            "time', 'Successful executions'): the run was killed or the log cut",
+            log.last_line,
+        )
+    short = log.expected is not None and log.success < log.expected
+    if log.errors or log.failed_marker or (log.failures or 0) > 0 or short:
+        reason = error_reason({source: text}) or f"{log.failures} failures"
+        if short:
+            reason = f"executed {log.success} of {log.expected} operations; {reason}"
+        raise ParseError(
+            source,
+            f"freon reported failures: {reason}",
+            log.errors[0][0] if log.errors else log.failed_marker or None,
+        )
+    out = list(log.metrics.values())
+    out += [
+        Metric("total_execution_time", float(log.total), "s"),
+        Metric("failures", float(log.failures or 0), "count"),
+        Metric("successful_executions", float(log.success), "count"),
+        Metric("operations", float(log.success), "count"),
+    ]
+    elapsed = None
+    if log.precise_ts and log.start_ts is not None and log.end_ts is not None:
+        elapsed = log.end_ts - log.start_ts
+    elif wall_time:
+        elapsed = wall_time
+    if elapsed and elapsed > 0:
+        out += [Metric("elapsed", elapsed, "s"), Metric("rate", log.success / elapsed, "1/s")]
+    return out
+
+
+def parse_series(logs: Mapping[str, str]) -> list[dict[str, float | None]]:
+    """The progress lines as a time series: seconds since start, completed, total, rate."""
+    rows: list[dict[str, float]] = []
+    for source, text in logs.items():
+        log = _Log(text, source)
+        t0 = (
+            log.start_ts
+            if log.start_ts is not None
+            else next((t for t, _, _ in log.progress if t is not None), None)
+        )
+        prev = None
+        for t, done, total in log.progress:
+            if t is None:
+                continue
+            elapsed = t - t0 if t0 is not None and t > 1e6 else t  # log stamps vs bar "Time:"
+            rate = None
+            if prev is not None and elapsed > prev[0]:
+                rate = (done - prev[1]) / (elapsed - prev[0])
+            rows.append({"t": elapsed, "completed": done, "total": total, "rate": rate})
+            prev = (elapsed, done)
+    return rows
+
+
+def parse_text(text: str, source: str) -> list[Metric]:
+    return parse_cell({source: text})
+
+
+def describe(experiment: Mapping[str, Any]) -> list[str]:
+    p = experiment["params"]
+    program, sub = p.get("program", "freon"), p.get("subcommand", "?")
+    lines = [
+        f"Each run is `ozone {program} {sub}` with the options in the commands below; "
+        "generic settings (`-D`) go before the subcommand."
+    ]
+    lines.append(
+        "The rate is successful operations divided by the run's own time, taken from "
+        "freon's millisecond log timestamps (start of the test to its summary): "
+        "freon's `Total execution time` is rounded to whole seconds."
+    )
+    if p.get("env"):
+        lines.append("Environment: " + ", ".join(f"`{k}={v}`" for k, v in p["env"].items()) + ".")
+    return lines
