@@ -97,6 +97,7 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     df = tidy.from_records([r for _, r in loaded], axes)
     tidy.write(df, out / "tidy.csv", out / "tidy.parquet", out / "tidy.schema.json", axes)
     tidy.cells_table(loaded).to_csv(out / "cells.csv", index=False)
+    tidy.series_table([r for _, r in loaded], axes).to_csv(out / "series.csv", index=False)
     print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
     return 0
 
@@ -116,6 +117,15 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         Path(args.out_dir),
         exp["plot"].get("facet"),
     )
+    if args.series:
+        import pandas as pd
+
+        series = pd.read_csv(args.series)
+        fig = plots.plot_series(
+            series, f"{exp['title']}: rate over time", Path(args.out_dir) / "rate_over_time"
+        )
+        if fig:
+            drawn.append(fig)
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(args.out_dir) / "figures.json").write_text(json.dumps(drawn, indent=2) + "\n")
     print(f"{len(drawn)} figures -> {args.out_dir}")
@@ -236,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("figures", help="(workflow step) draw an experiment's figures")
     s.add_argument("--experiment", required=True, help="the experiment as JSON")
     s.add_argument("--tidy", required=True)
+    s.add_argument("--series", help="the time-series table (series.csv)")
     s.add_argument("--out-dir", required=True)
     s.set_defaults(func=_cmd_figures)
 

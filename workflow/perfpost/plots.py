@@ -26,6 +26,10 @@ METRIC_LABELS = {
     "elapsed": "Elapsed time",
     "wall_time": "Wall time",
     "sync_time": "sync time",
+    "rate": "Rate",
+    "rate_adjusted": "Rate, sync time added",
+    "rate_over_time": "Rate over time",
+    "operations": "Operations",
 }
 COLOURS = plt.get_cmap("tab10").colors
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150
@@ -209,3 +213,41 @@ def plot_experiment(
         if fig:
             drawn.append(fig)
     return drawn
+
+
+def plot_series(series: pd.DataFrame, title: str, out_base: Path) -> dict[str, str] | None:
+    """Rate over time from a tool's progress: one colour per cell, one line per run.
+
+    A steady line is what a benchmark wants to see; a falling one means a cache filled up
+    or the device slowed down, and the mean rate alone would hide it.
+    """
+    data = series[series["rate"].notna()] if not series.empty else series
+    if data.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    for i, (cell, sub) in enumerate(data.groupby("cell", sort=False)):
+        colour = COLOURS[i % len(COLOURS)]
+        for j, (_, run) in enumerate(sub.groupby(["host", "repeat"], sort=False)):
+            ax.plot(
+                run["t"],
+                run["rate"],
+                color=colour,
+                alpha=0.75,
+                linewidth=1.2,
+                marker="o",
+                markersize=2.5,
+                label=cell if j == 0 else None,
+            )
+    ax.set_xlabel("time since the run started (s)")
+    ax.set_ylabel("rate (operations/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, frameon=False, loc="best", title="one line per run", title_fontsize=7)
+    fig.tight_layout()
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
+    fig.savefig(png)
+    fig.savefig(svg)
+    plt.close(fig)
+    return {"metric": "rate_over_time", "png": png.name, "svg": svg.name}

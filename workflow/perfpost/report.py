@@ -25,6 +25,7 @@ from perfpost.units import format_bytes, format_seconds, rate_scale, sig
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOG_TAIL_LINES = 4
+DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s"}
 
 
 def git_revision() -> str | None:
@@ -66,7 +67,8 @@ def results_table(
         sub = summary[summary["metric"] == m]
         unit = str(sub["unit"].iloc[0])
         units[m] = rate_scale(sub["median"].tolist()) if unit == "B/s" else None
-        shown = units[m][0] if units[m] else ("" if unit in ("B", "s") else unit)
+        shown = units[m][0] if units[m] else ("" if unit in ("B", "s") else
+                                             DISPLAY_UNITS.get(unit, unit))
         header.append(f"{metric_label(m)} median" + (f" ({shown})" if shown else ""))
         if m == present[0]:
             header += ["min .. max", "CV"]
@@ -106,6 +108,39 @@ def results_table(
         "rows": rows,
         "shaky": any(r[-1].endswith("(!)") for r in rows if present),
     }
+
+
+def run_table(tidy_df: pd.DataFrame, metrics: Sequence[str]) -> dict[str, Any]:
+    """Every finished run on its own row, as the onefile post's table: test, rate, ..."""
+    done = tidy_df[tidy_df["status"] == records.DONE]
+    done = done[done["metric"].isin(metrics)]
+    if done.empty:
+        return {"header": [], "rows": []}
+    wide = done.pivot_table(
+        index=["cell", "host", "repeat"],
+        columns="metric",
+        values="value",
+        aggfunc="first",
+        sort=False,
+    ).reset_index()
+    units = dict(zip(done["metric"], done["unit"], strict=False))
+    present = [m for m in metrics if m in wide.columns]
+    header = ["test", "host", "repeat",
+              *(f"{metric_label(m)}" + (f" ({DISPLAY_UNITS.get(units[m], units[m])})"
+                                        if DISPLAY_UNITS.get(units[m], units[m]) else "")
+                for m in present)]
+    rows = []
+    for row in wide.itertuples(index=False):
+        d = row._asdict()
+        rows.append(
+            [
+                f"`{d['cell']}`",
+                d["host"],
+                str(d["repeat"]),
+                *(sig(d[m], 4) if units[m] != "s" else f"{d[m]:.3f}" for m in present),
+            ]
+        )
+    return {"header": header, "rows": rows}
 
 
 def _host_env(env: dict[str, Any]) -> dict[str, Any]:
@@ -232,32 +267,35 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
     return out
 
 
+def _value(value: float, unit: str, scale: tuple[str, float] | None) -> str:
+    if scale:
+        return f"{sig(value / scale[1])} {scale[0]}"
+    shown = DISPLAY_UNITS.get(unit, unit)
+    return f"{sig(value)} {shown}".strip()
+
+
 def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
     sub = summary[summary["metric"] == metric]
-    if sub.empty or not axes:
-        if not sub.empty:
-            r = sub.iloc[0]
-            unit, factor = rate_scale([r["median"]])
-            return [
-                f"Median {metric_label(metric).lower()}: {sig(r['median'] / factor)} {unit} "
-                f"over {int(r['n'])} runs."
-            ]
+    if sub.empty:
         return []
+    unit = str(sub["unit"].iloc[0])
+    label = metric_label(metric).lower()
+    if not axes:
+        r = sub.iloc[0]
+        scale = rate_scale([r["median"]]) if unit == "B/s" else None
+        return [f"Median {label}: {_value(r['median'], unit, scale)} over {int(r['n'])} runs."]
     med = sub.groupby(axes, sort=False)["median"].median()
-    unit, factor = rate_scale(med.tolist())
+    scale = rate_scale(med.tolist()) if unit == "B/s" else None
     hi, lo = med.idxmax(), med.idxmin()
 
     def name(key: Any) -> str:
         key = key if isinstance(key, tuple) else (key,)
         return ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
 
-    lines = [
-        f"Highest median {metric_label(metric).lower()}: {sig(med[hi] / factor)} {unit} "
-        f"({name(hi)}).",
-        f"Lowest median {metric_label(metric).lower()}: {sig(med[lo] / factor)} {unit} "
-        f"({name(lo)}).",
+    return [
+        f"Highest median {label}: {_value(med[hi], unit, scale)} ({name(hi)}).",
+        f"Lowest median {label}: {_value(med[lo], unit, scale)} ({name(lo)}).",
     ]
-    return lines
 
 
 def render(
@@ -304,6 +342,7 @@ def render(
         "n_done": int((cells["status"] == records.DONE).sum()),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
+        "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ())),
         "figures": [
             {**f, "caption": f"{experiment['title']}: {metric_label(f['metric'])}"} for f in figures
         ],

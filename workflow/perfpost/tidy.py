@@ -115,6 +115,44 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
 
 
+SERIES_COLUMNS = (
+    "experiment",
+    "cell",
+    "host",
+    "repeat",
+    "series",
+    "t",
+    "completed",
+    "total",
+    "rate",
+)
+
+
+def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataFrame:
+    """Time series a tool reported while running (freon's progress lines): one row per point,
+    ``t`` in seconds since the run started, ``rate`` in operations per second since the last
+    point. Only finished cells' series are results; others are left out."""
+    rows = []
+    for r in records:
+        if r["status"] != "done":
+            continue
+        for name, points in (r.get("series") or {}).items():
+            for p in points:
+                rows.append(
+                    {
+                        "experiment": r["experiment"],
+                        "cell": r["cell"],
+                        "host": r["host"],
+                        "repeat": r["repeat"],
+                        **{a: r["labels"].get(a) for a in axes},
+                        "series": name,
+                        **p,
+                    }
+                )
+    cols = [*SERIES_COLUMNS[:4], *axes, *SERIES_COLUMNS[4:]]
+    return pd.DataFrame(rows, columns=cols)
+
+
 def schema_doc(axes: list[str]) -> dict[str, Any]:
     return {
         "schema_version": TIDY_SCHEMA_VERSION,

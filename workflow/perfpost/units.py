@@ -97,6 +97,8 @@ def sig(x: float, digits: int = 3) -> str:
         return "n/a"
     if x == 0:
         return "0"
+    if x == int(x):  # counts stay whole numbers
+        return f"{int(x):,}"
     magnitude = math.floor(math.log10(abs(x)))
     decimals = max(digits - 1 - magnitude, 0)
     return f"{x:,.{decimals}f}"

@@ -2,6 +2,8 @@
 
 
 rule cell:
+    input:
+        lambda wc: pw.cell_tools(PLAN, wc),
     output:
         paths.RECORD,
     log:

@@ -3,7 +3,8 @@
 
 rule figures:
     input:
-        paths.TIDY_PARQUET,
+        tidy=paths.TIDY_PARQUET,
+        series=paths.SERIES_CSV,
     output:
         directory(paths.FIGURES_DIR),
     log:
@@ -13,7 +14,8 @@ rule figures:
     params:
         exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     shell:
-        "perfpost figures --experiment {params.exp:q} --tidy {input:q} --out-dir {output:q}"
+        "perfpost figures --experiment {params.exp:q} --tidy {input.tidy:q}"
+        " --series {input.series:q} --out-dir {output:q}"
         " > {log:q} 2>&1"
 
 

@@ -9,6 +9,7 @@ rule tables:
         parquet=paths.TIDY_PARQUET,
         schema=paths.TIDY_SCHEMA,
         cells=paths.CELLS_CSV,
+        series=paths.SERIES_CSV,
     log:
         paths.TABLES_LOG,
     conda:

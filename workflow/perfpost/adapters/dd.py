@@ -384,6 +384,7 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
         )
         if params.get("oflag"):
             lines.append(f"Output flags: `oflag={','.join(params['oflag'])}`.")
+        lines.append("Throughput is the bytes dd wrote divided by dd's own elapsed time.")
     else:
         lines.append(
             f"Each run first writes one {val('file_size')} file per reader under {val('dir')} "

@@ -34,6 +34,8 @@ TABLE_METRICS = (
     "sync_time",
 )
 SYNC_ADJUST = (("operations", "elapsed", "rate"),)
+# One row per run, as the onefile post listed them: test, rate, operations, seconds, sync.
+RUN_TABLE = ("rate", "operations", "elapsed", "sync_time")
 LOG = "freon.log"
 # Generators that only read or validate: the sync rule (write time + slow sync) does not apply.
 READERS = frozenset({"dfsv", "ockv", "ocokr", "ommg", "obrd", "ozone-client-key-validator"})
