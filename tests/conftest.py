@@ -60,3 +60,20 @@ def testbed(tmp_path_factory):
 
 def host_spec(bed, name: str, **over) -> dict:
     return bed.spec(name, **over)
+
+
+@pytest.fixture(scope="session")
+def ozone_cache():
+    """freon/vapor provisioned from Maven Central into an empty cache, as on a new machine.
+
+    Kept under /var/tmp and readable by all: the testbed's login user runs it too.
+    """
+    import tempfile
+
+    from perfpost import provision
+
+    cache = Path(tempfile.mkdtemp(prefix="perfpost-test-cache-", dir="/var/tmp"))
+    cache.chmod(0o755)
+    launcher = provision.ozone("2.2.0", str(cache), str(cache / "provision.log"))
+    yield cache, launcher
+    shutil.rmtree(cache, ignore_errors=True)

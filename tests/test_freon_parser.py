@@ -162,3 +162,11 @@ def test_parser_never_crashes_on_garbage(text):
         freon.parse_series({"g": text})
     except ParseError:
         pass
+
+
+def test_an_error_logged_by_a_library_does_not_fail_a_successful_run():
+    text = read("cmdw-unresolved-hostname.log")
+    assert " ERROR " in text
+    m = metrics("cmdw-unresolved-hostname.log", wall_time=5.0)
+    assert m["successful_executions"] == (3000, "count")
+    assert m["log_errors"] == (1, "count")

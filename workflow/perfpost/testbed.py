@@ -209,6 +209,7 @@ def _spawn_sshd(h: TestHost) -> int:
             "set -e; mkdir -p /run/perfpost-testbed; k=$(mktemp -d /run/perfpost-testbed/XXXXXX);"
             f" mount --bind {d} $k; mount -t tmpfs -o size=4g perfpost-tmp /tmp;"
             f" mkdir -p {d}; mount --bind $k {d}; umount $k; rmdir $k;"
+            f" mount --bind {shlex.quote(str(Path(h.config).parent / 'hosts'))} /etc/hosts;"
             f" hostname {h.name}; exec {shlex.join(argv)}"
         )
         argv = [
@@ -390,6 +391,8 @@ def start(n: int, directory: str | Path, mode: str = "auto", user: str | None = 
                     f"h{i}", address, port, str(hdir / "sshd_config"), str(hdir / "sshd.log")
                 )
             bed.hosts.append(h)
+            # Its own name resolves, as on a real machine (Java asks for it).
+            (hdir / "hosts").write_text(f"127.0.0.1 localhost\n{address} {h.name}\n")
             Path(h.config).write_text(
                 SSHD_CONFIG.format(
                     port=port,

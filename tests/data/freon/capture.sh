@@ -39,3 +39,5 @@ sleep 6; kill -KILL $p; wait $p 2>/dev/null; echo "killed"
 # A task that fails: ERROR with a stack trace, "One or more freon test is failed.", exit 255.
 (cd / && "$ozone" freon dfsg --path file:///proc/perfpost-nope -n 20 -s 1024 -t 1 \
   2> "$OLDPWD/dfsg-failed.log"); echo "dfsg-failed exit $?"
+# cmdw-unresolved-hostname.log was captured by the workflow on a testbed host whose own name
+# did not resolve: Hadoop logs an ERROR, and the run still succeeds.

@@ -394,8 +394,10 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
             "time', 'Successful executions'): the run was killed or the log cut",
             log.last_line,
         )
+    # Libraries log ERRORs that do not fail a run (a hostname that does not resolve): the
+    # outcome is freon's own count; an ERROR only explains a failure.
     short = log.expected is not None and log.success < log.expected
-    if log.errors or log.failed_marker or (log.failures or 0) > 0 or short:
+    if log.failed_marker or (log.failures or 0) > 0 or short:
         reason = error_reason({source: text}) or f"{log.failures} failures"
         if short:
             reason = f"executed {log.success} of {log.expected} operations; {reason}"
@@ -406,6 +408,7 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
         )
     out = list(log.metrics.values())
     out += [
+        Metric("log_errors", float(len(log.errors)), "count"),
         Metric("total_execution_time", float(log.total), "s"),
         Metric("failures", float(log.failures or 0), "count"),
         Metric("successful_executions", float(log.success), "count"),

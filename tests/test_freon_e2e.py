@@ -1,0 +1,150 @@
+"""freon and vapor for real: provisioned from Maven Central, run by the workflow on localhost
+and on a real sshd host, into the table and the post."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from perfpost import provision
+from tests.e2e import image_links, make_checkout, sections, snakemake
+
+pytestmark = pytest.mark.e2e
+
+DATANODE = {
+    "hdds.datanode.dir": "{work}/data",
+    "ozone.metadata.dirs": "{work}/meta",
+    "hdds.datanode.container.schema.v3.enabled": "false",
+    "hdds.datanode.volume.min.free.space": "1MB",
+    "hdds.datanode.volume.min.free.space.percent": "0",
+    "hdds.datanode.volume.min.free.space.hard.limit.percent": "0",
+}
+
+
+def test_provisioning_from_an_empty_cache_gives_a_working_freon(ozone_cache):
+    cache, launcher = ozone_cache
+    home = provision.ozone_home("2.2.0", str(cache))
+    assert json.loads((home / provision.COMPLETE).read_text())["jars"] > 150
+    assert any(p.name.startswith("ozone-freon-2.2.0") for p in (home / "lib").iterdir())
+    assert any(p.name.startswith("ozone-vapor-2.2.0") for p in (home / "lib").iterdir())
+    help_ = subprocess.run(
+        [str(launcher), "freon", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert help_.returncode == 0, help_.stderr[-2000:]
+    assert "dfsg" in help_.stdout + help_.stderr
+
+
+def test_a_second_provisioning_reuses_the_cache_without_network_or_maven(ozone_cache):
+    cache, launcher = ozone_cache
+    argv = [sys.executable, "-m", "perfpost", "provision", "ozone", "--cache", str(cache)]
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        # A network namespace with no network at all.
+        argv = [shutil.which("unshare"), "--net", *argv]
+    env = {**os.environ, "PATH": "/nonexistent"}  # and no mvn to call
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(launcher)
+
+
+@pytest.fixture(scope="module")
+def freon_run(ozone_cache, testbed, tmp_path_factory):
+    cache, _ = ozone_cache
+    work = tmp_path_factory.mktemp("freon")
+    inventory = yaml.safe_load(Path(testbed.inventory).read_text())
+    inventory["hosts"] = {"h1": {**inventory["hosts"]["h1"], "ozone": "provisioned"}}
+    cfg = {
+        **inventory,
+        "tools": {"ozone": {"version": "2.2.0", "cache": str(cache)}},
+        "experiments": {
+            "cmdw": {
+                "tool": "freon",
+                "hosts": ["localhost", "h1"],
+                "repeats": 1,
+                "after": ["sync"],
+                "params": {
+                    "program": "vapor",
+                    "subcommand": "cmdw",
+                    "dir": "/tmp/perfpost-freon",
+                    "generic": DATANODE,
+                    "options": {"n": 3000, "s": 1024, "t": 2, "l": "{layout}"},
+                },
+                "axes": {"layout": ["FILE_PER_CHUNK", "FILE_PER_BLOCK"]},
+            },
+            "dfsg": {
+                "tool": "freon",
+                "hosts": ["localhost", "h1"],
+                "repeats": 1,
+                "params": {
+                    "subcommand": "dfsg",
+                    "dir": "/tmp/perfpost-freon",
+                    "env": {"HADOOP_USER_NAME": "perfpost"},
+                    "options": {"path": "file://{work}/fs", "n": 100, "s": 4096, "t": 2},
+                },
+            },
+        },
+    }
+    make_checkout(work, cfg)
+    result = snakemake(work, "--cores", "6", "report", timeout=900)
+    return work, result
+
+
+def records(work: Path, exp: str) -> list[dict]:
+    return [
+        json.loads(p.read_text())
+        for p in (work / "results" / exp).glob("cells/*/*/r*/attempt-*/record.json")
+    ]
+
+
+def test_cmdw_and_dfsg_run_on_localhost_and_a_remote_host(freon_run):
+    work, result = freon_run
+    assert result.returncode == 0, result.stderr[-4000:]
+    for exp, n in (("cmdw", 2 * 2), ("dfsg", 2)):
+        recs = records(work, exp)
+        assert len(recs) == n
+        assert {r["status"] for r in recs} == {"done"}, [r["reason"] for r in recs]
+        assert {r["host"] for r in recs} == {"localhost", "h1"}
+        for r in recs:
+            assert r["tool_version"].startswith("Ozone freon/vapor 2.2.0")
+            m = {x["name"]: x["value"] for x in r["metrics"]}
+            assert m["successful_executions"] == (3000 if exp == "cmdw" else 100)
+            assert m["rate"] == pytest.approx(m["operations"] / m["elapsed"])
+            assert m["elapsed"] <= m["wall_time"]  # freon's own clock excludes JVM start
+    dfsg = records(work, "dfsg")[0]
+    assert "env HADOOP_USER_NAME=perfpost" in dfsg["command"]
+
+
+def test_freon_metrics_series_and_post(freon_run):
+    work, _ = freon_run
+    tidy = pd.read_csv(work / "results" / "cmdw" / "tidy.csv")
+    done = tidy[tidy["status"] == "done"]
+    assert set(done["host"]) == {"localhost", "h1"}
+    assert {
+        "chunk-write.mean",
+        "chunk-write.p99",
+        "chunk-write.mean_rate",
+        "rate",
+        "rate_adjusted",
+        "total_execution_time",
+        "sync_time",
+    } <= set(done["metric"])
+    assert set(done[done["metric"] == "chunk-write.mean"]["unit"]) == {"ms"}
+    assert set(done[done["metric"] == "rate"]["unit"]) == {"1/s"}
+    series = pd.read_csv(work / "results" / "cmdw" / "series.csv")
+    assert set(series["host"]) == {"localhost", "h1"}
+    assert (series.groupby(["cell", "host"])["completed"].max() == 3000).all()
+    post = (work / "reports" / "cmdw" / "index.md").read_text()
+    assert "Summary" in sections(post)
+    assert "Every run:" in post
+    assert post.count("| localhost | 1 |") >= 2
+    assert "rate_over_time.png" in post
+    for link in image_links(post):
+        assert (work / "reports" / "cmdw" / link).is_file()
+    assert "-D hdds.datanode.dir=$WORK/data" in post  # {work} became the run's directory
