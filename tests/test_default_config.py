@@ -10,16 +10,22 @@ pytestmark = pytest.mark.e2e
 
 def test_default_config_measures_this_machine_into_posts(tmp_path):
     work = make_checkout(tmp_path, (ROOT / "config" / "config.yaml").read_text())
-    result = snakemake(work, "--cores", "6", "report", timeout=900)
+    result = snakemake(work, "--cores", "6", "report", timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]
-    for experiment in ("dd-fsync", "local-reads"):
+    experiments = ("dd-fsync", "local-reads", "onefile", "hcfs", "ratis-placement")
+    for experiment in experiments:
         post = (work / "reports" / experiment / "index.md").read_text()
         assert front_matter(post)["title"]
         assert "Environment" in sections(post)
         links = image_links(post)
         assert links
         assert all((work / "reports" / experiment / link).is_file() for link in links)
-        assert "dd (coreutils)" in post
+        assert "None: every run finished." in post or "skipped" in post
+    assert "dd (coreutils)" in (work / "reports" / "dd-fsync" / "index.md").read_text()
+    onefile = (work / "reports" / "onefile" / "index.md").read_text()
+    assert "Ozone freon/vapor 2.2.0" in onefile
+    assert "Every run:" in onefile
+    assert "figures/rate_over_time.png" in onefile
     reads = (work / "reports" / "local-reads" / "index.md").read_text()
     # 12 cells x 3 repeats; dropped-cache cells are measured as root and skipped otherwise.
     assert "36 runs in all" in reads
