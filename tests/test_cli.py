@@ -48,5 +48,22 @@ def test_cells_lists_every_cell_of_the_default_config_as_missing(tmp_path):
     result = run("cells", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert len(rows) == 2 * 3 + 12 * 3
+    # dd-fsync 2 cells, local-reads 12, onefile 8, hcfs 2, ratis-placement 2; 3 or 2 repeats.
+    assert len(rows) == 2 * 3 + 12 * 3 + 8 * 2 + 2 * 2 + 2 * 2
     assert {r["status"] for r in rows} == {"missing"}
+
+
+def test_parse_freon_prints_timer_and_summary_rows():
+    from tests.conftest import ROOT
+
+    log = str(ROOT / "tests" / "data" / "freon" / "dfsg.log")
+    result = run("parse", "freon", log)
+    assert result.returncode == 0, result.stderr
+    rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert rows["file-create.mean"]["unit"] == "ms"
+    assert rows["successful_executions"]["value"] == "300.0"
+    assert rows["rate"]["unit"] == "1/s"
+    killed = str(ROOT / "tests" / "data" / "freon" / "cmdw-killed.log")
+    bad = run("parse", "freon", killed)
+    assert bad.returncode == 2
+    assert f"{killed}:14: log ends before freon's summary" in bad.stderr

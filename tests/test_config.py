@@ -112,5 +112,11 @@ def test_the_shipped_default_config_is_valid():
     from tests.conftest import ROOT
 
     plan = build_plan(load_yaml(ROOT / "config" / "config.yaml"))
-    assert set(plan.experiments) == {"dd-fsync", "local-reads"}
+    assert set(plan.experiments) == {
+        "dd-fsync",
+        "local-reads",
+        "onefile",
+        "hcfs",
+        "ratis-placement",
+    }
     assert len(plan.experiments["local-reads"].cells) == 12

@@ -67,8 +67,11 @@ def results_table(
         sub = summary[summary["metric"] == m]
         unit = str(sub["unit"].iloc[0])
         units[m] = rate_scale(sub["median"].tolist()) if unit == "B/s" else None
-        shown = units[m][0] if units[m] else ("" if unit in ("B", "s") else
-                                             DISPLAY_UNITS.get(unit, unit))
+        shown = (
+            units[m][0]
+            if units[m]
+            else ("" if unit in ("B", "s") else DISPLAY_UNITS.get(unit, unit))
+        )
         header.append(f"{metric_label(m)} median" + (f" ({shown})" if shown else ""))
         if m == present[0]:
             header += ["min .. max", "CV"]
@@ -125,10 +128,20 @@ def run_table(tidy_df: pd.DataFrame, metrics: Sequence[str]) -> dict[str, Any]:
     ).reset_index()
     units = dict(zip(done["metric"], done["unit"], strict=False))
     present = [m for m in metrics if m in wide.columns]
-    header = ["test", "host", "repeat",
-              *(f"{metric_label(m)}" + (f" ({DISPLAY_UNITS.get(units[m], units[m])})"
-                                        if DISPLAY_UNITS.get(units[m], units[m]) else "")
-                for m in present)]
+    header = [
+        "test",
+        "host",
+        "repeat",
+        *(
+            f"{metric_label(m)}"
+            + (
+                f" ({DISPLAY_UNITS.get(units[m], units[m])})"
+                if DISPLAY_UNITS.get(units[m], units[m])
+                else ""
+            )
+            for m in present
+        ),
+    ]
     rows = []
     for row in wide.itertuples(index=False):
         d = row._asdict()

@@ -85,17 +85,12 @@ def _finished(path: Path) -> bool:
     return status in (records.DONE, records.SKIPPED)
 
 
-def cell_tools(plan: Plan, wildcards: Any) -> list[Any]:
+def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
     """Tools a cell needs provisioned first (freon on localhost). Marked ancient: provisioning
     again, or a newer install, is no reason to re-run finished cells."""
     from snakemake.io import ancient
 
-    hosts = (
-        [wildcards.host]
-        if hasattr(wildcards, "host")
-        else plan.experiments[wildcards.experiment].hosts
-    )
-    markers = {plan.provisioned_marker(wildcards.experiment, h) for h in hosts} - {None}
+    markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
     return [ancient(m) for m in sorted(markers)]
 
 
@@ -177,10 +172,7 @@ class Together:
         self.resources = {resource_name(h): 1 for h in self.exp.hosts}
 
     def tools(self, wildcards: Any) -> list[Any]:
-        from snakemake.io import Wildcards
-
-        w = Wildcards(fromdict={"experiment": self.exp.name, **dict(wildcards.items())})
-        return cell_tools(self.plan, w)
+        return cell_tools(self.plan, self.exp.name, self.exp.hosts)
 
     def specs(self, wildcards: Any) -> str:
         return json.dumps(

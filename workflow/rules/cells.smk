@@ -3,7 +3,7 @@
 
 rule cell:
     input:
-        lambda wc: pw.cell_tools(PLAN, wc),
+        lambda wc: pw.cell_tools(PLAN, wc.experiment, [wc.host]),
     output:
         paths.RECORD,
     log:
