@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from perfpost import adapters, matrix
+from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
 from perfpost.hosts import LOCALHOST
 
@@ -245,28 +246,7 @@ def _template_fields(text: str, where: str) -> list[str]:
 
 
 # Column names of the tidy table and its summaries: an axis may not take one.
-RESERVED_AXES = frozenset(
-    {
-        "experiment",
-        "cell",
-        "host",
-        "repeat",
-        "tool",
-        "metric",
-        "value",
-        "unit",
-        "status",
-        "attempt",
-        "n",
-        "median",
-        "mean",
-        "min",
-        "max",
-        "std",
-        "cv",
-        "work",
-    }
-)
+RESERVED_AXES = frozenset((*FIXED_COLUMNS, *TAIL_COLUMNS, *SUMMARY_COLUMNS, "work"))
 
 # Filled in on the host, not from the axes: the cell's own scratch directory.
 RESERVED_FIELDS = frozenset({"work"})

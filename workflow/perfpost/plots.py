@@ -175,6 +175,11 @@ def plot_metric(
             color="0.4",
         )
         fig.tight_layout()
+    return _save(fig, out_base, metric)
+
+
+def _save(fig: Any, out_base: Path, metric: str) -> dict[str, str]:
+    """PNG for the post, SVG beside it for print; returns their names."""
     out_base.parent.mkdir(parents=True, exist_ok=True)
     png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
     fig.savefig(png)
@@ -245,9 +250,4 @@ def plot_series(series: pd.DataFrame, title: str, out_base: Path) -> dict[str, s
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, frameon=False, loc="best", title="one line per run", title_fontsize=7)
     fig.tight_layout()
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
-    fig.savefig(png)
-    fig.savefig(svg)
-    plt.close(fig)
-    return {"metric": "rate_over_time", "png": png.name, "svg": svg.name}
+    return _save(fig, out_base, "rate_over_time")

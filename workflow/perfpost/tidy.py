@@ -20,12 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from perfpost.columns import FIXED_COLUMNS, TAIL_COLUMNS
 from perfpost.records import write_json_atomic
 
 TIDY_SCHEMA_VERSION = 1
-FIXED_COLUMNS = ("experiment", "cell", "host", "repeat")
-TAIL_COLUMNS = ("tool", "metric", "value", "unit", "status", "attempt")
-RESERVED = frozenset(FIXED_COLUMNS + TAIL_COLUMNS)
 
 COLUMN_DOCS = {
     "experiment": "experiment name from the config",
