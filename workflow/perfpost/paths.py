@@ -18,7 +18,7 @@ REPORTS = "reports"
 CELL_DIR = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/attempt-{attempt}"
 RECORD = CELL_DIR + "/record.json"
 CELL_LOG = CELL_DIR + "/perfpost.log"
-RAW_DIR = CELL_DIR + "/raw"
+RAW = "raw"  # beside record.json: the tools' own logs, as they wrote them
 # A start_together cell runs all its hosts in one job; its own log sits beside the hosts.
 TOGETHER_LOG = RESULTS + "/{experiment}/cells/{cell}/together-r{repeat}-attempt-{attempt}.log"
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, adapters, hostscript
+from perfpost import __version__, adapters, hostscript, paths
 from perfpost.adapters.base import Metric
 from perfpost.config import CellSpec
 from perfpost.errors import ParseError, PerfpostError
@@ -62,7 +62,7 @@ class _CellRun:
     def __init__(self, spec: CellSpec, record_path: Path, host: Host) -> None:
         self.spec = spec
         self.record_path = record_path
-        self.raw = record_path.parent / "raw"
+        self.raw = record_path.parent / paths.RAW
         self.host = host
         self.adapter = adapters.get(spec.tool)
         token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
@@ -172,7 +172,7 @@ class _CellRun:
             detail = prep.stderr
             if self.host.fetch(f"{self.logdir}/prepare.log", log):
                 detail = log.read_text(errors="replace") or detail
-                self.record["logs"].append("raw/prepare.log")
+                self.record["logs"].append(f"{paths.RAW}/prepare.log")
             why = "timed out" if prep.timed_out else f"exit code {prep.exit_code}"
             detail = _tail(detail, 2)
             return self._finish(FAILED, f"preparing the cell failed ({why}): {detail}".strip())
@@ -227,7 +227,7 @@ class _CellRun:
         for proc in plan.measure:
             if proc.log and self.host.fetch(f"{self.logdir}/{proc.log}", self.raw / proc.log):
                 texts[proc.log] = (self.raw / proc.log).read_bytes().decode(errors="replace")
-                self.record["logs"].append(f"raw/{proc.log}")
+                self.record["logs"].append(f"{paths.RAW}/{proc.log}")
 
         if measured.timed_out:
             return self._finish(FAILED, f"timed out after {spec.timeout:g} s")

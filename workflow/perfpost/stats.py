@@ -26,10 +26,3 @@ def summarize(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     out["std"] = out["std"].fillna(0.0)
     out["cv"] = (out["std"] / out["mean"]).where(out["mean"] != 0)
     return out
-
-
-def wide(summary: pd.DataFrame, by: list[str], metrics: list[str], stat: str) -> pd.DataFrame:
-    """One row per group, one column per metric, holding ``stat``."""
-    sub = summary[summary["metric"].isin(metrics)]
-    table = sub.pivot_table(index=by, columns="metric", values=stat, aggfunc="first", sort=False)
-    return table.reindex(columns=[m for m in metrics if m in table.columns]).reset_index()

@@ -1,4 +1,4 @@
-"""Tool adapters by name. Each module has NAME, PARAMS_SCHEMA, check_params, plan, log_names,
+"""Tool adapters by name. Each module has NAME, PARAMS_SCHEMA, check_params, plan,
 version_argv, parse_cell, parse_text, error_reason, describe, PLOT_METRICS, TABLE_METRICS and
 SYNC_ADJUST; parse_series where the tool reports progress over time."""
 

@@ -7,8 +7,7 @@ into :class:`Metric` values. The runner does the I/O; that keeps adapters testab
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,6 @@ class Plan:
     drop_cache: bool = False
     writes: bool = False
     description: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Unprivileged(Exception):

@@ -201,14 +201,7 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
         drop_cache=bool(params.get("drop_cache", False)),
         writes=False,
         description=f"{readers} concurrent dd readers, bs={bs}",
-        extra={"readers": readers, "background_writer_rate": rate},
     )
-
-
-def log_names(params: Mapping[str, Any]) -> list[str]:
-    if params.get("mode", "write") == "write":
-        return [WRITE_LOG]
-    return [reader_log(i) for i in range(1, int(params.get("readers", 1)) + 1)]
 
 
 # ---------------------------------------------------------------------------- parsing

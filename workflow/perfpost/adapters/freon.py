@@ -153,10 +153,6 @@ def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
     return ("sh", "-c", '"$0" version 2>/dev/null | head -n 1', params.get("launcher", "ozone"))
 
 
-def log_names(params: Mapping[str, Any]) -> list[str]:
-    return [LOG]
-
-
 # ---------------------------------------------------------------------------- parsing
 
 _TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?")
