@@ -118,5 +118,6 @@ def test_the_shipped_default_config_is_valid():
         "onefile",
         "hcfs",
         "ratis-placement",
+        "teragen",
     }
     assert len(plan.experiments["local-reads"].cells) == 12

@@ -12,7 +12,7 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     work = make_checkout(tmp_path, (ROOT / "config" / "config.yaml").read_text())
     result = snakemake(work, "--cores", "6", "report", timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]
-    experiments = ("dd-fsync", "local-reads", "onefile", "hcfs", "ratis-placement")
+    experiments = ("dd-fsync", "local-reads", "onefile", "hcfs", "ratis-placement", "teragen")
     for experiment in experiments:
         post = (work / "reports" / experiment / "index.md").read_text()
         assert front_matter(post)["title"]
@@ -26,6 +26,9 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     assert "Ozone freon/vapor 2.2.0" in onefile
     assert "Every run:" in onefile
     assert "figures/rate_over_time.png" in onefile
+    teragen = (work / "reports" / "teragen" / "index.md").read_text()
+    assert "Hadoop 3.4.2" in teragen
+    assert "| `storage=disk` | localhost | 1 |" in teragen
     reads = (work / "reports" / "local-reads" / "index.md").read_text()
     # 12 cells x 3 repeats; dropped-cache cells are measured as root and skipped otherwise.
     assert "36 runs in all" in reads

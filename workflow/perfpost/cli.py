@@ -197,7 +197,8 @@ def _cmd_cells(args: argparse.Namespace) -> int:
 def _cmd_provision(args: argparse.Namespace) -> int:
     from perfpost import provision
 
-    print(provision.ozone(args.version, args.cache or None, args.log))
+    version = args.version or {"ozone": "2.2.0", "hadoop": "3.4.2"}[args.tool]
+    print(provision.install(args.tool, version, args.cache or None, args.log))
     return 0
 
 
@@ -215,9 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--configfile", default="config/config.yaml")
     s.set_defaults(func=_cmd_cells)
 
-    s = sub.add_parser("provision", help="provision a tool from Maven Central (ozone)")
-    s.add_argument("tool", choices=["ozone"])
-    s.add_argument("--version", default="2.2.0")
+    s = sub.add_parser("provision", help="provision a runtime from Maven Central")
+    s.add_argument("tool", choices=["ozone", "hadoop"])
+    s.add_argument("--version", help="default: Ozone 2.2.0, Hadoop 3.4.2")
     s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
     s.add_argument("--log")
     s.set_defaults(func=_cmd_provision)

@@ -15,7 +15,7 @@ import string
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -105,28 +105,35 @@ class Plan:
     experiments: dict[str, Experiment]
     tools: dict[str, Any] = field(default_factory=dict)
 
-    def ozone_launcher(self, host: str) -> tuple[str, bool]:
-        """The host's ozone command, and whether it is the one perfpost provisions."""
+    # tool -> (provisioned runtime, the host's inventory key for its command, default version)
+    RUNTIMES: ClassVar[dict[str, tuple[str, str, str]]] = {
+        "freon": ("ozone", "ozone", "2.2.0"),
+        "teragen": ("hadoop", "yarn", "3.4.2"),
+    }
+
+    def launcher(self, tool: str, host: str) -> tuple[str, bool]:
+        """The host's command for ``tool``, and whether it is one perfpost provisions."""
         from perfpost import provision
 
-        value = self.hosts[host].get("ozone", "provisioned" if host == LOCALHOST else "ozone")
+        runtime, key, default = self.RUNTIMES[tool]
+        value = self.hosts[host].get(key, "provisioned" if host == LOCALHOST else key)
         if value != "provisioned":
             return value, False
-        oz = self.tools.get("ozone", {})
-        return str(provision.ozone_launcher(oz.get("version", "2.2.0"), oz.get("cache"))), True
+        rt = self.tools.get(runtime, {})
+        return str(provision.launcher(runtime, rt.get("version", default), rt.get("cache"))), True
 
     def provisioned_marker(self, experiment: str, host: str) -> str | None:
-        """The file a provisioned tool's install leaves, when this cell needs one."""
+        """The file a provisioned runtime's install leaves, when this cell needs one."""
         from perfpost import provision
 
-        if self.experiments[experiment].tool != "freon":
+        exp = self.experiments[experiment]
+        if exp.tool not in self.RUNTIMES or "launcher" in exp.params:
             return None
-        if "launcher" in self.experiments[experiment].params:
+        if not self.launcher(exp.tool, host)[1]:
             return None
-        if not self.ozone_launcher(host)[1]:
-            return None
-        oz = self.tools.get("ozone", {})
-        return str(provision.marker(oz.get("version", "2.2.0"), oz.get("cache")))
+        runtime, _, default = self.RUNTIMES[exp.tool]
+        rt = self.tools.get(runtime, {})
+        return str(provision.marker(rt.get("version", default), rt.get("cache"), runtime))
 
     def jobs(self) -> Iterator[CellSpec]:
         for exp in self.experiments.values():
@@ -139,8 +146,16 @@ class Plan:
         exp = self.experiments[experiment]
         labels = exp.labels[cell]
         params = exp.resolved[cell]
-        if exp.tool == "freon" and "launcher" not in params:
-            params = {**params, "launcher": self.ozone_launcher(host)[0]}
+        if exp.tool in self.RUNTIMES and "launcher" not in params:
+            command, provisioned = self.launcher(exp.tool, host)
+            params = {**params, "launcher": command}
+            if exp.tool == "teragen" and "jar" not in params and provisioned:
+                from perfpost import provision
+
+                rt = self.tools.get("hadoop", {})
+                version = rt.get("version", "3.4.2")
+                lib = provision.home("hadoop", version, rt.get("cache")) / "lib"
+                params["jar"] = str(lib / f"hadoop-mapreduce-examples-{version}.jar")
         return CellSpec(
             experiment=experiment,
             cell=cell,
@@ -313,11 +328,11 @@ def build_plan(config: dict[str, Any]) -> Plan:
     ssh = config.get("ssh", {})
     for name, spec in config.get("hosts", {}).items():
         if name == LOCALHOST:
-            if set(spec) - {"max_parallel_cells", "ozone"}:
+            if set(spec) - {"max_parallel_cells", "ozone", "yarn"}:
                 raise ConfigError(
                     f"hosts.{name}",
-                    "localhost runs commands here, without SSH: only max_parallel_cells and "
-                    "ozone apply",
+                    "localhost runs commands here, without SSH: only max_parallel_cells, "
+                    "ozone and yarn apply",
                 )
             hosts[name] = dict(spec)
             continue

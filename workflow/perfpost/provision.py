@@ -1,8 +1,10 @@
-"""Tools from Maven Central for hosts that have none installed: Ozone's freon and vapor.
+"""Tools from Maven Central for hosts that have none installed: Ozone's freon and vapor, and
+a Hadoop client for teragen.
 
-``ozone(version, cache)`` makes ``<cache>/ozone-<version>/`` with ``lib/`` (the jars),
-``conf/log4j.properties`` and ``bin/ozone`` (a launcher for ``ozone freon|vapor``), using
-Maven with the pom kept in ``envs/ozone`` and a local repository inside the cache. A finished
+``install(tool, version, cache)`` makes ``<cache>/<tool>-<version>/`` with ``lib/`` (the
+jars), ``conf/log4j.properties`` and ``bin/<launcher>`` (``ozone freon|vapor ...`` or
+``yarn jar ...``), using Maven with the pom kept in ``envs/<tool>`` and a local repository
+inside the cache. A finished
 install has a ``COMPLETE`` file; with it, nothing runs and nothing is downloaded. Maven and a
 JDK come from ``scripts/setup``.
 """
@@ -14,32 +16,59 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perfpost.errors import PerfpostError
 
-ENVS = Path(__file__).resolve().parents[2] / "envs" / "ozone"
+ENVS = Path(__file__).resolve().parents[2] / "envs"
 DEFAULT_CACHE = "~/.cache/perfpost"
 COMPLETE = "COMPLETE"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A runtime perfpost can fetch: its pom and launcher in envs/<name>, and how to check it."""
+
+    name: str
+    version_property: str
+    launcher: str
+    expect_jar: str  # a jar whose absence means the resolution went wrong
+    standin_parent: bool = False  # Ozone: a parent pom Maven Central lacks
+
+
+TOOLS = {
+    "ozone": Tool("ozone", "ozone.version", "ozone", "ozone-freon-", standin_parent=True),
+    "hadoop": Tool("hadoop", "hadoop.version", "yarn", "hadoop-mapreduce-examples-"),
+}
 
 
 def cache_dir(cache: str | None = None) -> Path:
     return Path(os.path.expanduser(cache or os.environ.get("PERFPOST_CACHE") or DEFAULT_CACHE))
 
 
+def home(tool: str, version: str, cache: str | None = None) -> Path:
+    return cache_dir(cache) / f"{tool}-{version}"
+
+
+def launcher(tool: str, version: str, cache: str | None = None) -> Path:
+    return home(tool, version, cache) / "bin" / TOOLS[tool].launcher
+
+
 def ozone_home(version: str, cache: str | None = None) -> Path:
-    return cache_dir(cache) / f"ozone-{version}"
+    return home("ozone", version, cache)
 
 
 def ozone_launcher(version: str, cache: str | None = None) -> Path:
-    return ozone_home(version, cache) / "bin" / "ozone"
+    return launcher("ozone", version, cache)
 
 
-def marker(version: str, cache: str | None = None) -> Path:
-    return ozone_home(version, cache) / COMPLETE
+def marker(version: str, cache: str | None = None, tool: str = "ozone") -> Path:
+    return home(tool, version, cache) / COMPLETE
 
 
-def _mvn(args: list[str], log) -> None:
+def _mvn(args: list[str], log: Any) -> None:
     mvn = shutil.which("mvn")
     if not mvn:
         raise PerfpostError("Maven (mvn) is not installed: run scripts/setup")
@@ -48,69 +77,80 @@ def _mvn(args: list[str], log) -> None:
     )
     if result.returncode != 0:
         raise PerfpostError(
-            f"mvn {' '.join(args[:1])} failed (exit {result.returncode}); "
-            f"see {getattr(log, 'name', 'the log')}"
+            f"mvn {args[-1] if args else ''} failed (exit "
+            f"{result.returncode}); see {getattr(log, 'name', 'the log')}"
         )
 
 
-def ozone(version: str, cache: str | None = None, log_path: str | None = None) -> Path:
-    """The launcher of a provisioned freon/vapor ``version``; provisions it first if needed."""
-    home = ozone_home(version, cache)
-    if (home / COMPLETE).exists():
-        return home / "bin" / "ozone"
+def install(tool: str, version: str, cache: str | None = None, log_path: str | None = None) -> Path:
+    """The launcher of a provisioned ``tool`` ``version``; provisions it first if needed."""
+    spec = TOOLS[tool]
+    target = home(tool, version, cache)
+    if (target / COMPLETE).exists():
+        return target / "bin" / spec.launcher
     base = cache_dir(cache)
     base.mkdir(parents=True, exist_ok=True)
     repo = base / "m2"
-    staging = Path(tempfile.mkdtemp(prefix=f".ozone-{version}-", dir=base))
-    log = open(log_path, "a") if log_path else open(staging / "provision.log", "a")
+    envs = ENVS / tool
+    staging = Path(tempfile.mkdtemp(prefix=f".{tool}-{version}-", dir=base))
+    log = open(log_path or staging / "provision.log", "a")
     try:
-        standin = staging / "hdds-hadoop-dependency-client.pom"
-        standin.write_text(
-            (ENVS / "hdds-hadoop-dependency-client.pom.in")
-            .read_text()
-            .replace("@VERSION@", version)
-        )
-        _mvn(
-            [
-                f"-Dmaven.repo.local={repo}",
-                "install:install-file",
-                f"-Dfile={standin}",
-                f"-DpomFile={standin}",
-                "-Dpackaging=pom",
-                "-DgroupId=org.apache.ozone",
-                "-DartifactId=hdds-hadoop-dependency-client",
-                f"-Dversion={version}",
-            ],
-            log,
-        )
+        if spec.standin_parent:
+            standin = staging / "hdds-hadoop-dependency-client.pom"
+            standin.write_text(
+                (envs / "hdds-hadoop-dependency-client.pom.in")
+                .read_text()
+                .replace("@VERSION@", version)
+            )
+            _mvn(
+                [
+                    f"-Dmaven.repo.local={repo}",
+                    f"-Dfile={standin}",
+                    f"-DpomFile={standin}",
+                    "-Dpackaging=pom",
+                    "-DgroupId=org.apache.ozone",
+                    "-DartifactId=hdds-hadoop-dependency-client",
+                    f"-Dversion={version}",
+                    "install:install-file",
+                ],
+                log,
+            )
         _mvn(
             [
                 f"-Dmaven.repo.local={repo}",
                 "-f",
-                str(ENVS / "pom.xml"),
-                f"-Dozone.version={version}",
-                "dependency:copy-dependencies",
+                str(envs / "pom.xml"),
+                f"-D{spec.version_property}={version}",
                 "-DincludeScope=runtime",
                 f"-DoutputDirectory={staging / 'lib'}",
+                "dependency:copy-dependencies",
             ],
             log,
         )
         jars = sorted(p.name for p in (staging / "lib").glob("*.jar"))
-        if not any(j.startswith("ozone-freon-") for j in jars):
-            raise PerfpostError(f"Maven resolved {len(jars)} jars but no ozone-freon {version}")
+        if not any(j.startswith(spec.expect_jar) for j in jars):
+            raise PerfpostError(
+                f"Maven resolved {len(jars)} jars but no {spec.expect_jar}{version}"
+            )
         (staging / "conf").mkdir()
-        shutil.copy(ENVS / "log4j.properties", staging / "conf" / "log4j.properties")
+        shutil.copy(envs / "log4j.properties", staging / "conf" / "log4j.properties")
         (staging / "bin").mkdir()
-        shutil.copy(ENVS / "ozone", staging / "bin" / "ozone")
-        (staging / "bin" / "ozone").chmod(0o755)
+        shutil.copy(envs / spec.launcher, staging / "bin" / spec.launcher)
+        (staging / "bin" / spec.launcher).chmod(0o755)
         (staging / "VERSION").write_text(version + "\n")
-        (staging / COMPLETE).write_text(json.dumps({"version": version, "jars": len(jars)}) + "\n")
+        (staging / COMPLETE).write_text(
+            json.dumps({"tool": tool, "version": version, "jars": len(jars)}) + "\n"
+        )
         # Readable by every user: test hosts log in as other users and share this path.
         for p in [staging, *staging.rglob("*")]:
             p.chmod(p.stat().st_mode | 0o044 | (0o011 if p.is_dir() else 0))
-        shutil.rmtree(home, ignore_errors=True)
-        staging.rename(home)  # atomic: a half-made install is never mistaken for a finished one
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)  # atomic: a half-made install is never mistaken for a finished one
     finally:
         log.close()
         shutil.rmtree(staging, ignore_errors=True)
-    return home / "bin" / "ozone"
+    return target / "bin" / spec.launcher
+
+
+def ozone(version: str, cache: str | None = None, log_path: str | None = None) -> Path:
+    return install("ozone", version, cache, log_path)

@@ -94,14 +94,13 @@ def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
     return [ancient(m) for m in sorted(markers)]
 
 
-def provision_pattern(plan: Plan) -> str:
-    """Output pattern of the provisioning rule: <cache>/ozone-{version}/COMPLETE."""
+def provision_patterns(plan: Plan) -> list[str]:
+    """Output patterns of the provisioning rule, <cache>/{tool}-{version}/COMPLETE, one per
+    cache the config names (the tools may share one)."""
     from perfpost import provision
 
-    return str(
-        provision.ozone_home("{version}", plan.tools.get("ozone", {}).get("cache"))
-        / provision.COMPLETE
-    )
+    caches = {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in provision.TOOLS}
+    return sorted(str(c / "{tool}-{version}" / provision.COMPLETE) for c in caches)
 
 
 def cache_of(marker: str) -> str:

@@ -59,17 +59,24 @@ for group in pw.together(PLAN):
             "perfpost run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
 
 
-# freon and vapor from Maven Central, for hosts with no Ozone installed (localhost by default).
-rule provision_ozone:
-    output:
-        pw.provision_pattern(PLAN),
-    log:
-        "results/tools/ozone-{version}.log",
-    localrule: True
-    conda:
-        "../../envs/perfpost.yaml"
-    params:
-        cache=lambda wildcards, output: pw.cache_of(output[0]),
-    shell:
-        "perfpost provision ozone --version {wildcards.version:q}"
-        " --cache {params.cache:q} --log {log:q} > /dev/null"
+# Runtimes from Maven Central (Ozone's freon and vapor, a Hadoop client for teragen), for
+# hosts that have none installed: localhost by default.
+for i, pattern in enumerate(pw.provision_patterns(PLAN)):
+
+    rule:
+        name:
+            f"provision_{i}"
+        output:
+            pattern,
+        log:
+            "results/tools/{tool}-{version}.log",
+        wildcard_constraints:
+            tool="ozone|hadoop",
+        localrule: True
+        conda:
+            "../../envs/perfpost.yaml"
+        params:
+            cache=lambda wildcards, output: pw.cache_of(output[0]),
+        shell:
+            "perfpost provision {wildcards.tool:q} --version {wildcards.version:q}"
+            " --cache {params.cache:q} --log {log:q} > /dev/null"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perfpost.adapters import dd, freon
+from perfpost.adapters import dd, freon, teragen
 
-ADAPTERS: dict[str, ModuleType] = {dd.NAME: dd, freon.NAME: freon}
+ADAPTERS: dict[str, ModuleType] = {dd.NAME: dd, freon.NAME: freon, teragen.NAME: teragen}
 
 
 def get(name: str) -> ModuleType:

@@ -1,0 +1,340 @@
+"""Hadoop ``teragen``: command builder and parser of the job's console output.
+
+Command: ``[env K=V ...] YARN jar EXAMPLES_JAR teragen [-Dk=v ...] ROWS OUTPUT``. The size is
+given in bytes with decimal units, as teragen's documentation counts (``100G`` = 10^11 bytes
+= 10^9 rows of 100 bytes); OUTPUT is the experiment's base URI plus a directory unique to
+the run. ``local: true`` runs the job in-process (``mapreduce.framework.name=local``) with
+its temporary directories inside the run's scratch directory.
+
+The parser reads the job id, its outcome (``completed successfully``, or the failure and its
+exception) and the ``Counters:`` block, matching counters by meaning so the labels of other
+Hadoop versions (``vcore-milliseconds`` vs ``vcore-seconds``) still land in one metric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from perfpost.adapters.base import Metric, Plan, Proc
+from perfpost.errors import ConfigError, ParseError
+
+NAME = "teragen"
+PLOT_METRICS = ("elapsed", "throughput")
+TABLE_METRICS = (
+    "elapsed",
+    "job_time",
+    "throughput",
+    "bytes_written",
+    "map_tasks",
+    "cpu_time",
+    "vcore_seconds",
+    "sync_time",
+)
+RUN_TABLE = ("elapsed", "job_time", "vcore_seconds", "bytes_written")
+SYNC_ADJUST = (("bytes_written", "elapsed", "throughput"),)
+LOG = "teragen.log"
+ROW_BYTES = 100
+_DECIMAL = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+
+PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["dir"],
+    "properties": {
+        "size": {
+            "description": "Bytes to generate, decimal units (100G = 10^9 rows)",
+            "type": ["string", "integer"],
+        },
+        "rows": {
+            "description": "Rows of 100 bytes, instead of size",
+            "type": "integer",
+            "minimum": 1,
+        },
+        "output": {
+            "description": "Base URI of the output (hdfs://..., o3fs://..., ofs://..., "
+            "file:///...); each run writes a directory of its own in it",
+            "type": "string",
+            "default": "file://{work}",
+        },
+        "defines": {"description": "-D settings for the job", "type": "object", "default": {}},
+        "local": {
+            "description": "Run the job in-process (no YARN), temporary files in {work}",
+            "type": "boolean",
+            "default": False,
+        },
+        "env": {
+            "description": "Environment variables for the run",
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "default": {},
+        },
+        "dir": {
+            "description": "Directory the run's scratch directory ({work}) goes in",
+            "type": "string",
+            "minLength": 1,
+        },
+        "launcher": {
+            "description": "The yarn command on the host; by default the host's "
+            "`yarn` from the inventory",
+            "type": "string",
+        },
+        "jar": {
+            "description": "The MapReduce examples jar on the host (set for provisioned hosts)",
+            "type": "string",
+        },
+        "java_opts": {
+            "description": "JVM options for a provisioned launcher",
+            "type": "string",
+            "default": "-Xmx512m",
+        },
+    },
+}
+
+
+def parse_decimal_size(text: str | int) -> int:
+    if isinstance(text, int):
+        return text
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kKMGTP]?)B?\s*$", str(text))
+    if not m:
+        raise ValueError(f"bad size {text!r}: expected e.g. 100M, 10G, 1T (decimal units)")
+    return int(float(m.group(1)) * _DECIMAL[m.group(2)])
+
+
+def rows(params: Mapping[str, Any]) -> int:
+    if "rows" in params:
+        return int(params["rows"])
+    return max(parse_decimal_size(params["size"]) // ROW_BYTES, 1)
+
+
+def check_params(params: Mapping[str, Any], where: str) -> None:
+    if ("size" in params) == ("rows" in params):
+        raise ConfigError(where, "teragen needs one of `size` or `rows`")
+    if "size" in params:
+        try:
+            parse_decimal_size(params["size"])
+        except ValueError as e:
+            raise ConfigError(f"{where}.size", str(e)) from None
+
+
+def _fill(value: Any, workdir: str) -> str:
+    return str(value).replace("{work}", workdir)
+
+
+def output_uri(params: Mapping[str, Any], workdir: str) -> str:
+    base = _fill(params.get("output", "file://{work}"), workdir).rstrip("/")
+    return f"{base}/teragen-{workdir.rstrip('/').rsplit('/', 1)[-1]}"
+
+
+def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
+    out: list[str] = []
+    env = dict(params.get("env", {}))
+    if params.get("java_opts"):
+        env.setdefault("HADOOP_CLIENT_OPTS", params["java_opts"])
+    if env:
+        out += ["env", *(f"{k}={_fill(v, workdir)}" for k, v in env.items())]
+    out += [
+        params.get("launcher", "yarn"),
+        "jar",
+        params.get("jar", "hadoop-mapreduce-examples.jar"),
+        "teragen",
+    ]
+    defines = dict(params.get("defines", {}))
+    if params.get("local"):
+        defines = {
+            "mapreduce.framework.name": "local",
+            "fs.defaultFS": "file:///",
+            "hadoop.tmp.dir": "{work}/tmp",
+            "mapreduce.jobtracker.staging.root.dir": "{work}/tmp/staging",
+            **defines,
+        }
+    out += [f"-D{k}={_fill(v, workdir)}" for k, v in defines.items()]
+    out += [str(rows(params)), output_uri(params, workdir)]
+    return out
+
+
+def plan(params: Mapping[str, Any], workdir: str) -> Plan:
+    return Plan(
+        measure=(Proc(tuple(argv(params, workdir)), LOG),),
+        writes=True,
+        description=f"teragen {rows(params)} rows",
+    )
+
+
+def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
+    return ("sh", "-c", '"$0" version 2>/dev/null | head -n 1', params.get("launcher", "yarn"))
+
+
+# ---------------------------------------------------------------------------- parsing
+
+_RUNNING = re.compile(r"Running job: (job_\w+)")
+_DONE = re.compile(r"Job (job_\w+) completed successfully")
+_FAILED = re.compile(r"Job (job_\w+) failed with state (\w+) due to: (.*)$")
+_COUNTERS = re.compile(r"(?:^|\s)Counters: (\d+)\s*$")
+_EXCEPTION = re.compile(
+    r"^(?:Exception in thread \"\w+\" )?([\w.$]+(?:Exception|Error))(?:: (.*))?$"
+)
+_TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")
+
+# (metric, unit, factor, group pattern, counter pattern): by meaning, across Hadoop versions.
+MEANINGS = (
+    ("bytes_written", "B", 1, r"Output Format", r"^Bytes Written$"),
+    ("records", "count", 1, r"", r"^Map output records$"),
+    ("map_tasks", "count", 1, r"", r"^Launched map tasks$"),
+    ("cpu_time", "s", 1e-3, r"", r"^CPU time spent \(ms\)$"),
+    ("gc_time", "s", 1e-3, r"", r"^GC time elapsed \(ms\)$"),
+    ("vcore_seconds", "s", 1e-3, r"", r"^Total vcore-milliseconds taken by all map tasks$"),
+    ("vcore_seconds", "s", 1, r"", r"^Total vcore-seconds taken by all map tasks$"),
+    ("mb_seconds", "MB*s", 1e-3, r"", r"^Total megabyte-milliseconds taken by all map tasks$"),
+    ("mb_seconds", "MB*s", 1, r"", r"^Total megabyte-seconds taken by all map tasks$"),
+)
+
+
+def _ms(line: str) -> float | None:
+    import datetime as dt
+
+    m = _TS.match(line)
+    if not m:
+        return None
+    return (
+        dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}").timestamp() + int(m.group(3)) / 1000
+    )
+
+
+class JobLog:
+    """Everything one pass over a teragen console log says."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.source = source
+        self.job_id: str | None = None
+        self.succeeded_line = 0
+        self.failure: str | None = None
+        self.failure_line = 0
+        self.exception: tuple[int, str] | None = None
+        self.counters: dict[str, dict[str, int]] = {}
+        self.counters_line = 0
+        self.start = self.end = None
+        self.lines = 0
+        group = None
+        in_block = False
+        for no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            self.lines = no
+            if in_block and line.startswith("\t\t") and "=" in line:
+                name, _, value = line.strip().rpartition("=")
+                if group is not None and re.fullmatch(r"-?\d+", value.strip()):
+                    self.counters.setdefault(group, {})[name.strip()] = int(value)
+                continue
+            if in_block and line.startswith("\t") and not line.startswith("\t\t"):
+                group = line.strip()
+                continue
+            in_block = False
+            if m := _RUNNING.search(line):
+                self.job_id = m.group(1)
+                self.start = _ms(line)
+            elif m := _DONE.search(line):
+                self.job_id = m.group(1)
+                self.succeeded_line = no
+                self.end = _ms(line)
+            elif m := _FAILED.search(line):
+                self.job_id = m.group(1)
+                self.failure = f"job {m.group(1)} {m.group(2)}: {m.group(3)}"
+                self.failure_line = no
+            elif _COUNTERS.search(line) and "Final Counters for attempt" not in line:
+                in_block, group = True, None
+                self.counters, self.counters_line = {}, no
+            elif "Final Counters for attempt" in line:
+                in_block, group = True, "__attempt__"  # a task's own copy: read and dropped
+            elif (m := _EXCEPTION.match(line.strip())) and self.exception is None:
+                self.exception = (no, line.strip())
+        self.counters.pop("__attempt__", None)
+
+    @property
+    def application_id(self) -> str | None:
+        """job_X_Y on YARN is application_X_Y; local jobs have none."""
+        if self.job_id and not self.job_id.startswith("job_local"):
+            return "application_" + self.job_id[len("job_") :]
+        return None
+
+
+def _by_meaning(counters: Mapping[str, Mapping[str, int]]) -> list[Metric]:
+    out: dict[str, Metric] = {}
+    for metric, unit, factor, group_re, name_re in MEANINGS:
+        for group, values in counters.items():
+            if group_re and not re.search(group_re, group):
+                continue
+            for name, value in values.items():
+                if re.search(name_re, name) and metric not in out:
+                    out[metric] = Metric(metric, value * factor, unit)
+    return list(out.values())
+
+
+def error_reason(texts: Mapping[str, str]) -> str | None:
+    for name, text in texts.items():
+        log = JobLog(text, name)
+        if log.failure:
+            return f"{name}:{log.failure_line}: {log.failure}"
+        if log.exception:
+            return f"{name}:{log.exception[0]}: {log.exception[1]}"
+    return None
+
+
+def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
+    if len(logs) != 1:
+        raise ParseError("<cell>", f"expected one teragen log, got {len(logs)}")
+    source, text = next(iter(logs.items()))
+    log = JobLog(text, source)
+    if not log.lines:
+        raise ParseError(source, "empty log: teragen printed nothing")
+    if log.failure or (log.exception and not log.succeeded_line):
+        reason = error_reason({source: text})
+        raise ParseError(
+            source,
+            f"the job failed: {reason}",
+            log.failure_line or (log.exception[0] if log.exception else None),
+        )
+    if not log.succeeded_line or not log.counters:
+        raise ParseError(
+            source,
+            "log ends before the job completed with its counters "
+            "('Job ... completed successfully', 'Counters: N'): the run was "
+            "killed or the log cut",
+            log.lines,
+        )
+    out = _by_meaning(log.counters)
+    out.append(Metric("counters", float(sum(len(v) for v in log.counters.values())), "count"))
+    if log.start is not None and log.end is not None:
+        out.append(Metric("job_time", log.end - log.start, "s"))
+    written = next((m.value for m in out if m.name == "bytes_written"), None)
+    if wall_time:
+        out.append(Metric("elapsed", wall_time, "s"))
+        if written is not None:
+            out.append(Metric("throughput", written / wall_time, "B/s"))
+    return out
+
+
+def parse_text(text: str, source: str) -> list[Metric]:
+    return parse_cell({source: text})
+
+
+def describe(experiment: Mapping[str, Any]) -> list[str]:
+    p = experiment["params"]
+    size = p.get("size", f"{p.get('rows')} rows")
+    lines = [
+        f"Each run is `teragen` of {size} (rows of 100 bytes; decimal units, so 100G is "
+        "10^9 rows) into a directory of its own under the output URI."
+    ]
+    if p.get("local"):
+        lines.append(
+            "The job runs in local mode (`mapreduce.framework.name=local`), its "
+            "temporary files inside the run's scratch directory."
+        )
+    lines.append(
+        "`elapsed` is the whole run timed on the host (JVM start included), and throughput "
+        "is the bytes written divided by it; `job_time` is from the job's log timestamps "
+        "(running to completed), which the client polls once a second, so it moves in steps "
+        "of about 1 s."
+    )
+    return lines
