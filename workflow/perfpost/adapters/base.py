@@ -7,7 +7,9 @@ into :class:`Metric` values. The runner does the I/O; that keeps adapters testab
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -46,3 +48,17 @@ class Plan:
 
 class Unprivileged(Exception):
     """A cell asked for something its host user may not do (dropping the page cache)."""
+
+
+def fill_work(value: Any, workdir: str) -> str:
+    """A parameter value with ``{work}`` replaced by the run's scratch directory."""
+    return str(value).replace("{work}", workdir)
+
+
+def env_prefix(params: Mapping[str, Any], java_var: str, workdir: str) -> list[str]:
+    """``env K=V ...`` for a JVM tool: the experiment's variables plus ``java_opts`` as
+    ``java_var`` (OZONE_OPTS, HADOOP_CLIENT_OPTS); nothing when there are none."""
+    env = dict(params.get("env", {}))
+    if params.get("java_opts"):
+        env.setdefault(java_var, params["java_opts"])
+    return ["env", *(f"{k}={fill_work(v, workdir)}" for k, v in env.items())] if env else []

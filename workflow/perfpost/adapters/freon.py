@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from perfpost.adapters.base import Metric, Plan, Proc
+from perfpost.adapters.base import Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.errors import ConfigError, ParseError
 
 NAME = "freon"
@@ -109,18 +109,12 @@ def check_params(params: Mapping[str, Any], where: str) -> None:
             raise ConfigError(f"{where}.env.{key}", "not an environment variable name")
 
 
-def _fill(value: Any, workdir: str) -> str:
-    return str(value).replace("{work}", workdir)
+_fill = fill_work
 
 
 def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
     """The command line of one run, as a list (quoted later)."""
-    out: list[str] = []
-    env = dict(params.get("env", {}))
-    if params.get("java_opts"):
-        env.setdefault("OZONE_OPTS", params["java_opts"])
-    if env:
-        out += ["env", *(f"{k}={_fill(v, workdir)}" for k, v in env.items())]
+    out = env_prefix(params, "OZONE_OPTS", workdir)
     out += [params.get("launcher", "ozone"), params.get("program", "freon")]
     if params.get("verbose"):
         out.append("--verbose")

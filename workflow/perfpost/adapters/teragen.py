@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from perfpost.adapters.base import Metric, Plan, Proc
+from perfpost.adapters.base import Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.errors import ConfigError, ParseError
 
 NAME = "teragen"
@@ -118,8 +118,7 @@ def check_params(params: Mapping[str, Any], where: str) -> None:
             raise ConfigError(f"{where}.size", str(e)) from None
 
 
-def _fill(value: Any, workdir: str) -> str:
-    return str(value).replace("{work}", workdir)
+_fill = fill_work
 
 
 def output_uri(params: Mapping[str, Any], workdir: str) -> str:
@@ -128,12 +127,7 @@ def output_uri(params: Mapping[str, Any], workdir: str) -> str:
 
 
 def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
-    out: list[str] = []
-    env = dict(params.get("env", {}))
-    if params.get("java_opts"):
-        env.setdefault("HADOOP_CLIENT_OPTS", params["java_opts"])
-    if env:
-        out += ["env", *(f"{k}={_fill(v, workdir)}" for k, v in env.items())]
+    out = env_prefix(params, "HADOOP_CLIENT_OPTS", workdir)
     out += [
         params.get("launcher", "yarn"),
         "jar",
