@@ -20,11 +20,13 @@ from perfpost.errors import ConfigError, ParseError, PerfpostError
 
 
 def _cmd_run_cell(args: argparse.Namespace) -> int:
+    from perfpost import provision
     from perfpost.config import CellSpec
     from perfpost.hosts import open_host
     from perfpost.runner import run_cell
 
     spec = CellSpec.from_json(args.spec)
+    provision.refresh_launcher(spec.params.get("launcher"))
     host = open_host(spec.host)
     try:
         record = run_cell(spec, args.out, host)
@@ -38,11 +40,14 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
 
 
 def _cmd_run_together(args: argparse.Namespace) -> int:
+    from perfpost import provision
     from perfpost.config import CellSpec
     from perfpost.hosts import open_host
     from perfpost.runner import run_together
 
     specs = [CellSpec(**s) for s in json.loads(args.specs)]
+    for s in specs:
+        provision.refresh_launcher(s.params.get("launcher"))
     if len(specs) != len(args.outs):
         raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
     hosts = [open_host(s.host) for s in specs]
@@ -197,12 +202,14 @@ def _cmd_cells(args: argparse.Namespace) -> int:
 def _cmd_provision(args: argparse.Namespace) -> int:
     from perfpost import provision
 
-    version = args.version or {"ozone": "2.2.0", "hadoop": "3.4.2"}[args.tool]
+    version = args.version or provision.DEFAULT_VERSIONS[args.tool]
     print(provision.install(args.tool, version, args.cache or None, args.log))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from perfpost import provision
+
     p = argparse.ArgumentParser(prog="perfpost", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -217,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_cells)
 
     s = sub.add_parser("provision", help="provision a runtime from Maven Central")
-    s.add_argument("tool", choices=["ozone", "hadoop"])
+    s.add_argument("tool", choices=sorted(provision.TOOLS))
     s.add_argument("--version", help="default: Ozone 2.2.0, Hadoop 3.4.2")
     s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
     s.add_argument("--log")

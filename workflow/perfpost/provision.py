@@ -41,7 +41,9 @@ class Tool:
 TOOLS = {
     "ozone": Tool("ozone", "ozone.version", "ozone", "ozone-freon-", standin_parent=True),
     "hadoop": Tool("hadoop", "hadoop.version", "yarn", "hadoop-mapreduce-examples-"),
+    "yarn": Tool("yarn", "hadoop.version", "yarn", "hadoop-yarn-server-resourcemanager-"),
 }
+DEFAULT_VERSIONS = {"ozone": "2.2.0", "hadoop": "3.4.2", "yarn": "3.4.2"}
 
 
 def cache_dir(cache: str | None = None) -> Path:
@@ -82,11 +84,46 @@ def _mvn(args: list[str], log: Any) -> None:
         )
 
 
+def _small_files(tool: str) -> dict[str, Path]:
+    """perfpost's own files in an install (launcher, log4j), by their path in it."""
+    return {
+        f"bin/{TOOLS[tool].launcher}": ENVS / tool / TOOLS[tool].launcher,
+        "conf/log4j.properties": ENVS / tool / "log4j.properties",
+    }
+
+
+def _refresh(tool: str, target: Path) -> None:
+    """A finished install keeps its jars, but takes this perfpost's launcher and log4j
+    settings: they change with perfpost, not with the tool."""
+    for rel, src in _small_files(tool).items():
+        dst = target / rel
+        if not dst.exists() or dst.read_bytes() != src.read_bytes():
+            tmp = dst.with_name(f".{dst.name}.new")
+            shutil.copy(src, tmp)
+            tmp.chmod(0o755 if rel.startswith("bin/") else 0o644)
+            tmp.replace(dst)
+
+
+def refresh_launcher(launcher_path: str | None) -> None:
+    """Bring the install a cell's launcher belongs to up to date with this perfpost (see
+    :func:`_refresh`); a launcher that is not a finished local install is left alone."""
+    if not launcher_path:
+        return
+    target = Path(launcher_path).parent.parent
+    try:
+        tool = json.loads((target / COMPLETE).read_text())["tool"]
+    except (OSError, ValueError, KeyError):
+        return
+    if tool in TOOLS:
+        _refresh(tool, target)
+
+
 def install(tool: str, version: str, cache: str | None = None, log_path: str | None = None) -> Path:
     """The launcher of a provisioned ``tool`` ``version``; provisions it first if needed."""
     spec = TOOLS[tool]
     target = home(tool, version, cache)
     if (target / COMPLETE).exists():
+        _refresh(tool, target)
         return target / "bin" / spec.launcher
     base = cache_dir(cache)
     base.mkdir(parents=True, exist_ok=True)
@@ -133,10 +170,8 @@ def install(tool: str, version: str, cache: str | None = None, log_path: str | N
                 f"Maven resolved {len(jars)} jars but no {spec.expect_jar}{version}"
             )
         (staging / "conf").mkdir()
-        shutil.copy(envs / "log4j.properties", staging / "conf" / "log4j.properties")
         (staging / "bin").mkdir()
-        shutil.copy(envs / spec.launcher, staging / "bin" / spec.launcher)
-        (staging / "bin" / spec.launcher).chmod(0o755)
+        _refresh(tool, staging)
         (staging / "VERSION").write_text(version + "\n")
         (staging / COMPLETE).write_text(
             json.dumps({"tool": tool, "version": version, "jars": len(jars)}) + "\n"
