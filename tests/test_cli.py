@@ -19,7 +19,7 @@ def test_parse_prints_tidy_rows_for_every_log():
     result = run("parse", "dd", *logs)
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert list(rows[0]) == ["source", "tool", "metric", "value", "unit"]
+    assert list(rows[0]) == ["source", "tool", "id", "status", "metric", "value", "unit"]
     by = {(r["source"], r["metric"]): r for r in rows}
     assert by[(logs[0], "bytes")]["value"] == "102400000.0"
     assert by[(logs[0], "elapsed")]["unit"] == "s"

@@ -156,22 +156,80 @@ def _cmd_post(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_parse(args: argparse.Namespace) -> int:
-    from perfpost import adapters
+def _parser_for(name: str) -> Any:
+    from perfpost import adapters, yarnapp
 
+    if name == yarnapp.NAME:
+        return yarnapp
     try:
-        adapter = adapters.get(args.tool)
+        return adapters.get(name)
     except KeyError as e:
-        raise PerfpostError(str(e.args[0])) from None
+        raise PerfpostError(
+            f"{e.args[0]}; or {yarnapp.NAME} for a ResourceManager record"
+        ) from None
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    """Rows of every log; with the job (or application) id and status where the tool has
+    them. A log that does not parse is reported with its reason and makes the exit code 2,
+    after the others are printed."""
+    parser = _parser_for(args.tool)
     writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(["source", "tool", "metric", "value", "unit"])
+    writer.writerow(["source", "tool", "id", "status", "metric", "value", "unit"])
+    failed = 0
     for path in args.logs:
         try:
             text = Path(path).read_bytes().decode(errors="replace")  # keep "\r" redraws
         except OSError as e:
             raise PerfpostError(f"{path}: cannot read: {e.strerror}") from None
-        for m in adapter.parse_text(text, path):
-            writer.writerow([path, adapter.NAME, m.name, repr(m.value), m.unit])
+        about = {"id": "", "status": ""}
+        if hasattr(parser, "summary"):
+            try:
+                about = parser.summary(text, path)
+            except ParseError:
+                pass
+        try:
+            metrics = parser.parse_text(text, path)
+        except ParseError as e:
+            failed += 1
+            print(f"perfpost: {e}", file=sys.stderr)
+            if about["id"] or about["status"]:
+                writer.writerow([path, parser.NAME, about["id"], about["status"], "", "", ""])
+            continue
+        for m in metrics:
+            writer.writerow(
+                [path, parser.NAME, about["id"], about["status"], m.name, repr(m.value), m.unit]
+            )
+    return 2 if failed else 0
+
+
+def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
+    """A single-node YARN in the foreground until Ctrl-C or SIGTERM; its addresses go to
+    stdout and to DIR/cluster.json."""
+    from perfpost import provision
+    from perfpost.records import write_json_atomic
+    from perfpost.singleyarn import SingleNodeYarn
+
+    launcher = provision.install("yarn", args.version, args.cache or None)
+    root = Path(args.dir).resolve()
+    yarn = SingleNodeYarn(launcher, root, memory_mb=args.memory_mb, vcores=args.vcores)
+    yarn.start()
+    try:
+        info = {
+            "resourcemanager": yarn.rm_url,
+            "rm_address": yarn.rm_address,
+            "hadoop_conf_dir": str(yarn.client_conf),
+            "logs": str(root / "logs"),
+        }
+        write_json_atomic(root / "cluster.json", info)
+        for k, v in info.items():
+            print(f"{k}: {v}", flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        yarn.stop()
+        (root / "cluster.json").unlink(missing_ok=True)
     return 0
 
 
@@ -214,9 +272,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("parse", help="print tidy rows (CSV) parsed from tool logs")
-    s.add_argument("tool")
+    s.add_argument("tool", help="dd, freon, teragen, or yarn-app (a ResourceManager record)")
     s.add_argument("logs", nargs="+")
     s.set_defaults(func=_cmd_parse)
+
+    s = sub.add_parser(
+        "yarn-single-node",
+        help="run a single-node YARN (ResourceManager + NodeManager) until interrupted",
+    )
+    s.add_argument("dir", help="where its configuration, logs and data go")
+    s.add_argument("--version", default=provision.DEFAULT_VERSIONS["yarn"])
+    s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
+    s.add_argument("--memory-mb", type=int, default=4096, help="memory the NodeManager offers")
+    s.add_argument("--vcores", type=int, default=4, help="vcores the NodeManager offers")
+    s.set_defaults(func=_cmd_yarn_single_node)
 
     s = sub.add_parser("cells", help="list every cell of the config with its status")
     s.add_argument("experiment", nargs="?")

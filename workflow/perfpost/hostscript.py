@@ -105,6 +105,30 @@ def measure_script(
     return "\n".join(lines) + "\n"
 
 
+HTTP_MARKER = "@perfpost-http"
+
+
+def http_get_script(url: str, timeout: float = 10.0) -> str:
+    """GET ``url`` with curl on the host (the service may be reachable only from the
+    cluster), following redirects (a standby RM points to the active one); the body goes to
+    stdout, then a ``@perfpost-http <status>`` line."""
+    return (
+        "command -v curl >/dev/null 2>&1 || { echo 'curl is not installed on the host' >&2; "
+        "exit 127; }\n"
+        f"exec curl -sS -L --max-time {timeout:g} -H 'Accept: application/json' "
+        f"-w '\\n{HTTP_MARKER} %{{http_code}}\\n' -- {shlex.quote(url)}\n"
+    )
+
+
+def parse_http(stdout: str) -> tuple[int | None, str]:
+    """The status and body printed by :func:`http_get_script` (status None if cut off)."""
+    body, sep, tail = stdout.rpartition(f"\n{HTTP_MARKER} ")
+    if not sep:
+        return None, stdout
+    code = tail.strip()
+    return (int(code) if code.isdigit() else None), body
+
+
 def sync_script() -> str:
     """``sync`` timed on the host, as the posts' ``time sync``."""
     return (

@@ -30,6 +30,10 @@ METRIC_LABELS = {
     "rate_adjusted": "Rate, sync time added",
     "rate_over_time": "Rate over time",
     "operations": "Operations",
+    "app_elapsed": "Elapsed time (YARN)",
+    "app_vcore_seconds": "vcore-seconds (YARN)",
+    "app_memory_seconds": "MB-seconds (YARN)",
+    "app_launch_delay": "AM launch delay (YARN)",
 }
 COLOURS = plt.get_cmap("tab10").colors
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150

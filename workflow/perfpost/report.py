@@ -113,8 +113,12 @@ def results_table(
     }
 
 
-def run_table(tidy_df: pd.DataFrame, metrics: Sequence[str]) -> dict[str, Any]:
-    """Every finished run on its own row, as the onefile post's table: test, rate, ..."""
+def run_table(
+    tidy_df: pd.DataFrame, metrics: Sequence[str], cells: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """Every finished run on its own row, as the onefile post's table: test, rate, ...;
+    with ``cells``, each run's job id and status too (the teragen post's application id,
+    state and final status)."""
     done = tidy_df[tidy_df["status"] == records.DONE]
     done = done[done["metric"].isin(metrics)]
     if done.empty:
@@ -142,14 +146,21 @@ def run_table(tidy_df: pd.DataFrame, metrics: Sequence[str]) -> dict[str, Any]:
             for m in present
         ),
     ]
+    jobs: dict[tuple[str, str, int], tuple[str, str]] = {}
+    if cells is not None and cells["job_id"].notna().any():
+        header[3:3] = ["job", "status"]
+        for c in cells[cells["status"] == records.DONE].itertuples(index=False):
+            jobs[(c.cell, c.host, int(c.repeat))] = (str(c.job_id), str(c.job_status))
     rows = []
     for row in wide.itertuples(index=False):
         d = row._asdict()
+        job = jobs.get((d["cell"], d["host"], int(d["repeat"])))
         rows.append(
             [
                 f"`{d['cell']}`",
                 d["host"],
                 str(d["repeat"]),
+                *([f"`{job[0]}`", job[1]] if jobs else []),
                 *(sig(d[m], 4) if units[m] != "s" else f"{d[m]:.3f}" for m in present),
             ]
         )
@@ -355,7 +366,7 @@ def render(
         "n_done": int((cells["status"] == records.DONE).sum()),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
-        "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ())),
+        "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ()), cells),
         "figures": [
             {**f, "caption": f"{experiment['title']}: {metric_label(f['metric'])}"} for f in figures
         ],

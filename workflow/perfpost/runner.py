@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import __version__, adapters, hostscript, paths
-from perfpost.adapters.base import Metric
+from perfpost.adapters.base import Fetch, Metric
 from perfpost.config import CellSpec
 from perfpost.errors import ParseError, PerfpostError
 from perfpost.hosts import CommandResult, Host
@@ -126,6 +126,49 @@ class _CellRun:
             return phase(*args)
         except PerfpostError as e:
             return self._finish(FAILED, str(e))
+
+    def _get(self, fetch: Fetch) -> tuple[str | None, str | None]:
+        """Poll ``fetch`` on the host until its record is final: (last body, why not)."""
+        deadline = time.monotonic() + fetch.timeout
+        body: str | None = None
+        why = "never tried"
+        while True:
+            for url in fetch.urls:
+                got = self.host.run(hostscript.http_get_script(url), SHORT_TIMEOUT)
+                code, text = hostscript.parse_http(got.stdout)
+                if code == 200:
+                    body = text
+                    if fetch.final(text):
+                        return body, None
+                    why = f"{url} gave a record that is not final yet"
+                    break
+                detail = _tail(got.stderr or text, 1) or f"exit code {got.exit_code}"
+                why = f"{url}: HTTP {code}: {detail}" if code else f"{url}: {detail}"
+                if code and 400 <= code < 500:
+                    return text or body, why  # the service does not know it: waiting won't help
+            if time.monotonic() >= deadline:
+                return body, f"{why} (gave up after {fetch.timeout:g} s)"
+            time.sleep(1.0)
+
+    def fetch_records(self, texts: dict[str, str]) -> tuple[list[Metric], str | None]:
+        """The adapter's service records of this run (the YARN application's), kept in raw/
+        whatever they say; metrics from the final ones, or why one is missing."""
+        fetches = getattr(self.adapter, "fetches", None)
+        metrics: list[Metric] = []
+        for fetch in fetches(self.spec.params, texts) if fetches else ():
+            body, why = self._get(fetch)
+            if body is not None:
+                (self.raw / fetch.name).write_text(body)
+                self.record["logs"].append(f"{paths.RAW}/{fetch.name}")
+            if why is not None:
+                return metrics, f"{fetch.what} not read: {why}"
+            try:
+                got, info = fetch.parse(body or "", f"{paths.RAW}/{fetch.name}")
+            except ParseError as e:
+                return metrics, f"{fetch.what} unreadable: {e}"
+            self.record.setdefault("service_records", {})[fetch.name] = info
+            metrics += got
+        return metrics, None
 
     def cleanup(self) -> None:
         try:
@@ -259,13 +302,23 @@ class _CellRun:
 
         if self.record["exit_code"] != 0:
             reason = self.adapter.error_reason(texts) or f"exit code {self.record['exit_code']}"
-            self.record["metrics"] = [m.__dict__ for m in metrics]
+            # A failed job's service record still tells why, and what it used.
+            fetched, _ = self.fetch_records(texts)
+            for info in self.record.get("service_records", {}).values():
+                if info.get("diagnostics"):
+                    reason += f"; {info['status']}: {info['diagnostics'].splitlines()[0]}"
+            self.record["metrics"] = [m.__dict__ for m in metrics + fetched]
             return self._finish(FAILED, reason)
         try:
             parsed = self.adapter.parse_cell(texts, wall_time=timing.elapsed)
         except ParseError as e:
             return self._finish(FAILED, f"unparseable log: {e}")
-        metrics += parsed
+        fetched, why = self.fetch_records(texts)
+        if why is not None:
+            # Without its service record the cell would look complete but lack its numbers.
+            self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched]
+            return self._finish(FAILED, why)
+        metrics += parsed + fetched
         if hasattr(self.adapter, "parse_series"):
             self.record["series"] = {"progress": self.adapter.parse_series(texts)}
         if "sync" in spec.after and plan.writes:

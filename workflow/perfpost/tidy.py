@@ -52,6 +52,8 @@ CELL_COLUMNS = (
     "end",
     "tool_version",
     "command",
+    "job_id",
+    "job_status",
     "record",
 )
 
@@ -108,6 +110,10 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     rows = []
     for path, r in records:
         row = {k: r.get(k) for k in CELL_COLUMNS if k != "record"}
+        # A service's own record of the run (YARN's application): its id and final state.
+        service = next(iter((r.get("service_records") or {}).values()), {})
+        row["job_id"] = service.get("id")
+        row["job_status"] = service.get("status")
         row["record"] = path
         rows.append(row)
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))

@@ -7,7 +7,7 @@ into :class:`Metric` values. The runner does the I/O; that keeps adapters testab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,21 @@ class Plan:
     drop_cache: bool = False
     writes: bool = False
     description: str = ""
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """A service's own record of a run, read by the host over HTTP after it (the YARN
+    ResourceManager's application record): tried at each of ``urls`` in turn (HA pairs)
+    until ``final`` says the record will not change, for at most ``timeout`` seconds.
+    ``parse`` turns the body into metrics and the facts the cell's record keeps."""
+
+    name: str  # file in the cell's raw/ directory
+    urls: tuple[str, ...]
+    final: Callable[[str], bool]
+    parse: Callable[[str, str], tuple[list[Metric], dict[str, Any]]]
+    timeout: float = 60.0
+    what: str = "record"
 
 
 class Unprivileged(Exception):

@@ -9,6 +9,10 @@ its temporary directories inside the run's scratch directory.
 The parser reads the job id, its outcome (``completed successfully``, or the failure and its
 exception) and the ``Counters:`` block, matching counters by meaning so the labels of other
 Hadoop versions (``vcore-milliseconds`` vs ``vcore-seconds``) still land in one metric.
+
+On YARN, with ``resourcemanager`` set, the host then reads the application's record from the
+ResourceManager's REST API (:mod:`perfpost.yarnapp`): its elapsed time and the vcore- and
+MB-seconds of every container, the application master's included, as the teragen post did.
 """
 
 from __future__ import annotations
@@ -17,14 +21,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from perfpost.adapters.base import Metric, Plan, Proc, env_prefix, fill_work
+from perfpost import yarnapp
+from perfpost.adapters.base import Fetch, Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.errors import ConfigError, ParseError
 
 NAME = "teragen"
-PLOT_METRICS = ("elapsed", "throughput")
+PLOT_METRICS = ("elapsed", "throughput", "app_elapsed", "app_vcore_seconds")
 TABLE_METRICS = (
     "elapsed",
     "job_time",
+    "app_elapsed",
+    "app_vcore_seconds",
+    "app_memory_seconds",
     "throughput",
     "bytes_written",
     "map_tasks",
@@ -32,7 +40,7 @@ TABLE_METRICS = (
     "vcore_seconds",
     "sync_time",
 )
-RUN_TABLE = ("elapsed", "job_time", "vcore_seconds", "bytes_written")
+RUN_TABLE = ("elapsed", "job_time", "app_elapsed", "app_vcore_seconds", "bytes_written")
 SYNC_ADJUST = (("bytes_written", "elapsed", "throughput"),)
 LOG = "teragen.log"
 ROW_BYTES = 100
@@ -89,6 +97,23 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "type": "string",
             "default": "-Xmx512m",
         },
+        "resourcemanager": {
+            "description": "The ResourceManager's web address (http://rm:8088), or a list "
+            "of them (HA); each run's application record is read from its REST API on the "
+            "host, with curl. Not with local: true",
+            # One schema for both forms, so a mistake gets a message about the URL itself.
+            "type": ["string", "array"],
+            "pattern": "^https?://",
+            "items": {"type": "string", "pattern": "^https?://"},
+            "minItems": 1,
+        },
+        "app_record_timeout": {
+            "description": "Seconds to wait for the application's record to be final "
+            "(terminal state, containers released)",
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 60,
+        },
     },
 }
 
@@ -116,6 +141,11 @@ def check_params(params: Mapping[str, Any], where: str) -> None:
             parse_decimal_size(params["size"])
         except ValueError as e:
             raise ConfigError(f"{where}.size", str(e)) from None
+    if params.get("local") and params.get("resourcemanager"):
+        raise ConfigError(
+            f"{where}.resourcemanager",
+            "a local job (local: true) runs without YARN: it has no application record",
+        )
 
 
 _fill = fill_work
@@ -313,6 +343,44 @@ def parse_text(text: str, source: str) -> list[Metric]:
     return parse_cell({source: text})
 
 
+def summary(text: str, source: str) -> dict[str, str]:
+    """The job id and its outcome, for ``perfpost parse``."""
+    log = JobLog(text, source)
+    if log.failure or (log.exception and not log.succeeded_line):
+        status = "failed"
+    elif log.succeeded_line:
+        status = "succeeded"
+    else:
+        status = "incomplete"
+    return {"id": log.job_id or "", "status": status}
+
+
+def _app_record(body: str, source: str) -> tuple[list[Metric], dict[str, Any]]:
+    rec = yarnapp.parse(body, source)
+    return rec.metrics(), rec.info()
+
+
+def fetches(params: Mapping[str, Any], texts: Mapping[str, str]) -> tuple[Fetch, ...]:
+    """The ResourceManager's record of the run's application, when there is one to read."""
+    rms = params.get("resourcemanager")
+    if not rms:
+        return ()
+    app = next((JobLog(t, n).application_id for n, t in texts.items()), None)
+    if app is None:
+        return ()  # never submitted (bad output directory, no RM): the log says why
+    urls = (rms,) if isinstance(rms, str) else tuple(rms)
+    return (
+        Fetch(
+            name=yarnapp.LOG,
+            urls=tuple(yarnapp.url(u, app) for u in urls),
+            final=yarnapp.is_final,
+            parse=_app_record,
+            timeout=float(params.get("app_record_timeout", 60)),
+            what=f"the ResourceManager's record of {app}",
+        ),
+    )
+
+
 def describe(experiment: Mapping[str, Any]) -> list[str]:
     p = experiment["params"]
     size = p.get("size", f"{p.get('rows')} rows")
@@ -324,6 +392,13 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
         lines.append(
             "The job runs in local mode (`mapreduce.framework.name=local`), its "
             "temporary files inside the run's scratch directory."
+        )
+    if p.get("resourcemanager"):
+        lines.append(
+            "After each run the host read the application's record from the ResourceManager "
+            "REST API (`/ws/v1/cluster/apps/<application id>`, the id from the job id) once "
+            "it was final: `app elapsed` is YARN's elapsedTime, and vcore-seconds and "
+            "MB-seconds count every container, the application master's included."
         )
     lines.append(
         "`elapsed` is the whole run timed on the host (JVM start included), and throughput "

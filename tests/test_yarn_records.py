@@ -1,0 +1,203 @@
+"""The ResourceManager's application records and teragen's console on YARN, as a real
+single-node YARN 3.4.2 wrote them (tests/data/yarn/capture.sh): success, a failed map, a
+kill through the REST API, a record read mid-run, an unknown id."""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfpost import yarnapp
+from perfpost.adapters import teragen
+from perfpost.config import build_plan
+from perfpost.errors import ConfigError, ParseError
+
+DATA = Path(__file__).parent / "data" / "yarn"
+
+
+def text(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def raw_app(name: str) -> dict:
+    return json.loads(text(name))["app"]
+
+
+@pytest.mark.parametrize("name", ["app-succeeded.json", "app-failed.json", "app-killed.json"])
+def test_terminal_records_give_elapsed_time_and_resources_as_yarn_counts_them(name):
+    app = raw_app(name)
+    rec = yarnapp.parse(text(name), name)
+    assert rec.final
+    assert rec.id == app["id"]
+    assert rec.status == f"{app['state']}/{app['finalStatus']}"
+    m = {x.name: (x.value, x.unit) for x in rec.metrics()}
+    assert m["app_elapsed"] == (app["elapsedTime"] / 1000, "s")
+    assert m["app_vcore_seconds"] == (app["vcoreSeconds"], "vcore*s")
+    assert m["app_memory_seconds"] == (app["memorySeconds"], "MB*s")
+    assert m["app_launch_delay"][0] == (app["launchTime"] - app["startedTime"]) / 1000
+    assert m["app_elapsed"][0] == (app["finishedTime"] - app["startedTime"]) / 1000
+
+
+def test_only_a_finished_success_counts_as_succeeded():
+    assert yarnapp.parse(text("app-succeeded.json"), "x").succeeded
+    failed = yarnapp.parse(text("app-failed.json"), "x")
+    assert not failed.succeeded
+    assert failed.status == "FINISHED/FAILED"  # YARN: the AM finished, the job failed
+    assert failed.diagnostics.startswith("Task failed task_")
+    killed = yarnapp.parse(text("app-killed.json"), "x")
+    assert killed.status == "KILLED/KILLED"
+    assert "killed by user" in killed.diagnostics
+
+
+def test_a_record_read_while_the_job_runs_is_not_final_and_not_a_result():
+    rec = yarnapp.parse(text("app-running.json"), "running.json")
+    assert rec.state == "RUNNING"
+    assert not rec.final
+    assert not yarnapp.is_final(text("app-running.json"))
+    with pytest.raises(ParseError, match=r"running.json: application_\d+_\d+ is still RUNNING"):
+        yarnapp.parse_text(text("app-running.json"), "running.json")
+
+
+def test_finished_but_still_releasing_containers_is_not_final():
+    doc = json.loads(text("app-succeeded.json"))
+    doc["app"]["runningContainers"] = 1  # as the RM reports right after FINISHED
+    assert not yarnapp.is_final(json.dumps(doc))
+    del doc["app"]["runningContainers"]  # RMs that do not say: terminal is final
+    assert yarnapp.is_final(json.dumps(doc))
+
+
+def test_an_unknown_application_is_the_rm_s_own_error():
+    with pytest.raises(ParseError, match=r"nf.json: the ResourceManager answered NotFound"):
+        yarnapp.parse(text("app-not-found.json"), "nf.json")
+
+
+def test_a_cut_off_answer_is_refused_at_every_length():
+    full = text("app-succeeded.json")
+    whole = len(full.rstrip())  # a cut in trailing whitespace still has the whole record
+    for cut in range(whole):
+        with pytest.raises(ParseError, match=r"^cut.json"):
+            yarnapp.parse(full[:cut], "cut.json")
+    assert yarnapp.parse(full[:whole], "cut.json").final
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda a: a.pop("elapsedTime"), "lacks app.elapsedTime"),
+        (lambda a: a.update(vcoreSeconds="27"), "app.vcoreSeconds is '27', expected a number"),
+        (lambda a: a.update(memorySeconds=True), "app.memorySeconds is True"),
+    ],
+)
+def test_a_damaged_record_names_the_key(change, message):
+    doc = json.loads(text("app-succeeded.json"))
+    change(doc["app"])
+    with pytest.raises(ParseError, match=message):
+        yarnapp.parse(json.dumps(doc), "bad.json")
+    with pytest.raises(ParseError, match="no `app` object"):
+        yarnapp.parse(json.dumps({"apps": None}), "bad.json")
+
+
+def test_teragen_on_yarn_log_gives_job_application_and_counters():
+    log = teragen.JobLog(text("yarn-success.log"), "s.log")
+    assert log.job_id.startswith("job_")
+    assert log.application_id == raw_app("app-succeeded.json")["id"]
+    m = {x.name: x.value for x in teragen.parse_cell({"s.log": text("yarn-success.log")}, 15.0)}
+    ms = int(
+        text("yarn-success.log").split("vcore-milliseconds taken by all map tasks=")[1].split()[0]
+    )
+    assert m["vcore_seconds"] == ms / 1000
+    assert m["map_tasks"] == 2
+    assert m["bytes_written"] == 100781272
+    assert teragen.summary(text("yarn-success.log"), "s")["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("name", "state", "why"),
+    [("yarn-failed.log", "FAILED", "Task failed task_"), ("yarn-killed.log", "KILLED", "killed")],
+)
+def test_failed_and_killed_jobs_on_yarn_are_failures_with_yarn_s_reason(name, state, why):
+    with pytest.raises(ParseError, match=f"failed with state|{state}") as e:
+        teragen.parse_text(text(name), name)
+    assert state in str(e.value)
+    assert why in str(e.value)
+    assert teragen.summary(text(name), name) == {
+        "id": teragen.JobLog(text(name), name).job_id,
+        "status": "failed",
+    }
+
+
+def test_the_record_to_fetch_follows_the_job_in_the_log():
+    params = {"resourcemanager": ["http://rm1:8088/", "http://rm2:8088"], "app_record_timeout": 9}
+    (fetch,) = teragen.fetches(params, {"t.log": text("yarn-success.log")})
+    app = raw_app("app-succeeded.json")["id"]
+    assert fetch.urls == (
+        f"http://rm1:8088/ws/v1/cluster/apps/{app}",
+        f"http://rm2:8088/ws/v1/cluster/apps/{app}",
+    )
+    assert fetch.timeout == 9
+    assert fetch.final(text("app-succeeded.json"))
+    assert not fetch.final(text("app-running.json"))
+    metrics, info = fetch.parse(text("app-failed.json"), "raw/yarn-app.json")
+    assert info["status"] == "FINISHED/FAILED"
+    assert {m.name for m in metrics} >= {"app_elapsed", "app_vcore_seconds"}
+    # No RM configured, or a local job (job_local...): nothing to read.
+    assert teragen.fetches({}, {"t.log": text("yarn-success.log")}) == ()
+    local = (Path(__file__).parent / "data" / "teragen" / "local-100MB.log").read_text()
+    assert teragen.fetches(params, {"t.log": local}) == ()
+    with pytest.raises(ValueError, match="not a YARN application id"):
+        yarnapp.url("http://rm:8088", "application_1; rm -rf /")
+
+
+def _teragen_plan(**params):
+    exp = {"tool": "teragen", "params": {"size": "1M", "dir": "/tmp", **params}}
+    return build_plan({"experiments": {"t": exp}})
+
+
+def test_config_refuses_a_resourcemanager_for_a_local_job_and_a_bad_url():
+    with pytest.raises(ConfigError, match=r"experiments.t.* local job .* no application record"):
+        _teragen_plan(local=True, resourcemanager="http://rm:8088")
+    with pytest.raises(ConfigError, match=r"params.resourcemanager: 'rm:8088' does not match"):
+        _teragen_plan(resourcemanager="rm:8088")
+    with pytest.raises(ConfigError, match=r"params.resourcemanager\[1\]: 'b' does not match"):
+        _teragen_plan(resourcemanager=["http://a:8088", "b"])
+    plan = _teragen_plan(resourcemanager=["http://a:8088", "https://b:8090"])
+    assert next(plan.jobs()).params["app_record_timeout"] == 60
+
+
+def test_perfpost_parse_prints_ids_and_statuses_and_fails_on_the_bad_ones():
+    files = [str(DATA / n) for n in ("app-succeeded.json", "app-killed.json", "app-running.json")]
+    result = subprocess.run(
+        [sys.executable, "-m", "perfpost", "parse", "yarn-app", *files],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "is still RUNNING" in result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    ok = [r for r in rows if r["source"] == files[0]]
+    assert {r["id"] for r in ok} == {raw_app("app-succeeded.json")["id"]}
+    assert {r["status"] for r in ok} == {"FINISHED/SUCCEEDED"}
+    by = {r["metric"]: r for r in ok}
+    assert float(by["app_vcore_seconds"]["value"]) == raw_app("app-succeeded.json")["vcoreSeconds"]
+    assert {r["status"] for r in rows if r["source"] == files[1]} == {"KILLED/KILLED"}
+    # The running record: its id and state, no numbers.
+    (running,) = [r for r in rows if r["source"] == files[2]]
+    assert running["status"] == "RUNNING/UNDEFINED"
+    assert running["metric"] == ""
+
+    log = str(DATA / "yarn-failed.log")
+    result = subprocess.run(
+        [sys.executable, "-m", "perfpost", "parse", "teragen", log],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    (row,) = csv.DictReader(io.StringIO(result.stdout))
+    assert row["id"].startswith("job_")
+    assert row["status"] == "failed"
