@@ -63,17 +63,36 @@ def host_spec(bed, name: str, **over) -> dict:
 
 
 @pytest.fixture(scope="session")
-def ozone_cache():
-    """freon/vapor provisioned from Maven Central into an empty cache, as on a new machine.
+def tool_cache():
+    """An empty tool cache, as on a new machine: runtimes are provisioned from Maven Central.
 
-    Kept under /var/tmp and readable by all: the testbed's login user runs it too.
+    Kept under /var/tmp and readable by all: the testbed's login user runs them too.
     """
     import tempfile
 
-    from perfpost import provision
-
     cache = Path(tempfile.mkdtemp(prefix="perfpost-test-cache-", dir="/var/tmp"))
     cache.chmod(0o755)
-    launcher = provision.ozone("2.2.0", str(cache), str(cache / "provision.log"))
-    yield cache, launcher
+    yield cache
     shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ozone_cache(tool_cache):
+    """freon/vapor provisioned into the empty cache."""
+    from perfpost import provision
+
+    launcher = provision.ozone("2.2.0", str(tool_cache), str(tool_cache / "provision.log"))
+    return tool_cache, launcher
+
+
+@pytest.fixture(scope="session")
+def single_yarn(tool_cache, tmp_path_factory):
+    """A real single-node YARN 3.4.2 (ResourceManager + NodeManager) on loopback ports."""
+    from perfpost import provision
+    from perfpost.singleyarn import SingleNodeYarn
+
+    launcher = provision.install("yarn", "3.4.2", str(tool_cache), str(tool_cache / "yarn.log"))
+    yarn = SingleNodeYarn(launcher, tmp_path_factory.mktemp("yarn"))
+    yarn.start()
+    yield yarn
+    yarn.stop()

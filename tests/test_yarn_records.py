@@ -109,7 +109,7 @@ def test_teragen_on_yarn_log_gives_job_application_and_counters():
     ms = int(
         text("yarn-success.log").split("vcore-milliseconds taken by all map tasks=")[1].split()[0]
     )
-    assert m["vcore_seconds"] == ms / 1000
+    assert m["map_vcore_seconds"] == ms / 1000
     assert m["map_tasks"] == 2
     assert m["bytes_written"] == 100781272
     assert teragen.summary(text("yarn-success.log"), "s")["status"] == "succeeded"

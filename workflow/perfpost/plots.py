@@ -34,6 +34,8 @@ METRIC_LABELS = {
     "app_vcore_seconds": "vcore-seconds (YARN)",
     "app_memory_seconds": "MB-seconds (YARN)",
     "app_launch_delay": "AM launch delay (YARN)",
+    "map_vcore_seconds": "map vcore-seconds",
+    "map_mb_seconds": "map MB-seconds",
 }
 COLOURS = plt.get_cmap("tab10").colors
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150

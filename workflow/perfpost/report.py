@@ -25,7 +25,7 @@ from perfpost.units import format_bytes, format_seconds, rate_scale, sig
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOG_TAIL_LINES = 4
-DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s"}
+DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s", "vcore*s": "", "MB*s": ""}
 
 
 def git_revision() -> str | None:
@@ -243,6 +243,8 @@ def _log_tails(cell_rows: pd.DataFrame) -> list[dict[str, Any]]:
         rec = records.read_record(record_path)
         logs = []
         for rel in rec.get("logs", []):
+            if rel.endswith(".json"):
+                continue  # a service's record (YARN's): data in the tables, not a log
             p = record_path.parent / rel
             text = p.read_text(errors="replace") if p.exists() else ""
             lines = text.replace("\r", "\n").strip().splitlines()[-LOG_TAIL_LINES:]

@@ -305,8 +305,11 @@ class _CellRun:
             # A failed job's service record still tells why, and what it used.
             fetched, _ = self.fetch_records(texts)
             for info in self.record.get("service_records", {}).values():
-                if info.get("diagnostics"):
-                    reason += f"; {info['status']}: {info['diagnostics'].splitlines()[0]}"
+                said = (info.get("diagnostics") or "").strip().splitlines()
+                if said and said[0] not in reason:
+                    reason += f"; {info['status']}: {said[0]}"
+                else:
+                    reason += f" ({info['status']})"
             self.record["metrics"] = [m.__dict__ for m in metrics + fetched]
             return self._finish(FAILED, reason)
         try:

@@ -37,7 +37,7 @@ TABLE_METRICS = (
     "bytes_written",
     "map_tasks",
     "cpu_time",
-    "vcore_seconds",
+    "map_vcore_seconds",
     "sync_time",
 )
 RUN_TABLE = ("elapsed", "job_time", "app_elapsed", "app_vcore_seconds", "bytes_written")
@@ -208,10 +208,16 @@ MEANINGS = (
     ("map_tasks", "count", 1, r"", r"^Launched map tasks$"),
     ("cpu_time", "s", 1e-3, r"", r"^CPU time spent \(ms\)$"),
     ("gc_time", "s", 1e-3, r"", r"^GC time elapsed \(ms\)$"),
-    ("vcore_seconds", "s", 1e-3, r"", r"^Total vcore-milliseconds taken by all map tasks$"),
-    ("vcore_seconds", "s", 1, r"", r"^Total vcore-seconds taken by all map tasks$"),
-    ("mb_seconds", "MB*s", 1e-3, r"", r"^Total megabyte-milliseconds taken by all map tasks$"),
-    ("mb_seconds", "MB*s", 1, r"", r"^Total megabyte-seconds taken by all map tasks$"),
+    (
+        "map_vcore_seconds",
+        "vcore*s",
+        1e-3,
+        r"",
+        r"^Total vcore-milliseconds taken by all map tasks$",
+    ),
+    ("map_vcore_seconds", "vcore*s", 1, r"", r"^Total vcore-seconds taken by all map tasks$"),
+    ("map_mb_seconds", "MB*s", 1e-3, r"", r"^Total megabyte-milliseconds taken by all map tasks$"),
+    ("map_mb_seconds", "MB*s", 1, r"", r"^Total megabyte-seconds taken by all map tasks$"),
 )
 
 

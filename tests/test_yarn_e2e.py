@@ -1,0 +1,145 @@
+"""teragen submitted to a real single-node YARN 3.4.2 by the workflow, and each run's record
+read from the live ResourceManager: counters, the RM's record and the host's timing land in
+one tidy row set and one post; a failed job and an unreadable record fail their cells."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfpost import yarnapp
+from perfpost.singleyarn import free_port, get_json
+from tests.e2e import make_checkout, snakemake
+
+pytestmark = pytest.mark.e2e
+
+
+def records(work: Path, experiment: str) -> list[tuple[Path, dict]]:
+    found = sorted((work / "results" / experiment).glob("cells/*/*/r*/attempt-*/record.json"))
+    return [(p, json.loads(p.read_text())) for p in found]
+
+
+@pytest.fixture(scope="module")
+def yarn_run(single_yarn, tool_cache, tmp_path_factory):
+    work = tmp_path_factory.mktemp("teragen-yarn")
+    scratch = tmp_path_factory.mktemp("teragen-yarn-scratch")
+    on_yarn = {
+        "size": "20M",
+        "dir": str(scratch),
+        "resourcemanager": single_yarn.rm_url,
+        "env": {"HADOOP_CONF_DIR": str(single_yarn.client_conf)},
+    }
+    config = {
+        "tools": {"hadoop": {"cache": str(tool_cache)}},
+        "experiments": {
+            "teragen-yarn": {
+                "title": "teragen of 20 MB on a single-node YARN",
+                "tool": "teragen",
+                "params": {**on_yarn, "defines": {"mapreduce.job.maps": "{maps}"}},
+                "axes": {"maps": [1, 2]},
+                "repeats": 1,
+            },
+            # Every map JVM refuses its options: the job fails on YARN.
+            "teragen-broken": {
+                "tool": "teragen",
+                "params": {
+                    **on_yarn,
+                    "defines": {
+                        "mapreduce.map.maxattempts": 1,
+                        "mapreduce.map.java.opts": "-XX:+PerfpostNoSuchOption",
+                    },
+                },
+                "repeats": 1,
+            },
+            # The job runs, but the record is asked of an address where no RM listens.
+            "teragen-unread": {
+                "tool": "teragen",
+                "params": {
+                    **on_yarn,
+                    "resourcemanager": f"http://127.0.0.1:{free_port()}",
+                    "app_record_timeout": 3,
+                },
+                "repeats": 1,
+            },
+        },
+    }
+    make_checkout(work, config)
+    result = snakemake(work, "--cores", "2", "report", timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return work, single_yarn
+
+
+def test_counters_and_the_rm_record_are_one_tidy_row_set(yarn_run):
+    work, _ = yarn_run
+    df = pd.read_csv(work / "results" / "teragen-yarn" / "tidy.csv")
+    assert set(df["status"]) == {"done"}
+    for maps in (1, 2):
+        rows = df[df["maps"] == maps]
+        m = dict(zip(rows["metric"], rows["value"], strict=True))
+        assert m["map_tasks"] == maps  # from the job's counters
+        assert m["records"] == 200_000  # 20 MB in rows of 100 bytes
+        assert m["bytes_written"] >= 20_000_000  # rows plus the files' own framing
+        # The RM counts the application master's container too: more than the maps alone.
+        assert m["app_vcore_seconds"] > m["map_vcore_seconds"] > 0
+        assert 0 < m["app_elapsed"] < m["elapsed"]  # the host also timed JVM start and polling
+        assert m["app_memory_seconds"] > 0
+
+
+def test_the_record_is_the_rm_s_final_one_kept_raw(yarn_run):
+    work, yarn = yarn_run
+    recs = records(work, "teragen-yarn")
+    assert len(recs) == 2
+    for path, rec in recs:
+        raw = (path.parent / "raw" / "yarn-app.json").read_text()
+        info = rec["service_records"]["yarn-app.json"]
+        log = (path.parent / "raw" / "teragen.log").read_text()
+        assert f"Submitted application {info['id']}" in log
+        assert info["status"] == "FINISHED/SUCCEEDED"
+        assert info["final"]
+        # Asked again now, the live RM says what the cell kept: the record had settled.
+        live = get_json(yarnapp.url(yarn.rm_url, info["id"]))["app"]
+        kept = json.loads(raw)["app"]
+        for key in ("vcoreSeconds", "memorySeconds", "elapsedTime", "finalStatus"):
+            assert kept[key] == live[key], key
+        metrics = {m["name"]: m["value"] for m in rec["metrics"]}
+        assert metrics["app_vcore_seconds"] == live["vcoreSeconds"]
+        assert metrics["app_elapsed"] == live["elapsedTime"] / 1000
+
+
+def test_the_post_shows_each_application_with_its_yarn_numbers(yarn_run):
+    work, _ = yarn_run
+    post = (work / "reports" / "teragen-yarn" / "index.md").read_text()
+    cells = pd.read_csv(work / "results" / "teragen-yarn" / "cells.csv")
+    assert "vcore-seconds (YARN)" in post
+    assert "Elapsed time (YARN)" in post
+    assert "ResourceManager REST API" in post
+    for job in cells["job_id"]:
+        assert f"| `{job}` | FINISHED/SUCCEEDED |" in post
+
+
+def test_a_job_that_fails_on_yarn_fails_its_cell_with_yarn_s_diagnostics(yarn_run):
+    work, _ = yarn_run
+    ((path, rec),) = records(work, "teragen-broken")
+    assert rec["status"] == "failed"
+    # The console's reason, and the ResourceManager's final state of the application.
+    assert "FAILED: Task failed task_" in rec["reason"]
+    assert rec["reason"].endswith("(FINISHED/FAILED)")
+    assert (path.parent / "raw" / "teragen.log").exists()
+    assert yarnapp.parse((path.parent / "raw" / "yarn-app.json").read_text(), "x").final
+    post = (work / "reports" / "teragen-broken" / "index.md").read_text()
+    assert "FINISHED/FAILED" in post
+
+
+def test_a_run_whose_record_cannot_be_read_is_not_a_result(yarn_run):
+    work, _ = yarn_run
+    ((path, rec),) = records(work, "teragen-unread")
+    assert rec["status"] == "failed"
+    assert "ResourceManager's record of application_" in rec["reason"]
+    assert "not read" in rec["reason"]
+    assert "gave up after 3 s" in rec["reason"]
+    # The job itself succeeded: its log and counters are kept, marked failed, not lost.
+    assert "completed successfully" in (path.parent / "raw" / "teragen.log").read_text()
+    df = pd.read_csv(work / "results" / "teragen-unread" / "tidy.csv")
+    assert set(df["status"]) == {"failed"}
+    assert "map_tasks" in set(df["metric"])
