@@ -24,9 +24,11 @@ def records(work: Path, experiment: str) -> list[tuple[Path, dict]]:
 def yarn_run(single_yarn, tool_cache, tmp_path_factory):
     work = tmp_path_factory.mktemp("teragen-yarn")
     scratch = tmp_path_factory.mktemp("teragen-yarn-scratch")
+    outputs = tmp_path_factory.mktemp("teragen-yarn-output")  # outside the scratch dirs
     on_yarn = {
         "size": "20M",
         "dir": str(scratch),
+        "output": f"file://{outputs}",
         "resourcemanager": single_yarn.rm_url,
         "env": {"HADOOP_CONF_DIR": str(single_yarn.client_conf)},
     }
@@ -36,7 +38,11 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
             "teragen-yarn": {
                 "title": "teragen of 20 MB on a single-node YARN",
                 "tool": "teragen",
-                "params": {**on_yarn, "defines": {"mapreduce.job.maps": "{maps}"}},
+                "params": {
+                    **on_yarn,
+                    "defines": {"mapreduce.job.maps": "{maps}"},
+                    "remove_output": True,
+                },
                 "axes": {"maps": [1, 2]},
                 "repeats": 1,
             },
@@ -67,11 +73,11 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
     make_checkout(work, config)
     result = snakemake(work, "--cores", "2", "report", timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
-    return work, single_yarn
+    return work, single_yarn, outputs
 
 
 def test_counters_and_the_rm_record_are_one_tidy_row_set(yarn_run):
-    work, _ = yarn_run
+    work, _, _ = yarn_run
     df = pd.read_csv(work / "results" / "teragen-yarn" / "tidy.csv")
     assert set(df["status"]) == {"done"}
     for maps in (1, 2):
@@ -87,7 +93,7 @@ def test_counters_and_the_rm_record_are_one_tidy_row_set(yarn_run):
 
 
 def test_the_record_is_the_rm_s_final_one_kept_raw(yarn_run):
-    work, yarn = yarn_run
+    work, yarn, _ = yarn_run
     recs = records(work, "teragen-yarn")
     assert len(recs) == 2
     for path, rec in recs:
@@ -108,7 +114,7 @@ def test_the_record_is_the_rm_s_final_one_kept_raw(yarn_run):
 
 
 def test_the_post_shows_each_application_with_its_yarn_numbers(yarn_run):
-    work, _ = yarn_run
+    work, _, _ = yarn_run
     post = (work / "reports" / "teragen-yarn" / "index.md").read_text()
     cells = pd.read_csv(work / "results" / "teragen-yarn" / "cells.csv")
     assert "vcore-seconds (YARN)" in post
@@ -119,7 +125,7 @@ def test_the_post_shows_each_application_with_its_yarn_numbers(yarn_run):
 
 
 def test_a_job_that_fails_on_yarn_fails_its_cell_with_yarn_s_diagnostics(yarn_run):
-    work, _ = yarn_run
+    work, _, _ = yarn_run
     ((path, rec),) = records(work, "teragen-broken")
     assert rec["status"] == "failed"
     # The console's reason, and the ResourceManager's final state of the application.
@@ -132,7 +138,7 @@ def test_a_job_that_fails_on_yarn_fails_its_cell_with_yarn_s_diagnostics(yarn_ru
 
 
 def test_a_run_whose_record_cannot_be_read_is_not_a_result(yarn_run):
-    work, _ = yarn_run
+    work, _, _ = yarn_run
     ((path, rec),) = records(work, "teragen-unread")
     assert rec["status"] == "failed"
     assert "ResourceManager's record of application_" in rec["reason"]
@@ -143,3 +149,17 @@ def test_a_run_whose_record_cannot_be_read_is_not_a_result(yarn_run):
     df = pd.read_csv(work / "results" / "teragen-unread" / "tidy.csv")
     assert set(df["status"]) == {"failed"}
     assert "map_tasks" in set(df["metric"])
+
+
+def test_outputs_are_removed_when_asked_and_kept_otherwise(yarn_run):
+    work, _, outputs = yarn_run
+    for _, rec in records(work, "teragen-yarn"):
+        steps = {s["step"]: s["exit_code"] for s in rec["steps"]}
+        assert steps["remove-1"] == 0
+        assert "org.apache.hadoop.fs.FsShell" in rec["remove_commands"][0]
+        assert "warnings" not in rec
+    kept = [r for e in ("teragen-broken", "teragen-unread") for _, r in records(work, e)]
+    # Only the cells without remove_output left their directories (a failed job's too).
+    assert sorted(p.name for p in outputs.iterdir()) == sorted(
+        f"teragen-{r['workdir'].rsplit('/', 1)[1]}" for r in kept
+    )

@@ -105,7 +105,28 @@ class _CellRun:
         )
         return result
 
+    def _remove_outputs(self) -> None:
+        """The plan's ``remove`` commands (teragen's output on HDFS or Ozone), once the
+        measured step ran; a failure is noted, it does not undo the measurement."""
+        plan = getattr(self, "plan", None)
+        if plan is None or not plan.remove or not hasattr(self, "measured"):
+            return
+        for i, proc in enumerate(plan.remove, start=1):
+            name = f"remove-{i}"
+            try:
+                got = self._run(name, hostscript.quote(proc.argv), SHORT_TIMEOUT * 5)
+            except PerfpostError as e:
+                self.record.setdefault("warnings", []).append(f"{name}: {e}")
+                continue
+            if got.exit_code != 0:
+                why = "timed out" if got.timed_out else f"exit code {got.exit_code}"
+                self.record.setdefault("warnings", []).append(
+                    f"{name} ({hostscript.quote(proc.argv)}) failed: {why}; "
+                    f"see {paths.RAW}/{name}.stderr"
+                )
+
     def _finish(self, status: str, reason: str | None = None) -> dict[str, Any]:
+        self._remove_outputs()
         self.record["status"] = status
         self.record["reason"] = reason
         # JSON has no NaN: a value that could not be computed is left out, never invented.
@@ -196,6 +217,7 @@ class _CellRun:
             hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
         )
         self.record["prepare_commands"] = [hostscript.quote(p.argv) for p in plan.prepare]
+        self.record["remove_commands"] = [hostscript.quote(p.argv) for p in plan.remove]
         self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
         self.record["description"] = plan.description
 

@@ -35,12 +35,14 @@ class Plan:
 
     ``prepare`` runs unmeasured (create input files); ``drop_cache`` asks the runner to empty
     the page cache right before the measurement; ``measure`` runs concurrently and is timed on
-    the host; ``background`` runs during ``measure`` and is stopped after it.
+    the host; ``background`` runs during ``measure`` and is stopped after it; ``remove``
+    runs after everything else, whatever the outcome (output outside the scratch directory).
     """
 
     measure: tuple[Proc, ...]
     prepare: tuple[Proc, ...] = ()
     background: tuple[Proc, ...] = ()
+    remove: tuple[Proc, ...] = ()
     drop_cache: bool = False
     writes: bool = False
     description: str = ""

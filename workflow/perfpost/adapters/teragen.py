@@ -97,6 +97,13 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "type": "string",
             "default": "-Xmx512m",
         },
+        "remove_output": {
+            "description": "Remove the run's output directory afterwards (`yarn "
+            "org.apache.hadoop.fs.FsShell -rm -r -skipTrash`), whatever the outcome; "
+            "output under {work} goes with the scratch directory anyway",
+            "type": "boolean",
+            "default": False,
+        },
         "resourcemanager": {
             "description": "The ResourceManager's web address (http://rm:8088), or a list "
             "of them (HA); each run's application record is read from its REST API on the "
@@ -178,9 +185,29 @@ def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
     return out
 
 
+def remove_argv(params: Mapping[str, Any], workdir: str) -> list[str]:
+    """Remove the run's output with the same client and configuration that wrote it."""
+    out = env_prefix(params, "HADOOP_CLIENT_OPTS", workdir)
+    fs = "org.apache.hadoop.fs.FsShell"
+    defines = [f"-D{k}={_fill(v, workdir)}" for k, v in params.get("defines", {}).items()]
+    target = output_uri(params, workdir)
+    return [
+        *out,
+        params.get("launcher", "yarn"),
+        fs,
+        *defines,
+        "-rm",
+        "-r",
+        "-f",
+        "-skipTrash",
+        target,
+    ]
+
+
 def plan(params: Mapping[str, Any], workdir: str) -> Plan:
     return Plan(
         measure=(Proc(tuple(argv(params, workdir)), LOG),),
+        remove=(Proc(tuple(remove_argv(params, workdir))),) if params.get("remove_output") else (),
         writes=True,
         description=f"teragen {rows(params)} rows",
     )
