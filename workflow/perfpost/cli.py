@@ -122,6 +122,17 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         Path(args.out_dir),
         exp["plot"].get("facet"),
     )
+    from perfpost import compare
+
+    rows = compare.experiment_comparisons(df, exp, adapters.get(exp["tool"]).PLOT_METRICS)
+    for i, name in enumerate(dict.fromkeys(r.name for r in rows), start=1):
+        fig = plots.plot_comparison(
+            [r for r in rows if r.name == name],
+            f"{exp['title']}: {name}",
+            Path(args.out_dir) / f"compare-{i}",
+        )
+        if fig:
+            drawn.append({**fig, "comparison": name})
     if args.series:
         import pandas as pd
 
@@ -151,7 +162,16 @@ def _cmd_post(args: argparse.Namespace) -> int:
     figures = json.loads((Path(args.figures) / "figures.json").read_text())
     cells = pd.read_csv(args.cells)
     out = Path(args.out)
-    report.render(exp, tidy.read(args.tidy), cells, envs, figures, out, Path(args.data))
+    report.render(
+        exp,
+        tidy.read(args.tidy),
+        cells,
+        envs,
+        figures,
+        out,
+        Path(args.data),
+        comparisons_csv=Path(args.comparisons) if args.comparisons else None,
+    )
     print(f"post -> {out}")
     return 0
 
@@ -201,6 +221,31 @@ def _cmd_parse(args: argparse.Namespace) -> int:
                 [path, parser.NAME, about["id"], about["status"], m.name, repr(m.value), m.unit]
             )
     return 2 if failed else 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    """benchstat for perfpost: two runs' tidy tables, cell by cell."""
+    from perfpost import compare, tidy
+
+    tables = []
+    for path in (args.base, args.candidate):
+        try:
+            tables.append(tidy.read(path))
+        except FileNotFoundError:
+            raise PerfpostError(
+                f"{path}: no such tidy table (results/<experiment>/tidy.csv)"
+            ) from None
+        except (ValueError, KeyError) as e:
+            raise PerfpostError(f"{path}: not a perfpost tidy table: {e}") from None
+    for path, df in zip((args.base, args.candidate), tables, strict=True):
+        missing = {"experiment", "cell", "metric", "value", "unit", "status"} - set(df.columns)
+        if missing:
+            raise PerfpostError(f"{path}: not a perfpost tidy table (no {sorted(missing)})")
+    rows = compare.compare_tables(tables[0], tables[1], args.metric or None)
+    if not rows:
+        raise PerfpostError("the two tables have no finished cell and metric in common")
+    print(compare.markdown(rows, Path(args.base).name, Path(args.candidate).name), end="")
+    return 0
 
 
 def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
@@ -277,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_parse)
 
     s = sub.add_parser(
+        "compare", help="compare two runs' tidy tables cell by cell (a markdown table)"
+    )
+    s.add_argument("base", help="the baseline run's tidy.csv or tidy.parquet")
+    s.add_argument("candidate", help="the candidate run's tidy table")
+    s.add_argument("--metric", action="append", help="only this metric (repeatable)")
+    s.set_defaults(func=_cmd_compare)
+
+    s = sub.add_parser(
         "yarn-single-node",
         help="run a single-node YARN (ResourceManager + NodeManager) until interrupted",
     )
@@ -335,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--env", nargs="*", default=[])
     s.add_argument("--out", required=True)
     s.add_argument("--data", required=True, help="where the post's CSV goes")
+    s.add_argument("--comparisons", help="where the comparisons' CSV goes")
     s.set_defaults(func=_cmd_post)
     return p
 

@@ -68,6 +68,7 @@ class Experiment:
     sync_threshold: float
     timeout: float
     plot: dict[str, Any]
+    compare: list[dict[str, Any]] = field(default_factory=list)
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
@@ -91,6 +92,7 @@ class Experiment:
             "sync_threshold",
             "timeout",
             "plot",
+            "compare",
         )
         return {k: getattr(self, k) for k in keys}
 
@@ -321,6 +323,43 @@ def _check_tool_params(exp: Experiment, params: dict[str, Any], where: str) -> d
     return params
 
 
+def _check_comparisons(exp: Experiment, where: str) -> None:
+    """Every comparison names real axes and labels and selects cells on both sides."""
+    for i, comp in enumerate(exp.compare):
+        here = f"{where}.compare[{i}]"
+        for side in ("baseline", "candidate"):
+            for axis in comp[side]:
+                if axis not in exp.axes:
+                    raise ConfigError(
+                        f"{here}.{side}.{axis}",
+                        f"{axis!r} is not an axis of this experiment (axes: {sorted(exp.axes)})",
+                    )
+            chosen = [
+                c
+                for c in exp.cells
+                if all(str(exp.labels[c.id][a]) == str(v) for a, v in comp[side].items())
+            ]
+            if not chosen:
+                raise ConfigError(
+                    f"{here}.{side}",
+                    f"selects no cell: no cell has {comp[side]} (labels: "
+                    + "; ".join(
+                        f"{a}: {sorted({str(exp.labels[c.id][a]) for c in exp.cells})}"
+                        for a in comp[side]
+                    )
+                    + ")",
+                )
+        if comp["baseline"] == comp["candidate"]:
+            raise ConfigError(here, "baseline and candidate select the same cells")
+        for j, axis in enumerate(comp.get("by", [])):
+            if axis not in exp.axes:
+                raise ConfigError(f"{here}.by[{j}]", f"{axis!r} is not an axis")
+            if axis in comp["baseline"] or axis in comp["candidate"]:
+                raise ConfigError(
+                    f"{here}.by[{j}]", f"{axis!r} is a filter of this comparison: group by others"
+                )
+
+
 def build_plan(config: dict[str, Any]) -> Plan:
     """Validate ``config`` (filling defaults in place) and expand every experiment."""
     validate_schema(config)
@@ -371,6 +410,8 @@ def build_plan(config: dict[str, Any]) -> Plan:
         exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
         for cell in exp.cells:
             exp.labels[cell.id] = cell.label_map
+        _check_comparisons(exp, where)
+        for cell in exp.cells:
             params = resolve_params(exp, cell, where)
             exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]")
         experiments[name] = exp

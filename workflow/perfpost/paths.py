@@ -38,6 +38,7 @@ ENV_LOG = RESULTS + "/env/{host}.log"
 POST_DIR = REPORTS + "/{experiment}"
 POST = POST_DIR + "/index.md"
 POST_DATA = POST_DIR + "/data.csv"
+POST_COMPARISONS = POST_DIR + "/comparisons.csv"
 FIGURES_DIR = POST_DIR + "/figures"
 
 # What the wildcards may match; ids are checked at config time to fit these.

@@ -257,3 +257,67 @@ def plot_series(series: pd.DataFrame, title: str, out_base: Path) -> dict[str, s
     ax.legend(fontsize=7, frameon=False, loc="best", title="one line per run", title_fontsize=7)
     fig.tight_layout()
     return _save(fig, out_base, "rate_over_time")
+
+
+BASELINE_COLOUR, CANDIDATE_COLOUR = COLOURS[0], COLOURS[1]  # the same in every comparison
+
+
+def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, str] | None:
+    """One declared comparison: left, every run of baseline and candidate per group (bars
+    are medians); right, the relative difference of medians with its 95% interval, the
+    zero line showing where no claim can be made."""
+    rows = [r for r in rows if r.base_values or r.cand_values]
+    if not rows:
+        return None
+    unit = rows[0].unit
+    unit_name, factor = _unit(unit, [v for r in rows for v in (*r.base_values, *r.cand_values)])
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(WIDTH_IN * 1.3, HEIGHT_IN), dpi=DPI, gridspec_kw={"width_ratios": [3, 2]}
+    )
+    groups = [r.group or "all" for r in rows]
+    for i, r in enumerate(rows):
+        for values, colour, dx, label in (
+            (r.base_values, BASELINE_COLOUR, -0.15, f"baseline: {r.base_label}"),
+            (r.cand_values, CANDIDATE_COLOUR, 0.15, f"candidate: {r.cand_label}"),
+        ):
+            ys = [v / factor for v in values]
+            if not ys:
+                continue
+            left.scatter([i + dx] * len(ys), ys, s=18, color=colour, alpha=0.6, linewidths=0)
+            left.scatter(
+                [i + dx],
+                [float(pd.Series(ys).median())],
+                marker="_",
+                s=300,
+                color=colour,
+                linewidths=2.4,
+                label=label if i == 0 else None,
+            )
+    for ax in (left, right):
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+    left.set_xticks(range(len(groups)))
+    left.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
+    left.set_ylabel(f"{metric_label(rows[0].metric)} ({unit_name})")
+    left.set_ylim(bottom=0)
+    left.grid(axis="y", alpha=0.3)
+    left.legend(fontsize=8, frameon=False, title="bars: medians", title_fontsize=8)
+    for i, r in enumerate(rows):
+        res = r.result
+        if res.diff != res.diff:  # NaN: nothing to show
+            continue
+        y = res.diff * 100
+        colour = "0.5" if not res.significant else CANDIDATE_COLOUR
+        if res.ci_low is not None:
+            err = [[y - res.ci_low * 100], [res.ci_high * 100 - y]]
+            right.errorbar([i], [y], yerr=err, fmt="o", color=colour, capsize=5, linewidth=1.6)
+        else:
+            right.scatter([i], [y], marker="x", color=colour)  # too few runs: no interval
+    right.axhline(0, color="0.3", linewidth=0.8)
+    right.set_xticks(range(len(groups)))
+    right.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
+    right.set_ylabel("candidate vs baseline, median (%)")
+    right.grid(axis="y", alpha=0.3)
+    right.set_title("95% CI; grey: no claim", fontsize=8, color="0.4")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return _save(fig, out_base, out_base.name)

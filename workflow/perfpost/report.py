@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from perfpost import __version__, adapters, commands, records, stats
+from perfpost import __version__, adapters, commands, compare, records, stats
 from perfpost.plots import metric_label
 from perfpost.units import format_bytes, format_seconds, rate_scale, sig
 
@@ -300,6 +300,41 @@ def _value(value: float, unit: str, scale: tuple[str, float] | None) -> str:
     return f"{sig(value)} {shown}".strip()
 
 
+COMPARISON_COLUMNS = [
+    "comparison",
+    "group",
+    "metric",
+    "unit",
+    "n_base",
+    "n_cand",
+    "median_base",
+    "median_cand",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "verdict",
+]
+
+
+def _outliers(tidy_df: pd.DataFrame, by: list[str], metric: str) -> list[str]:
+    """Runs outside Tukey's fences within their cell: named in the post, kept in every
+    statistic (a slow run is a result too; the reader decides)."""
+    done = tidy_df[(tidy_df["status"] == records.DONE) & (tidy_df["metric"] == metric)]
+    out = []
+    groups = done.groupby(by, sort=False, dropna=False) if by else [((), done)]
+    for _, sub in groups:
+        for flag, row in zip(
+            stats.tukey_outliers(sub["value"].tolist()), sub.itertuples(index=False), strict=True
+        ):
+            if flag:
+                out.append(
+                    f"`{row.cell}` on {row.host}, repeat {row.repeat}: "
+                    f"{compare.fmt_value(row.value, row.unit)} ({metric_label(metric).lower()})"
+                )
+    return out
+
+
 def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
     sub = summary[summary["metric"] == metric]
     if sub.empty:
@@ -333,6 +368,7 @@ def render(
     out: Path,
     data_csv: Path,
     now: dt.datetime | None = None,
+    comparisons_csv: Path | None = None,
 ) -> str:
     """Write the post to ``out`` (and the tidy data beside it); returns the markdown."""
     adapter = adapters.get(experiment["tool"])
@@ -342,6 +378,8 @@ def render(
     summary = stats.summarize(tidy_df, by)
     plot_metrics = [m for m in adapter.PLOT_METRICS if m in set(summary["metric"])]
     table = results_table(summary, axes, hosts, adapter.TABLE_METRICS)
+    comparisons = compare.experiment_comparisons(tidy_df, experiment, adapter.PLOT_METRICS)
+    outliers = _outliers(tidy_df, by, plot_metrics[0]) if plot_metrics else []
     failed = cells[cells["status"] != records.DONE]
     failed_list = [
         {
@@ -369,8 +407,19 @@ def render(
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
         "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ()), cells),
+        "comparisons": [compare.sentence(r) for r in comparisons],
+        "comparison_table": {
+            "header": compare.TABLE_HEADER,
+            "rows": [compare.table_row(r) for r in comparisons],
+        },
+        "outliers": outliers,
         "figures": [
-            {**f, "caption": f"{experiment['title']}: {metric_label(f['metric'])}"} for f in figures
+            {
+                **f,
+                "caption": f"{experiment['title']}: "
+                + (f["comparison"] if "comparison" in f else metric_label(f["metric"])),
+            }
+            for f in figures
         ],
         "failed": failed_list,
         "commands": _commands(cells, experiment),
@@ -390,6 +439,7 @@ def render(
             else "n/a",
         },
         "data_csv": data_csv.name,
+        "comparisons_csv": comparisons_csv.name if comparisons_csv else None,
     }
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -402,5 +452,9 @@ def render(
     text = env.get_template("post.md.j2").render(**context)
     out.parent.mkdir(parents=True, exist_ok=True)
     tidy_df.to_csv(data_csv, index=False)
+    if comparisons_csv is not None:
+        pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS).to_csv(
+            comparisons_csv, index=False
+        )
     out.write_text(text)
     return text

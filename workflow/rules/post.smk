@@ -28,6 +28,7 @@ rule post:
     output:
         post=paths.POST,
         data=paths.POST_DATA,
+        comparisons=paths.POST_COMPARISONS,
     log:
         paths.POST_LOG,
     conda:
@@ -37,4 +38,5 @@ rule post:
     shell:
         "perfpost post --experiment {params.exp:q} --tidy {input.tidy:q}"
         " --cells {input.cells:q} --figures {input.figures:q} --env {input.env:q}"
-        " --out {output.post:q} --data {output.data:q} > {log:q} 2>&1"
+        " --out {output.post:q} --data {output.data:q}"
+        " --comparisons {output.comparisons:q} > {log:q} 2>&1"

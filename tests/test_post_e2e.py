@@ -1,0 +1,210 @@
+"""Posts with comparisons, rendered from tidy tables of real dd runs: sections, links, the
+summary's numbers against the table, overlapping runs not claimed, too few runs refused, a
+failed cell listed; `perfpost compare` between two runs; the HTML report in Chromium."""
+
+import csv
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfpost import compare, report, stats, tidy
+from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
+
+pytestmark = pytest.mark.e2e
+
+SECTIONS = [
+    "Summary",
+    "Test method",
+    "Test commands",
+    "Environment",
+    "Results",
+    "Failed cells",
+    "Detailed results",
+    "Provenance",
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("post")
+    shm = Path(f"/dev/shm/perfpost-post-{uuid.uuid4().hex[:8]}")
+    blocked = work / "blocked"
+    blocked.write_text("a file where a directory should be\n")
+    config = {
+        "experiments": {
+            "blocks": {
+                "title": "Write 8 MiB to memory: block size",
+                "tags": ["dd", "test"],
+                "tool": "dd",
+                "params": {"dir": "{storage}", "bs": "{bs}", "count": "{count}"},
+                "axes": {
+                    "bs": ["4k", "1M"],
+                    "count": [2048, 8],
+                    "storage": {"shm": str(shm), "blocked": str(blocked)},
+                },
+                "zip": [["bs", "count"]],
+                "repeats": 5,
+                "compare": [
+                    {
+                        "name": "1M blocks vs 4k",
+                        "baseline": {"bs": "4k"},
+                        "candidate": {"bs": "1M"},
+                        "metric": "throughput",
+                        "by": ["storage"],
+                    }
+                ],
+            }
+        }
+    }
+    make_checkout(work, config)
+    result = snakemake(work, "--cores", "2", "report")
+    assert result.returncode == 0, result.stderr[-3000:]
+    yield work
+    for p in shm.glob("*"):
+        p.rmdir()
+    if shm.exists():
+        shm.rmdir()
+
+
+def test_the_post_is_a_bundle_with_every_section_and_resolving_links(run):
+    post_dir = run / "reports" / "blocks"
+    post = (post_dir / "index.md").read_text()
+    fm = front_matter(post)
+    assert fm["title"] == "Write 8 MiB to memory: block size"
+    assert str(fm["date"])
+    assert fm["tags"] == ["dd", "test"]
+    assert sections(post) == SECTIONS
+    links = image_links(post) + re.findall(r"\]\(([^)#]+\.(?:csv|svg))\)", post)
+    assert "figures/compare-1.png" in links
+    for link in links:
+        assert not link.startswith(("/", "http")), link  # relative: the bundle moves as one
+        assert (post_dir / link).is_file(), link
+
+
+def test_summary_numbers_equal_those_computed_from_the_table(run):
+    post = (run / "reports" / "blocks" / "index.md").read_text()
+    df = pd.read_csv(run / "results" / "blocks" / "tidy.csv")
+    done = df[(df["status"] == "done") & (df["metric"] == "throughput")]
+    base = done[(done["bs"] == "4k") & (done["storage"] == "shm")]["value"]
+    cand = done[(done["bs"] == "1M") & (done["storage"] == "shm")]["value"]
+    assert len(base) == len(cand) == 5
+    r = stats.compare(base.tolist(), cand.tolist(), higher_is_better=True)
+    (line,) = [ln for ln in post.splitlines() if ln.startswith("- 1M blocks vs 4k (storage=shm)")]
+    assert compare.fmt_value(r.median_cand, "B/s") in line
+    assert compare.fmt_value(r.median_base, "B/s") in line
+    assert f"{r.ci_low:+.1%} .. {r.ci_high:+.1%}" in line
+    assert "n = 5/5" in line
+    assert f"p = {r.p_value:.2g}" in line
+    if r.significant:
+        assert f"{abs(r.diff):.1%} {'faster' if r.diff > 0 else 'slower'}" in line
+    else:
+        assert "no significant difference" in line
+    rows = list(csv.DictReader((run / "reports" / "blocks" / "comparisons.csv").open()))
+    shm_row = next(x for x in rows if x["group"] == "storage=shm")
+    assert float(shm_row["diff"]) == pytest.approx(r.diff)
+    assert shm_row["verdict"] == r.verdict
+
+
+def test_the_failed_cells_are_listed_and_their_comparison_says_why_not(run):
+    post = (run / "reports" / "blocks" / "index.md").read_text()
+    failed = post.split("## Failed cells")[1].split("## ")[0]
+    assert failed.count("storage=blocked") == 10  # 2 cells x 5 repeats, each with its reason
+    assert "too few runs to say (n = 0/0" in post
+
+
+def _render(run, tmp_path, tidy_df, comp):
+    exp = {
+        "name": "blocks",
+        "title": "t",
+        "tags": [],
+        "description": "",
+        "tool": "dd",
+        "params": {},
+        "axes": {"bs": ["4k", "1M", "again"], "storage": ["shm"]},
+        "hosts": ["localhost"],
+        "repeats": 5,
+        "after": [],
+        "sync_threshold": 1.0,
+        "exclude": [],
+        "zip": [],
+        "plot": {},
+        "compare": [comp],
+        "method": [],
+    }
+    cells = pd.read_csv(run / "results" / "blocks" / "cells.csv")
+    cells["record"] = [str(run / r) for r in cells["record"]]
+    return report.render(exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "data.csv")
+
+
+def test_overlapping_runs_are_not_claimed_and_fewer_than_four_are_refused(run, tmp_path):
+    df = tidy.read(run / "results" / "blocks" / "tidy.parquet")
+    shm = df[df["storage"] == "shm"]
+    # The same real runs again under another label: as overlapping as two sides can be.
+    again = shm[shm["bs"] == "1M"].assign(bs="again", cell=lambda d: d["cell"] + "-again")
+    text = _render(
+        run,
+        tmp_path,
+        pd.concat([shm, again]),
+        {"baseline": {"bs": "1M"}, "candidate": {"bs": "again"}, "metric": "throughput"},
+    )
+    assert "no significant difference in throughput" in text
+    assert "spans zero" in text
+    few = shm[shm["repeat"] <= 3]
+    text = _render(
+        run,
+        tmp_path,
+        few,
+        {"baseline": {"bs": "4k"}, "candidate": {"bs": "1M"}, "metric": "throughput"},
+    )
+    assert "too few runs to say (n = 3/3; at least 4 a side needed)" in text
+    assert "faster" not in text.split("## Summary")[1].split("## ")[0]
+
+
+def test_perfpost_compare_prints_a_benchstat_table_between_two_runs(run, tmp_path):
+    df = tidy.read(run / "results" / "blocks" / "tidy.parquet")
+    # A "second run" of the same matrix: the 4k cell's real runs made 20% slower.
+    slower = df.copy()
+    slow = (slower["bs"] == "4k") & (slower["metric"] == "throughput")
+    slower.loc[slow, "value"] = slower.loc[slow, "value"] * 0.8
+    base, cand = tmp_path / "before.csv", tmp_path / "after.csv"
+    df.to_csv(base, index=False)
+    slower.to_csv(cand, index=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfpost",
+            "compare",
+            str(base),
+            str(cand),
+            "--metric",
+            "throughput",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [ln for ln in result.stdout.splitlines() if ln.startswith("| blocks")]
+    by_cell = {re.search(r"`([^`]+)`", ln).group(1): ln for ln in lines}
+    slow_line = by_cell["bs=4k,count=2048,storage=shm"]
+    same_line = by_cell["bs=1M,count=8,storage=shm"]
+    assert "| -20.0% |" in slow_line
+    assert "| ~ |" in same_line
+    assert "before.csv" in result.stdout.splitlines()[0]
+
+
+def test_a_missing_table_is_a_clear_error(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "perfpost", "compare", str(tmp_path / "a.csv"), "b.csv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "a.csv" in result.stderr
