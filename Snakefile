@@ -9,6 +9,10 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# snakemake --report report.html: one category per experiment (figures, tables, comparisons).
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 

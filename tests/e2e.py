@@ -11,7 +11,7 @@ import yaml
 
 from tests.conftest import ROOT, env_with_venv, snakemake_bin
 
-WORKFLOW_FILES = ("Snakefile", "workflow/rules", "profiles", "envs")
+WORKFLOW_FILES = ("Snakefile", "workflow/rules", "workflow/report", "profiles", "envs")
 
 
 def make_checkout(dest: Path, config: dict | str) -> Path:

@@ -4,6 +4,7 @@ failed cell listed; `perfpost compare` between two runs; the HTML report in Chro
 
 import csv
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -208,3 +209,41 @@ def test_a_missing_table_is_a_clear_error(tmp_path):
     )
     assert result.returncode == 2
     assert "a.csv" in result.stderr
+
+
+def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
+    result = snakemake(run, "--report", "report.html")
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = (run / "report.html").read_text(errors="replace")
+    for item in ("compare-1.png", "throughput.png", "tidy.csv", "cells.csv", "comparisons.csv"):
+        assert item in html, item
+    assert "tidy table of experiment" in html  # a caption, rendered per experiment
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is missing: scripts/setup --test installs it"
+    shot = run / "report.png"
+    browser = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",  # root in a container has no user namespace sandbox
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,900",
+            "--virtual-time-budget=8000",  # let the report's scripts draw before the shot
+            f"--screenshot={shot}",
+            (run / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.is_file(), browser.stderr[-2000:]
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    assert pixels.shape[:2] == (900, 1280)
+    # Not blank: a good share of the page is not background, and it has many colours.
+    background = (pixels > 0.97).all(axis=2)
+    assert background.mean() < 0.9
+    colours = {tuple(p) for p in (pixels[::7, ::7] * 255).astype(int).reshape(-1, 3)}
+    assert len(colours) > 50

@@ -6,7 +6,14 @@ rule figures:
         tidy=paths.TIDY_PARQUET,
         series=paths.SERIES_CSV,
     output:
-        directory(paths.FIGURES_DIR),
+        report(
+            directory(paths.FIGURES_DIR),
+            patterns=["{name}.png"],
+            caption="../report/figure.rst",
+            category="{experiment}",
+            subcategory="figures",
+            labels={"figure": "{name}"},
+        ),
     log:
         paths.FIGURES_LOG,
     conda:
@@ -28,7 +35,13 @@ rule post:
     output:
         post=paths.POST,
         data=paths.POST_DATA,
-        comparisons=paths.POST_COMPARISONS,
+        comparisons=report(
+            paths.POST_COMPARISONS,
+            caption="../report/comparisons.rst",
+            category="{experiment}",
+            subcategory="comparisons",
+            labels={"table": "comparisons"},
+        ),
     log:
         paths.POST_LOG,
     conda:

@@ -5,10 +5,22 @@ rule tables:
     input:
         lambda wc: pw.current_records(PLAN, wc.experiment),
     output:
-        csv=paths.TIDY_CSV,
+        csv=report(
+            paths.TIDY_CSV,
+            caption="../report/tidy.rst",
+            category="{experiment}",
+            subcategory="data",
+            labels={"table": "tidy results"},
+        ),
         parquet=paths.TIDY_PARQUET,
         schema=paths.TIDY_SCHEMA,
-        cells=paths.CELLS_CSV,
+        cells=report(
+            paths.CELLS_CSV,
+            caption="../report/cells.rst",
+            category="{experiment}",
+            subcategory="data",
+            labels={"table": "cells"},
+        ),
         series=paths.SERIES_CSV,
     log:
         paths.TABLES_LOG,
