@@ -21,7 +21,13 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
         assert links
         assert all((work / "reports" / experiment / link).is_file() for link in links)
         assert "None: every run finished." in post or "skipped" in post
-    assert "dd (coreutils)" in (work / "reports" / "dd-fsync" / "index.md").read_text()
+    fsync = (work / "reports" / "dd-fsync" / "index.md").read_text()
+    assert "dd (coreutils)" in fsync
+    # The comparison is stated, whichever way the runs went, with its interval and n.
+    (claim,) = [ln for ln in fsync.splitlines() if ln.startswith("- memdisk vs disk:")]
+    assert "n = 5/5" in claim
+    assert "95% CI" in claim
+    assert "figures/compare-1.png" in fsync
     onefile = (work / "reports" / "onefile" / "index.md").read_text()
     assert "Ozone freon/vapor 2.2.0" in onefile
     assert "Every run:" in onefile

@@ -143,6 +143,9 @@ def test_environment_of_this_host():
 def test_environment_parser_reads_lsblk_and_cpuinfo_topology():
     text = "\n".join(
         [
+            "@@section vendor",
+            "Dell Inc.",
+            "PowerEdge R440",
             "@@section cpuinfo",
             "processor\t: 0",
             "model name\t: Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
@@ -179,6 +182,8 @@ def test_environment_parser_reads_lsblk_and_cpuinfo_topology():
         ]
     )
     env = envinfo.parse(text)
+    assert env["vendor"] == "Dell Inc. PowerEdge R440"  # the posts' VENDOR line
+    assert envinfo.parse("@@section end")["vendor"] is None  # VMs without DMI
     assert env["cpu"] == {
         "model": "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz",
         "threads": 2,

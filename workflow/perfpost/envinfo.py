@@ -18,6 +18,7 @@ SCRIPT = r"""
 s() { echo "@@section $1"; }
 s hostname; hostname 2>/dev/null || cat /proc/sys/kernel/hostname
 s kernel; uname -srm
+s vendor; cat /sys/class/dmi/id/sys_vendor /sys/class/dmi/id/product_name 2>/dev/null
 s os; (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
 s cpuinfo; grep -E '^(model name|physical id|core id|processor)[[:space:]]*:' /proc/cpuinfo
 s lscpu; LC_ALL=C lscpu 2>/dev/null
@@ -108,6 +109,8 @@ def parse(text: str) -> dict[str, Any]:
     env: dict[str, Any] = {"schema_version": ENV_SCHEMA_VERSION}
     env["hostname"] = s.get("hostname", "").splitlines()[0] if s.get("hostname") else None
     env["kernel"] = s.get("kernel") or None
+    # The machine as its firmware names it ("Dell Inc. PowerEdge R440"); VMs may have none.
+    env["vendor"] = " ".join(s.get("vendor", "").split()) or None
     env["os"] = s.get("os") or None
     env["cpu"] = _cpu(s.get("cpuinfo", ""), s.get("lscpu", ""))
     mem = re.search(r"^MemTotal:\s*(\d+)\s*kB", s.get("meminfo", ""), re.M)

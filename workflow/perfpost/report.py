@@ -185,6 +185,7 @@ def _host_env(env: dict[str, Any]) -> dict[str, Any]:
     ]
     return {
         "hostname": env.get("hostname"),
+        "vendor": env.get("vendor"),
         "cpu": f"{cpu.get('model', 'unknown')} ({', '.join(topo)})"
         if topo
         else cpu.get("model", "unknown"),
@@ -229,7 +230,7 @@ def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
     envs = {h: e for h, e in envs.items() if not e.get("error")}
     if len(envs) < 2:
         return []
-    for key in ("cpu", "memory", "disks", "kernel", "os", "sysctl", "java"):
+    for key in ("vendor", "cpu", "memory", "disks", "kernel", "os", "sysctl", "java"):
         values = {h: str(e.get(key)) for h, e in envs.items()}
         if len(set(values.values())) > 1:
             diffs.append(key)
