@@ -247,3 +247,18 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
     assert background.mean() < 0.9
     colours = {tuple(p) for p in (pixels[::7, ::7] * 255).astype(int).reshape(-1, 3)}
     assert len(colours) > 50
+
+
+def test_compared_series_keep_the_comparison_colours_in_every_figure():
+    from perfpost import plots
+
+    labels = {"storage": ["disk", "memdisk", "nvme"], "bs": ["4k", "1M"]}
+    roles = {"baseline": {"storage": "memdisk"}, "candidate": {"storage": "nvme"}}
+    colours = plots.series_colours(labels, ["storage"], roles)
+    assert colours[("memdisk",)] == plots.BASELINE_COLOUR
+    assert colours[("nvme",)] == plots.CANDIDATE_COLOUR
+    assert colours[("disk",)] not in (plots.BASELINE_COLOUR, plots.CANDIDATE_COLOUR)
+    # Filters on an axis that is not a series (x, facet): config order, as without roles.
+    assert plots.series_colours(labels, ["storage"], {"baseline": {"bs": "4k"}}) == (
+        plots.series_colours(labels, ["storage"], None)
+    )

@@ -121,6 +121,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         exp["plot"].get("x"),
         Path(args.out_dir),
         exp["plot"].get("facet"),
+        roles=exp.get("compare", [None])[0] if exp.get("compare") else None,
     )
     from perfpost import compare
 

@@ -73,6 +73,32 @@ def _unit(unit: str, values: list[float]) -> tuple[str, float]:
     return (unit, 1.0)
 
 
+def series_colours(
+    axis_labels: dict[str, list[Any]], series_axes: list[str], roles: dict[str, Any] | None
+) -> dict[tuple[str, ...], Any]:
+    """Colours follow the series in config order, the same in every panel; the series a
+    comparison names as baseline and candidate get the comparison figures' colours, so a
+    reader matches them across figures."""
+    combos = list(itertools.product(*([str(v) for v in axis_labels[a]] for a in series_axes)))
+    fixed: dict[tuple[str, ...], Any] = {}
+    for side, colour in (("baseline", COLOURS[0]), ("candidate", COLOURS[1])):
+        want = {a: str(v) for a, v in ((roles or {}).get(side) or {}).items()}
+        if not want or not set(want) <= set(series_axes):
+            continue
+        for combo in combos:
+            if all(dict(zip(series_axes, combo, strict=True))[a] == v for a, v in want.items()):
+                fixed.setdefault(combo, colour)
+    palette = [c for c in COLOURS if c not in fixed.values()]
+    out, i = {}, 0
+    for combo in combos:
+        if combo in fixed:
+            out[combo] = fixed[combo]
+        else:
+            out[combo] = palette[i % len(palette)]
+            i += 1
+    return out
+
+
 def _draw(
     ax: Any,
     data: pd.DataFrame,
@@ -132,6 +158,7 @@ def plot_metric(
     title: str,
     out_base: Path,
     facet: str | None = None,
+    roles: dict[str, Any] | None = None,
 ) -> dict[str, str] | None:
     """Draw one figure; returns the PNG and SVG names, or None when there is nothing to draw.
 
@@ -144,9 +171,7 @@ def plot_metric(
         return None
     unit_name, factor = _unit(str(data["unit"].iloc[0]), data["value"].tolist())
     series_axes = [a for a in axis_labels if a not in (x_axis, facet)]
-    # Colours follow the series, in config order, the same in every panel.
-    combos = itertools.product(*([str(v) for v in axis_labels[a]] for a in series_axes))
-    colours = {c: COLOURS[i % len(COLOURS)] for i, c in enumerate(combos)}
+    colours = series_colours(axis_labels, series_axes, roles)
     panels = [str(v) for v in axis_labels[facet]] if facet else [None]
     width = WIDTH_IN if len(panels) == 1 else min(WIDTH_IN * 1.5, 4.5 * len(panels))
     fig, axes = plt.subplots(1, len(panels), figsize=(width, HEIGHT_IN), dpi=DPI, squeeze=False)
@@ -206,8 +231,10 @@ def plot_experiment(
     preferred_x: str | None,
     outdir: Path,
     facet: str | None = None,
+    roles: dict[str, Any] | None = None,
 ) -> list[dict[str, str]]:
-    """All figures of one experiment into ``outdir``; returns what was drawn."""
+    """All figures of one experiment into ``outdir``; returns what was drawn. ``roles``:
+    the experiment's first comparison, whose sides keep their colours in every figure."""
     rest = {a: v for a, v in axis_labels.items() if a != facet}
     x_axis = choose_x(rest, preferred_x)
     drawn = []
@@ -220,6 +247,7 @@ def plot_experiment(
             f"{title}: {metric_label(metric)}",
             outdir / metric,
             facet,
+            roles,
         )
         if fig:
             drawn.append(fig)
