@@ -168,10 +168,14 @@ def test_overlapping_runs_are_not_claimed_and_fewer_than_four_are_refused(run, t
 
 def test_perfpost_compare_prints_a_benchstat_table_between_two_runs(run, tmp_path):
     df = tidy.read(run / "results" / "blocks" / "tidy.parquet")
-    # A "second run" of the same matrix: the 4k cell's real runs made 20% slower.
+    # A "second run" of the same matrix: the 4k cell's real runs at a quarter of their speed.
+    # Resampled medians of one side differ by at most max/min, so while that stays under 4
+    # every interval excludes zero: the claim below cannot depend on the machine's noise.
     slower = df.copy()
     slow = (slower["bs"] == "4k") & (slower["metric"] == "throughput")
-    slower.loc[slow, "value"] = slower.loc[slow, "value"] * 0.8
+    runs = df.loc[slow & (df["storage"] == "shm") & (df["status"] == "done"), "value"]
+    assert runs.max() / runs.min() < 4
+    slower.loc[slow, "value"] = slower.loc[slow, "value"] * 0.25
     base, cand = tmp_path / "before.csv", tmp_path / "after.csv"
     df.to_csv(base, index=False)
     slower.to_csv(cand, index=False)
@@ -195,7 +199,7 @@ def test_perfpost_compare_prints_a_benchstat_table_between_two_runs(run, tmp_pat
     by_cell = {re.search(r"`([^`]+)`", ln).group(1): ln for ln in lines}
     slow_line = by_cell["bs=4k,count=2048,storage=shm"]
     same_line = by_cell["bs=1M,count=8,storage=shm"]
-    assert "| -20.0% |" in slow_line
+    assert "| -75.0% |" in slow_line
     assert "| ~ |" in same_line
     assert "before.csv" in result.stdout.splitlines()[0]
 
