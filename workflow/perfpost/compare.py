@@ -78,8 +78,8 @@ def experiment_comparisons(
         keys = sides[by].drop_duplicates() if by else pd.DataFrame([{}])
         for key in keys.itertuples(index=False):
             labels = dict(zip(by, key, strict=True))
-            b = base[_matches(base, labels)]["value"].tolist() if labels else base["value"].tolist()
-            c = cand[_matches(cand, labels)]["value"].tolist() if labels else cand["value"].tolist()
+            b = base[_matches(base, labels)]["value"].tolist()  # no labels: all of them
+            c = cand[_matches(cand, labels)]["value"].tolist()
             unit = str(rows["unit"].iloc[0]) if len(rows) else ""
             out.append(
                 Row(
