@@ -11,12 +11,87 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from perfpost.errors import ConfigError, ParseError, PerfpostError
+
+DEFAULT_CONFIG = "config/config.yaml"
+RETRIES_ENV = "PERFPOST_RETRIES"  # set by the Snakefile from the profile's `retries`
+
+
+def _retries() -> int:
+    try:
+        return max(0, int(os.environ.get(RETRIES_ENV, "0")))
+    except ValueError:
+        return 0
+
+
+def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
+    """Each spec's environment, and a redactor that masks its secrets in this job's output."""
+    from perfpost import hostenv
+
+    envs, secrets = [], []
+    for spec in specs:
+        values, hidden = hostenv.resolve(spec.cell_env())
+        envs.append(values)
+        secrets += hidden
+    redactor = hostenv.Redactor(secrets)
+    if redactor:
+        sys.stdout = hostenv.RedactingStream(sys.stdout, redactor)
+        sys.stderr = hostenv.RedactingStream(sys.stderr, redactor)
+    return envs, redactor
+
+
+def _next_attempt(outs: list[str]) -> list[str]:
+    """Record paths of a new attempt after every attempt any of ``outs``' hosts has."""
+    import re
+
+    n = 0
+    for o in outs:
+        for entry in Path(o).parent.parent.iterdir():
+            m = re.fullmatch(r"attempt-([1-9][0-9]*)", entry.name)
+            if m:
+                n = max(n, int(m.group(1)))
+    return [str(Path(o).parent.parent / f"attempt-{n + 1}" / Path(o).name) for o in outs]
+
+
+def _log_to(record_path: str) -> None:
+    """Send this job's output to the new attempt's own log, as Snakemake does for the first."""
+    from perfpost import paths
+
+    log = Path(record_path).parent / Path(paths.CELL_LOG).name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _attempts(outs: list[str], run: Any) -> None:
+    """Run a cell's attempt and, while it fails and the profile's ``retries`` allow, new
+    attempts: each in its own attempt-<n> directory with its own log, failed ones kept."""
+    from perfpost import paths
+
+    retries = _retries()
+    for tried in range(1, retries + 2):
+        done = run(outs)
+        if not any(r["status"] == "failed" for r in done) or tried > retries:
+            return
+        failed, outs = paths.attempt_of(outs[0]), _next_attempt(outs)
+        again = paths.attempt_of(outs[0])
+        print(
+            f"perfpost: retry {tried} of {retries}: attempt {again}, "
+            f"logged in {Path(outs[0]).parent}/{Path(paths.CELL_LOG).name}",
+            flush=True,
+        )
+        _log_to(outs[0])
+        print(f"perfpost: attempt {again}: retry {tried} of {retries} after attempt {failed}")
 
 
 def _cmd_run_cell(args: argparse.Namespace) -> int:
@@ -27,15 +102,20 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
 
     spec = CellSpec.from_json(args.spec)
     provision.refresh_launcher(spec.params.get("launcher"))
-    host = open_host(spec.host)
-    try:
-        record = run_cell(spec, args.out, host)
-    finally:
-        host.close()
-    line = f"{spec.experiment} {spec.cell} {spec.host['name']} r{spec.repeat}: {record['status']}"
-    if record["reason"]:
-        line += f" ({record['reason']})"
-    print(line)
+    (env,), redactor = _secret_guard([spec])
+
+    def run(outs: list[str]) -> list[dict[str, Any]]:
+        host = open_host(spec.host, env)
+        try:
+            record = run_cell(spec, outs[0], host, redactor)
+        finally:
+            host.close()
+        line = f"{spec.experiment} {spec.cell} {spec.host['name']} r{spec.repeat}"
+        line += f" attempt {record['attempt']}: {record['status']}"
+        print(line + (f" ({record['reason']})" if record["reason"] else ""), flush=True)
+        return [record]
+
+    _attempts([args.out], run)
     return 0
 
 
@@ -50,18 +130,27 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
         provision.refresh_launcher(s.params.get("launcher"))
     if len(specs) != len(args.outs):
         raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
-    hosts = [open_host(s.host) for s in specs]
-    try:
-        done = run_together(specs, args.outs, hosts)
-    finally:
-        for h in hosts:
-            h.close()
-    for rec in done:
-        line = f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']}: {rec['status']}"
-        print(line + (f" ({rec['reason']})" if rec["reason"] else ""))
-    skew = done[0].get("start_skew")
-    if skew is not None:
-        print(f"start skew between hosts: {skew * 1000:.1f} ms")
+    envs, redactor = _secret_guard(specs)
+
+    def run(outs: list[str]) -> list[dict[str, Any]]:
+        hosts = [open_host(s.host, e) for s, e in zip(specs, envs, strict=True)]
+        try:
+            done = run_together(specs, outs, hosts, redactor)
+        finally:
+            for h in hosts:
+                h.close()
+        for rec in done:
+            line = (
+                f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']} "
+                f"attempt {rec['attempt']}: {rec['status']}"
+            )
+            print(line + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
+        skew = done[0].get("start_skew")
+        if skew is not None:
+            print(f"start skew between hosts: {skew * 1000:.1f} ms", flush=True)
+        return done
+
+    _attempts(list(args.outs), run)
     return 0
 
 
@@ -87,10 +176,13 @@ def _cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_records(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The records of the attempts Snakemake planned, or of later ones a retry made."""
+    from perfpost import paths
     from perfpost.records import read_record
 
-    return [(p, read_record(p)) for p in paths]
+    latest = [paths.latest_record(p) for p in planned]
+    return [(p, read_record(p)) for p in latest]
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
@@ -280,27 +372,61 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
 
 
 def _cmd_cells(args: argparse.Namespace) -> int:
-    from perfpost import config, paths, records
+    from perfpost import config
+    from perfpost import workflow as pw
 
     plan = config.load_plan(args.configfile)
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(["experiment", "cell", "host", "repeat", "attempt", "status", "reason"])
-    for spec in plan.jobs():
-        if args.experiment and spec.experiment != args.experiment:
-            continue
-        host = spec.host["name"]
-        tried = paths.attempts(spec.experiment, spec.cell, host, spec.repeat)
-        status, reason, attempt = "missing", "", ""
-        if tried:
-            attempt = tried[-1]
-            rec_path = Path(paths.record(spec.experiment, spec.cell, host, spec.repeat, attempt))
-            if rec_path.exists():
-                rec = records.read_record(rec_path)
-                status, reason = rec["status"], rec["reason"] or ""
-            else:
-                status, reason = "incomplete", "attempt started but left no record"
-        writer.writerow([spec.experiment, spec.cell, host, spec.repeat, attempt, status, reason])
+    if args.experiment and args.experiment not in plan.experiments:
+        raise PerfpostError(
+            f"no experiment {args.experiment!r} in {args.configfile} "
+            f"(there are: {', '.join(plan.experiments)})"
+        )
+    rows = pw.statuses(plan, args.experiment)
+    columns = ["id", "experiment", "cell", "host", "repeat", "attempt", "status", "reason"]
+    writer = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    print(f"perfpost: {len(rows)} runs: {summary}", file=sys.stderr)
     return 0
+
+
+def _cmd_rerun(args: argparse.Namespace) -> int:
+    import shutil
+    import subprocess
+
+    from perfpost import config
+    from perfpost import workflow as pw
+
+    plan = config.load_plan(args.configfile)
+    chosen = pw.select_runs(plan, args.runs)
+    seen = set()
+    for spec in chosen:
+        exp = plan.experiments[spec.experiment]
+        hosts = exp.hosts if exp.start_together else [spec.host["name"]]
+        key = (spec.experiment, spec.cell, tuple(hosts), spec.repeat)
+        if key in seen:
+            continue
+        seen.add(key)
+        attempt = pw.request_rerun(spec.experiment, spec.cell, hosts, spec.repeat)
+        for h in hosts:
+            print(f"{spec.experiment}/{spec.cell}/{h}/r{spec.repeat}: attempt {attempt}")
+    if args.no_run:
+        return 0
+    snakemake = Path(sys.executable).with_name("snakemake")
+    command = [
+        str(snakemake) if snakemake.exists() else shutil.which("snakemake") or "snakemake",
+        "--cores",
+        str(args.cores),
+    ]
+    if args.configfile != DEFAULT_CONFIG:
+        command += ["--configfile", args.configfile]
+    command += [*args.snakemake_args, "report"]
+    print("perfpost: " + " ".join(command), flush=True)
+    return subprocess.run(command, check=False).returncode
 
 
 def _cmd_provision(args: argparse.Namespace) -> int:
@@ -341,10 +467,35 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--vcores", type=int, default=4, help="vcores the NodeManager offers")
     s.set_defaults(func=_cmd_yarn_single_node)
 
-    s = sub.add_parser("cells", help="list every cell of the config with its status")
+    s = sub.add_parser(
+        "cells",
+        help="list every run of every cell (CSV): its id, latest attempt, status and reason",
+    )
     s.add_argument("experiment", nargs="?")
-    s.add_argument("--configfile", default="config/config.yaml")
+    s.add_argument("--configfile", default=DEFAULT_CONFIG)
     s.set_defaults(func=_cmd_cells)
+
+    s = sub.add_parser(
+        "rerun",
+        help="run chosen cells again, finished or not, in new attempts; then the report",
+        description="Ask for a new attempt of each run named (ids from `perfpost cells`: "
+        "experiment/cell/host/rN; trailing parts may be left out, parts may be patterns such "
+        "as 'dd-fsync/*/localhost'), then run `snakemake --cores N report`. Earlier attempts "
+        "keep their logs and records.",
+    )
+    s.add_argument("runs", nargs="+", metavar="CELL_ID")
+    s.add_argument("--configfile", default=DEFAULT_CONFIG)
+    s.add_argument("--cores", type=int, default=6)
+    s.add_argument(
+        "--no-run", action="store_true", help="only ask; the next snakemake run does them"
+    )
+    s.add_argument(
+        "--snakemake-args",
+        nargs=argparse.REMAINDER,
+        default=[],
+        help="everything after this goes to snakemake",
+    )
+    s.set_defaults(func=_cmd_rerun)
 
     s = sub.add_parser("provision", help="provision a runtime from Maven Central")
     s.add_argument("tool", choices=sorted(provision.TOOLS))
@@ -404,9 +555,17 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+# Workflow steps that stop (killing their tools) when the Snakemake run that started them dies.
+_STEPS = {"run-cell", "run-together", "env", "provision"}
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     args = build_parser().parse_args(argv)
+    if args.command in _STEPS:
+        from perfpost import lifeline
+
+        lifeline.stop_when_run_dies()
     try:
         return args.func(args)
     except (ParseError, ConfigError, PerfpostError) as e:
@@ -414,6 +573,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 1
+    except KeyboardInterrupt as e:
+        # The tools were stopped on every host on the way out; no record says otherwise.
+        print(f"perfpost: interrupted ({e or 'Ctrl-C'}): tools stopped, nothing recorded")
+        return 130
 
 
 if __name__ == "__main__":

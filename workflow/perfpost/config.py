@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import re
 import string
 from collections.abc import Iterator, Mapping
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from perfpost import adapters, matrix
+from perfpost import adapters, hostenv, matrix
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
 from perfpost.hosts import LOCALHOST
@@ -41,9 +42,17 @@ class CellSpec:
     after: list[str]
     sync_threshold: float
     timeout: float
+    env: dict[str, Any] = field(default_factory=dict)  # the experiment's; the host's is in host
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        data = asdict(self)
+        if not data["env"]:
+            del data["env"]  # specs without env keep their old form: no needless re-runs
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def cell_env(self) -> dict[str, Any]:
+        """Variables for the cell's commands: the host's, overridden by the experiment's."""
+        return {**self.host.get("env", {}), **self.env}
 
     @classmethod
     def from_json(cls, text: str) -> CellSpec:
@@ -69,6 +78,7 @@ class Experiment:
     timeout: float
     plot: dict[str, Any]
     compare: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, Any] = field(default_factory=dict)
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
@@ -94,7 +104,10 @@ class Experiment:
             "plot",
             "compare",
         )
-        return {k: getattr(self, k) for k in keys}
+        out = {k: getattr(self, k) for k in keys}
+        if self.env:
+            out["env"] = hostenv.public(self.env)  # a secret by its source, never its value
+        return out
 
     def config_hash(self) -> str:
         blob = json.dumps(self.public(), sort_keys=True, default=str).encode()
@@ -169,6 +182,7 @@ class Plan:
             after=list(exp.after),
             sync_threshold=float(exp.sync_threshold),
             timeout=float(exp.timeout),
+            env=dict(exp.env),
         )
 
     def host_limits(self) -> dict[str, int]:
@@ -367,11 +381,11 @@ def build_plan(config: dict[str, Any]) -> Plan:
     ssh = config.get("ssh", {})
     for name, spec in config.get("hosts", {}).items():
         if name == LOCALHOST:
-            if set(spec) - {"max_parallel_cells", "ozone", "yarn"}:
+            if set(spec) - {"max_parallel_cells", "ozone", "yarn", "env"}:
                 raise ConfigError(
                     f"hosts.{name}",
                     "localhost runs commands here, without SSH: only max_parallel_cells, "
-                    "ozone and yarn apply",
+                    "ozone, yarn and env apply",
                 )
             hosts[name] = dict(spec)
             continue
@@ -420,3 +434,17 @@ def build_plan(config: dict[str, Any]) -> Plan:
 
 def load_plan(path: str | Path) -> Plan:
     return build_plan(load_yaml(path))
+
+
+def check_secrets(plan: Plan, environ: dict[str, str] | None = None) -> None:
+    """Every secret the config names must be set before any job starts, not fail cell by cell."""
+    environ = dict(os.environ) if environ is None else environ
+    places = [(f"hosts.{h}.env", spec.get("env", {})) for h, spec in plan.hosts.items()]
+    places += [(f"experiments.{n}.env", e.env) for n, e in plan.experiments.items()]
+    for where, env in places:
+        for name in hostenv.missing(env, environ):
+            raise ConfigError(
+                f"{where}.{name}",
+                f"its secret comes from the environment variable {env[name]['secret']}, which "
+                "is not set: export it in the shell that runs snakemake",
+            )

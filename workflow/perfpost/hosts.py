@@ -55,22 +55,39 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 
 
 class LocalHost:
-    """This machine, through ``sh -c`` in a new process group."""
+    """This machine, through ``sh -c`` in a new process group.
+
+    ``env`` is exported for every script (read from a pipe, like on remote hosts); the same
+    pipe is the script's lifeline: if perfpost dies, its watcher kills the process group.
+    """
 
     name = LOCALHOST
 
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.env = dict(env or {})
+
     def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", script],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            env={**os.environ, "LC_ALL": "C"},
-        )
+        from perfpost import hostscript
+
+        lifeline_r, lifeline_w = os.pipe()
         try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", hostscript.local_wrapper(), "perfpost", script],
+                stdin=lifeline_r,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+                env={**os.environ, "LC_ALL": "C"},
+            )
+        except BaseException:
+            os.close(lifeline_w)
+            raise
+        finally:
+            os.close(lifeline_r)
+        try:
+            os.write(lifeline_w, hostscript.env_block(self.env))
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
@@ -80,11 +97,13 @@ class LocalHost:
             # Interrupted (SIGINT/SIGTERM turned into an exception): take the tools down too.
             _kill_group(proc)
             raise
-        # A tool that forked into the background must not outlive the step either.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        finally:
+            # A tool that forked into the background must not outlive the step either.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            os.close(lifeline_w)
         return CommandResult(proc.returncode, out, err)
 
     def fetch(self, remote_path: str, local_path: Path) -> bool:
@@ -99,10 +118,11 @@ class LocalHost:
         pass
 
 
-def open_host(spec: dict) -> Host:
-    """The host a spec names: this machine for ``localhost``, else an SSH host."""
+def open_host(spec: dict, env: dict[str, str] | None = None) -> Host:
+    """The host a spec names: this machine for ``localhost``, else an SSH host. ``env`` is
+    exported for every script run there."""
     if spec["name"] == LOCALHOST:
-        return LocalHost()
+        return LocalHost(env)
     from perfpost.remote import RemoteHost  # Fabric is imported only when a remote host is used
 
-    return RemoteHost(spec)
+    return RemoteHost(spec, env)

@@ -168,3 +168,48 @@ def parse_markers(stdout: str) -> dict[str, Timing]:
         except ValueError:
             continue
     return out
+
+
+# Wrappers every script runs in. Both read the cell's environment from standard input first
+# (``NAME=<base64 value>`` lines up to a line ``.``: secrets never reach a command line), then
+# keep standard input as a lifeline: perfpost holds its other end open while the script runs,
+# so when perfpost dies (even by SIGKILL) the pipe or SSH channel closes and a watcher kills
+# the script's whole process group. No tool outlives the process that measures it.
+_READ_ENV = (
+    'while IFS= read -r l && [ "$l" != . ]; do '
+    'v=$(printf %s "${l#*=}" | base64 -d) || exit 125; export "${l%%=*}=$v"; done; '
+)
+
+
+def env_block(env: dict[str, str]) -> bytes:
+    """What perfpost writes to the wrapper's standard input before the script runs."""
+    import base64
+
+    lines = [f"{k}={base64.b64encode(v.encode()).decode()}" for k, v in env.items()]
+    return ("".join(line + "\n" for line in lines) + ".\n").encode()
+
+
+def local_wrapper() -> str:
+    """For ``sh -c WRAPPER perfpost SCRIPT`` in a process group of its own: the watcher
+    kills the group when perfpost goes away."""
+    return (
+        _READ_ENV + "exec 3<&0; "
+        "{ cat <&3 >/dev/null 2>&1; kill -KILL 0; } >/dev/null 2>&1 & "
+        'exec 3<&-; sh -c "$1" </dev/null'
+    )
+
+
+def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
+    """For ``sh -c WRAPPER perfpost SCRIPT`` over SSH: ``timeout`` puts the script in a new
+    process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill it); the
+    watcher kills that group when the SSH channel closes before the script ends."""
+    pf = shlex.quote(pidfile)
+    kill = f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}'
+    return (
+        _READ_ENV + "exec 3<&0; "
+        f'timeout -k {kill_after:g} {timeout:g} sh -c "$1" </dev/null 3<&- & p=$!; '
+        f'echo "$p" > {pf}; '
+        f"{{ cat <&3 >/dev/null 2>&1; if [ -e {pf} ]; then {kill}; fi; }} >/dev/null 2>&1 & "
+        'w=$!; exec 3<&-; wait "$p"; rc=$?; '
+        f'rm -f {pf}; kill "$w" 2>/dev/null; exit $rc'
+    )

@@ -19,6 +19,8 @@ CELL_DIR = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/attempt-{attem
 RECORD = CELL_DIR + "/record.json"
 CELL_LOG = CELL_DIR + "/perfpost.log"
 RAW = "raw"  # beside record.json: the tools' own logs, as they wrote them
+# `perfpost rerun` leaves this beside the attempts: run the cell again after attempt N.
+RERUN = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/rerun.json"
 # A start_together cell runs all its hosts in one job; its own log sits beside the hosts.
 TOGETHER_LOG = RESULTS + "/{experiment}/cells/{cell}/together-r{repeat}-attempt-{attempt}.log"
 
@@ -84,3 +86,39 @@ def attempts(experiment: str, cell: str, host: str, repeat: int, root: Path = Pa
 
 def fill(pattern: str, **wildcards: object) -> str:
     return pattern.format(**wildcards)
+
+
+def rerun_request(experiment: str, cell: str, host: str, repeat: int) -> str:
+    return RERUN.format(experiment=experiment, cell=cell, host=host, repeat=repeat)
+
+
+def cell_id(experiment: str, cell: str, host: str, repeat: int) -> str:
+    """The id `perfpost cells` prints and `perfpost rerun` takes: one run of one cell."""
+    return f"{experiment}/{cell}/{host}/r{repeat}"
+
+
+def attempt_of(record_path: str | Path) -> int:
+    m = _ATTEMPT_RE.match(Path(record_path).parent.name)
+    if not m:
+        raise ValueError(f"{record_path}: not in an attempt-<n> directory")
+    return int(m.group(1))
+
+
+def latest_record(record_path: str | Path) -> str:
+    """The record of the latest attempt at or after ``record_path``'s that left one.
+
+    A cell retried within a run (the profile's ``retries``) finishes in a later attempt than
+    the one Snakemake planned; tables and summaries follow it there.
+    """
+    path = Path(record_path)
+    planned = attempt_of(path)
+    base = path.parent.parent
+    later = []
+    if base.is_dir():
+        for entry in base.iterdir():
+            m = _ATTEMPT_RE.match(entry.name)
+            if m and int(m.group(1)) > planned and (entry / path.name).exists():
+                later.append(int(m.group(1)))
+    if not later:
+        return str(record_path)
+    return str(base / f"attempt-{max(later)}" / path.name)

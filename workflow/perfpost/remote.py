@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from perfpost import hostscript
 from perfpost.errors import PerfpostError
 from perfpost.hosts import CommandResult
 
@@ -56,11 +57,12 @@ def _key_name(host: str, port: int) -> str:
 class RemoteHost:
     """A host from the inventory, reached over SSH."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], env: dict[str, str] | None = None) -> None:
         from fabric import Config, Connection
 
         self.name = spec["name"]
         self.spec = spec
+        self.env = dict(env or {})
         overrides: dict[str, Any] = {"run": {"in_stream": False}}
         config = Config(
             overrides=overrides,
@@ -176,17 +178,23 @@ class RemoteHost:
         self._connect()
         pidfile = f"/tmp/perfpost-{uuid.uuid4().hex[:12]}.pid"
         # `timeout` puts itself and the script in a new process group and kills that group;
-        # its pid (= the group id) goes to a file so perfpost can kill the group itself.
-        wrapper = (
-            f'timeout -k {KILL_AFTER} {timeout:g} sh -c "$1" & p=$!; echo "$p" > {pidfile}; '
-            f"wait $p; rc=$?; rm -f {pidfile}; exit $rc"
-        )
+        # its pid (= the group id) goes to a file so perfpost can kill the group itself. The
+        # environment goes through standard input, which then stays open as the lifeline.
+        wrapper = hostscript.remote_wrapper(pidfile, timeout, KILL_AFTER)
         command = f"sh -c {shlex.quote(wrapper)} perfpost {shlex.quote(script)}"
+        stdin_r, stdin_w = os.pipe()
+        os.write(stdin_w, hostscript.env_block(self.env))
         _ACTIVE[pidfile] = self
         try:
-            result = self.conn.run(
-                command, hide=True, warn=True, timeout=timeout + KILL_AFTER + CLIENT_GRACE
-            )
+            with os.fdopen(stdin_r, "rb", buffering=0) as stdin:
+                result = self.conn.run(
+                    command,
+                    hide=True,
+                    warn=True,
+                    timeout=timeout + KILL_AFTER + CLIENT_GRACE,
+                    in_stream=stdin,
+                    echo_stdin=False,
+                )
         except CommandTimedOut as e:
             self._kill(pidfile)
             return CommandResult(None, e.result.stdout, e.result.stderr, timed_out=True)
@@ -198,6 +206,7 @@ class RemoteHost:
             raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
         finally:
             _ACTIVE.pop(pidfile, None)
+            os.close(stdin_w)
         if _INTERRUPTED.is_set() and not force:
             raise KeyboardInterrupt("interrupted")
         timed_out = result.exited == 124

@@ -15,10 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, adapters, hostscript, paths
+from perfpost import __version__, adapters, hostenv, hostscript, paths
 from perfpost.adapters.base import Fetch, Metric
 from perfpost.config import CellSpec
 from perfpost.errors import ParseError, PerfpostError
+from perfpost.hostenv import Redactor
 from perfpost.hosts import CommandResult, Host
 from perfpost.records import DONE, FAILED, RECORD_SCHEMA_VERSION, SKIPPED, write_json_atomic
 
@@ -59,11 +60,14 @@ def _tail(text: str, n: int = 5) -> str:
 
 
 class _CellRun:
-    def __init__(self, spec: CellSpec, record_path: Path, host: Host) -> None:
+    def __init__(
+        self, spec: CellSpec, record_path: Path, host: Host, redactor: Redactor | None = None
+    ) -> None:
         self.spec = spec
         self.record_path = record_path
         self.raw = record_path.parent / paths.RAW
         self.host = host
+        self.redactor = redactor or Redactor()
         self.adapter = adapters.get(spec.tool)
         token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
         self.workdir = f"{spec.params['dir'].rstrip('/')}/{token}"
@@ -95,6 +99,8 @@ class _CellRun:
             "steps": self.steps,
             "metrics": [],
         }
+        if spec.cell_env():
+            self.record["env"] = hostenv.public(spec.cell_env())
 
     def _run(self, name: str, script: str, timeout: float) -> CommandResult:
         result = self.host.run(script, timeout)
@@ -135,8 +141,15 @@ class _CellRun:
             for m in self.record["metrics"]
             if isinstance(m["value"], int | float) and math.isfinite(m["value"])
         ]
+        # Secrets are masked in the logs before the record says the attempt is over.
+        self.redact_logs()
+        self.record = self.redactor.data(self.record)
         write_json_atomic(self.record_path, self.record)
         return self.record
+
+    def redact_logs(self) -> None:
+        if self.raw.is_dir():
+            self.redactor.tree(self.raw)
 
     def _guard(self, phase: Any, *args: Any) -> dict[str, Any] | None:
         """Run one phase; a host failure (unreachable, key rejected, connection lost) fails
@@ -206,6 +219,7 @@ class _CellRun:
             return self._guard(self.conclude) or self.record
         finally:
             self.cleanup()
+            self.redact_logs()
 
     def start(self) -> dict[str, Any] | None:
         """Tool version, preparation and the page cache: everything before the measurement.
@@ -368,7 +382,10 @@ def _each(cells: list[_CellRun], phase: str, *args: Any) -> None:
 
 
 def run_together(
-    specs: list[CellSpec], record_paths: list[str | Path], hosts: list[Host]
+    specs: list[CellSpec],
+    record_paths: list[str | Path],
+    hosts: list[Host],
+    redactor: Redactor | None = None,
 ) -> list[dict[str, Any]]:
     """One cell on several hosts at the same moment, as the onefile post ran on 6 machines.
 
@@ -376,7 +393,10 @@ def run_together(
     time and run; each record gets the planned start, its own offset from it and the skew
     between the hosts' actual starts (host clocks are assumed to be synchronised).
     """
-    cells = [_CellRun(s, Path(p), h) for s, p, h in zip(specs, record_paths, hosts, strict=True)]
+    cells = [
+        _CellRun(s, Path(p), h, redactor)
+        for s, p, h in zip(specs, record_paths, hosts, strict=True)
+    ]
     try:
         _each(cells, "start")
         ready = [c for c in cells if c.record["status"] is None]
@@ -396,8 +416,12 @@ def run_together(
     finally:
         with ThreadPoolExecutor(max_workers=len(cells)) as pool:
             list(pool.map(lambda c: c.cleanup(), cells))
+        for c in cells:
+            c.redact_logs()
 
 
-def run_cell(spec: CellSpec, record_path: str | Path, host: Host) -> dict[str, Any]:
+def run_cell(
+    spec: CellSpec, record_path: str | Path, host: Host, redactor: Redactor | None = None
+) -> dict[str, Any]:
     """Run ``spec`` on ``host``; returns the record that was written to ``record_path``."""
-    return _CellRun(spec, Path(record_path), host).run()
+    return _CellRun(spec, Path(record_path), host, redactor).run()

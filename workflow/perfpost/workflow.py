@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,18 @@ def ensure_on_path(python: str) -> None:
     current = os.environ.get("PATH", "").split(os.pathsep)
     if current[:1] != [bindir]:
         os.environ["PATH"] = os.pathsep.join([bindir, *current])
+
+
+def start_run(workflow: Any) -> None:
+    """Set up this Snakemake run: jobs watch it (and stop with it), learn the profile's
+    ``retries``, and whatever a killed run left behind (jobs, locks) is dealt with first."""
+    from perfpost import lifeline
+
+    for line in lifeline.recover():
+        print(f"perfpost: {line}", file=sys.stderr)
+    lifeline.mark_run()
+    retries = getattr(getattr(workflow, "execution_settings", None), "retries", 0) or 0
+    os.environ["PERFPOST_RETRIES"] = str(int(retries))
 
 
 def resource_name(host: str) -> str:
@@ -121,9 +134,32 @@ def wanted_attempt(
     if not tried:
         return 1
     latest = tried[-1]
+    if any(rerun_after(experiment, cell, h, repeat, root) >= latest for h in hosts):
+        return latest + 1  # `perfpost rerun` asked for a new attempt after this one
     if all(_finished(root / paths.record(experiment, cell, h, repeat, latest)) for h in hosts):
         return latest
     return latest + 1
+
+
+def rerun_after(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> int:
+    """The attempt after which `perfpost rerun` asked for another (0: never asked)."""
+    path = root / paths.rerun_request(experiment, cell, host, repeat)
+    try:
+        return int(json.loads(path.read_text())["after_attempt"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def request_rerun(experiment: str, cell: str, hosts: list[str], repeat: int) -> int:
+    """Ask for a new attempt of one run of a cell (on all ``hosts`` of a start_together
+    experiment at once); returns the attempt it will be. Earlier attempts stay as they are."""
+    tried = [a for h in hosts for a in paths.attempts(experiment, cell, h, repeat)]
+    after = max(tried, default=0)
+    for h in hosts:
+        records.write_json_atomic(
+            paths.rerun_request(experiment, cell, h, repeat), {"after_attempt": after}
+        )
+    return after + 1
 
 
 def current_records(plan: Plan, experiment: str) -> list[str]:
@@ -201,7 +237,7 @@ def outcome(plan: Plan) -> str:
         counts: dict[str, int] = {}
         for path in current_records(plan, name):
             try:
-                status = records.read_record(path)["status"]
+                status = records.read_record(paths.latest_record(path))["status"]
             except (OSError, ValueError):
                 status = "missing"
             counts[status] = counts.get(status, 0) + 1
@@ -235,3 +271,71 @@ def experiment_json(plan: Plan, experiment: str) -> str:
 
 def env_files(plan: Plan, experiment: str) -> list[str]:
     return [paths.fill(paths.ENV_JSON, host=h) for h in plan.experiments[experiment].hosts]
+
+
+def statuses(plan: Plan, experiment: str | None = None, root: Path = Path()) -> list[dict]:
+    """Every run of every cell with the state of its latest attempt, for `perfpost cells`:
+    done, failed or skipped (with the record's reason), incomplete (an attempt that was
+    interrupted before leaving a record), missing (never tried); ``rerun`` when
+    `perfpost rerun` asked for another attempt that has not run yet."""
+    out = []
+    for spec in plan.jobs():
+        if experiment and spec.experiment != experiment:
+            continue
+        host = spec.host["name"]
+        tried = paths.attempts(spec.experiment, spec.cell, host, spec.repeat, root)
+        row = {
+            "id": paths.cell_id(spec.experiment, spec.cell, host, spec.repeat),
+            "experiment": spec.experiment,
+            "cell": spec.cell,
+            "host": host,
+            "repeat": spec.repeat,
+            "attempt": tried[-1] if tried else "",
+            "status": "missing",
+            "reason": "",
+        }
+        if tried:
+            rec = root / paths.record(spec.experiment, spec.cell, host, spec.repeat, tried[-1])
+            try:
+                data = records.read_record(rec)
+                row["status"], row["reason"] = data["status"], data["reason"] or ""
+            except FileNotFoundError:
+                row["status"] = "incomplete"
+                row["reason"] = "interrupted before it left a record"
+            except (OSError, ValueError) as e:
+                row["status"], row["reason"] = "incomplete", f"unreadable record: {e}"
+        if tried and rerun_after(spec.experiment, spec.cell, host, spec.repeat, root) >= tried[-1]:
+            row["status"] = "rerun"
+            row["reason"] = f"requested after attempt {tried[-1]}"
+        out.append(row)
+    return out
+
+
+def select_runs(plan: Plan, patterns: list[str]) -> list[CellSpec]:
+    """The runs ``patterns`` name: ``experiment[/cell[/host[/rN]]]``, each part an exact
+    value or a shell-style pattern (``dd-fsync/*/localhost``). A pattern matching nothing is
+    an error that names it and suggests ids that exist."""
+    import difflib
+    from fnmatch import fnmatchcase
+
+    specs = list(plan.jobs())
+    ids = {id(s): paths.cell_id(s.experiment, s.cell, s.host["name"], s.repeat) for s in specs}
+    chosen: dict[int, CellSpec] = {}
+    for pattern in patterns:
+        want = pattern.strip("/").split("/")
+        if not pattern.strip("/") or len(want) > 4:
+            raise PerfpostError(
+                f"{pattern!r}: a run is experiment/cell/host/rN (any trailing part may be left "
+                "out); see `perfpost cells`"
+            )
+        hit = False
+        for s in specs:
+            parts = ids[id(s)].split("/", 3)
+            if all(fnmatchcase(p, w) for p, w in zip(parts, want, strict=False)):
+                chosen[id(s)] = s
+                hit = True
+        if not hit:
+            close = difflib.get_close_matches(pattern, list(ids.values()), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; see `perfpost cells`"
+            raise PerfpostError(f"{pattern!r} names no run of the config{hint}")
+    return [s for s in specs if id(s) in chosen]

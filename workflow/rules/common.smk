@@ -9,10 +9,13 @@ from perfpost.errors import ConfigError
 
 try:
     PLAN = pconfig.build_plan(config)
+    pconfig.check_secrets(PLAN)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
 pw.ensure_on_path(sys.executable)
+# Jobs stop with this run if it is killed; what a killed run left behind is cleaned up first.
+pw.start_run(workflow)
 HOST_RESOURCES = pw.host_resources(PLAN, workflow)
 
 
