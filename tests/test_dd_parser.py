@@ -163,3 +163,35 @@ def test_log_cut_between_records_out_and_final_summary_is_not_a_progress_result(
     cut = text[: text.rindex("125829120000")]  # progress redraws and records lines survive
     with pytest.raises(ParseError, match="no dd summary line"):
         dd.parse_text(cut, "cut.log")
+
+
+def test_no_time_and_an_infinite_rate_is_an_error_not_an_infinite_throughput():
+    # Older coreutils print "Infinity B/s" when their clock did not move.
+    text = "1+0 records in\n1+0 records out\n512 bytes copied, 0 s, Infinity B/s\n"
+    with pytest.raises(ParseError, match="no finite time and rate") as e:
+        dd.parse_text(text, "z.log")
+    assert (e.value.source, e.value.line) == ("z.log", 3)
+    finite = "1+0 records in\n1+0 records out\n512 bytes copied, 0 s, 1.0 MB/s\n"
+    assert metrics(finite)["throughput"] == 1e6  # dd's own rate when it measured no time
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(
+    cut_reader=st.sampled_from(["reader-1.log", "reader-2.log"]),
+    back=st.integers(0, 110),
+)
+def test_a_cell_with_one_reader_cut_fails_naming_it_or_reads_the_whole_cell(cut_reader, back):
+    logs = {
+        "reader-1.log": read_dd_log("read.log"),
+        "reader-2.log": read_dd_log("write-direct.log"),
+    }
+    whole = {m.name: m.value for m in dd.parse_cell(logs)}
+    logs[cut_reader] = logs[cut_reader][: max(len(logs[cut_reader]) - back, 0)]
+    try:
+        got = {m.name: m.value for m in dd.parse_cell(logs)}
+    except ParseError as e:
+        failed = e.source
+    else:
+        assert got == whole
+        return
+    assert failed == cut_reader

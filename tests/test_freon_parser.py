@@ -170,3 +170,16 @@ def test_an_error_logged_by_a_library_does_not_fail_a_successful_run():
     m = metrics("cmdw-unresolved-hostname.log", wall_time=5.0)
     assert m["successful_executions"] == (3000, "count")
     assert m["log_errors"] == (1, "count")
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    name=st.sampled_from(["cmdw-perchunk.log", "cmdw.tty.log", "cmdw-killed.log"]),
+    back=st.one_of(st.integers(0, 400), st.integers(0, 4000)),
+)
+def test_a_cut_logs_series_is_the_start_of_the_whole_logs(name, back):
+    # A progress line cut short must not become a point (e.g. "(1410" of "(14100 out of").
+    text = read(name)
+    full = freon.parse_series({"x": text})
+    cut = freon.parse_series({"x": text[: max(len(text) - back, 0)]})
+    assert cut == full[: len(cut)]

@@ -5,11 +5,14 @@ kill through the REST API, a record read mid-run, an unknown id."""
 import csv
 import io
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfpost import yarnapp
 from perfpost.adapters import teragen
@@ -201,3 +204,75 @@ def test_perfpost_parse_prints_ids_and_statuses_and_fails_on_the_bad_ones():
     (row,) = csv.DictReader(io.StringIO(result.stdout))
     assert row["id"].startswith("job_")
     assert row["status"] == "failed"
+
+
+def test_what_yarn_does_not_know_is_left_out_not_reported_as_minus_one():
+    # The RM writes -1 for the resources of an application the user may not see.
+    doc = json.loads(text("app-succeeded.json"))
+    doc["app"].update(vcoreSeconds=-1, memorySeconds=-1)
+    m = {x.name for x in yarnapp.parse_text(json.dumps(doc), "x.json")}
+    assert "app_elapsed" in m
+    assert not m & {"app_vcore_seconds", "app_memory_seconds"}
+    doc["app"]["elapsedTime"] = -1
+    with pytest.raises(ParseError, match=r"x.json: app.elapsedTime is -1"):
+        yarnapp.parse_text(json.dumps(doc), "x.json")
+
+
+SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
+
+
+@SETTINGS
+@given(st.text(max_size=400))
+def test_parser_never_crashes_on_garbage(body):
+    try:
+        yarnapp.parse_text(body, "g.json")
+    except ParseError as e:
+        failed = e.source
+    else:
+        return
+    assert failed == "g.json"
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats()  # NaN and infinities too: Python's json writes and reads them
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@SETTINGS
+@given(
+    name=st.sampled_from(["app-succeeded.json", "app-failed.json", "app-killed.json"]),
+    changes=st.dictionaries(
+        st.sampled_from([*yarnapp.REQUIRED, "launchTime", "memorySeconds", "vcoreSeconds"]),
+        json_values,
+        min_size=1,
+        max_size=3,
+    ),
+    wrap=st.sampled_from(["app", "RemoteException"]),
+)
+def test_any_value_in_a_record_is_refused_or_read_as_the_record_says(name, changes, wrap):
+    app = {**raw_app(name), **changes}
+    try:
+        m = {x.name: x.value for x in yarnapp.parse_text(json.dumps({wrap: app}), "r.json")}
+    except ParseError as e:
+        message = str(e)
+    else:
+        assert all(math.isfinite(v) and v >= 0 for v in m.values()), m
+        # Every number is the record's own, in seconds.
+        assert m["app_elapsed"] == int(app["elapsedTime"]) / 1000
+        for metric, key in (
+            ("app_vcore_seconds", "vcoreSeconds"),
+            ("app_memory_seconds", "memorySeconds"),
+        ):
+            if metric in m:
+                assert m[metric] == int(app[key])
+        if "app_launch_delay" in m:
+            delay = (int(app["launchTime"]) - int(app["startedTime"])) / 1000
+            assert m["app_launch_delay"] == delay
+        return
+    assert message.startswith("r.json: ")

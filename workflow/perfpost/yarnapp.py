@@ -10,6 +10,7 @@ Hadoop 3.4.2: 14605 -> 14829 MB-s), so a record read too early would understate 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +67,7 @@ class AppRecord:
             out.append(Metric("app_vcore_seconds", float(self.vcore_seconds), "vcore*s"))
         if self.memory_seconds is not None:
             out.append(Metric("app_memory_seconds", float(self.memory_seconds), "MB*s"))
-        if self.launched_ms:
+        if self.launched_ms and 0 < self.started_ms <= self.launched_ms:
             # From submission to the application master's launch: time spent waiting.
             out.append(Metric("app_launch_delay", (self.launched_ms - self.started_ms) / 1000, "s"))
         return out
@@ -89,9 +90,16 @@ def _int(app: dict[str, Any], key: str, source: str) -> int | None:
     value = app.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ParseError(source, f"app.{key} is {value!r}, expected a number")
     return int(value)
+
+
+def _known(app: dict[str, Any], key: str, source: str) -> int | None:
+    """A time or amount, or None where YARN writes -1 for one it does not know (the resources
+    of an application the user may not see, the elapsed time of one that never started)."""
+    value = _int(app, key, source)
+    return None if value is None or value < 0 else value
 
 
 def parse(text: str, source: str) -> AppRecord:
@@ -104,10 +112,12 @@ def parse(text: str, source: str) -> AppRecord:
         raise ParseError(
             source, f"not JSON ({e.msg}): the answer was cut off or not the RM's", e.lineno
         ) from None
+    except (ValueError, RecursionError) as e:  # a number too long for int(), nesting too deep
+        raise ParseError(source, f"not the RM's JSON: {e}") from None
     if not isinstance(doc, dict):
         raise ParseError(source, "expected a JSON object")
     if "RemoteException" in doc:
-        exc = doc["RemoteException"] or {}
+        exc = doc["RemoteException"] if isinstance(doc["RemoteException"], dict) else {}
         raise ParseError(
             source,
             f"the ResourceManager answered {exc.get('exception', 'an error')}: "
@@ -119,6 +129,9 @@ def parse(text: str, source: str) -> AppRecord:
     missing = [k for k in REQUIRED if k not in app]
     if missing:
         raise ParseError(source, f"app record lacks {', '.join('app.' + k for k in missing)}")
+    elapsed = _known(app, "elapsedTime", source)
+    if elapsed is None:
+        raise ParseError(source, f"app.elapsedTime is {app['elapsedTime']!r}: no elapsed time")
     return AppRecord(
         id=str(app["id"]),
         state=str(app["state"]),
@@ -127,9 +140,9 @@ def parse(text: str, source: str) -> AppRecord:
         started_ms=_int(app, "startedTime", source) or 0,
         launched_ms=_int(app, "launchTime", source),
         finished_ms=_int(app, "finishedTime", source) or 0,
-        elapsed_ms=_int(app, "elapsedTime", source) or 0,
-        memory_seconds=_int(app, "memorySeconds", source),
-        vcore_seconds=_int(app, "vcoreSeconds", source),
+        elapsed_ms=elapsed,
+        memory_seconds=_known(app, "memorySeconds", source),
+        vcore_seconds=_known(app, "vcoreSeconds", source),
         running_containers=_int(app, "runningContainers", source),
     )
 

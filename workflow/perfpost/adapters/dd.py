@@ -14,6 +14,7 @@ a final summary (killed, truncated, BusyBox built without one) is an error, neve
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -208,14 +209,15 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
 
 _NUM = r"(?:\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?|[Ii]nf(?:inity)?)"
 # Matched by shape, not by words, so translated logs parse too ("Bytes ... kopiert, 0,0087 s").
+# Counts are uintmax_t, at most 20 digits: a longer run of digits is not dd's.
 _SUMMARY = re.compile(
-    r"^(?P<bytes>\d+) \w+"
+    r"^(?P<bytes>\d{1,20}) \w+"
     r"(?: \((?P<human>[^)]*)\))?"
     r" \w+, (?P<secs>" + _NUM + r") ?(?:s|seconds?),"
     r" (?P<rate>" + _NUM + r") ?(?P<unit>[kKMGTPE]?i?B)/s\s*$"
 )
-_RECORDS = re.compile(r"^(?P<full>\d+)\+(?P<partial>\d+) \w.*$")
-_TRUNCATED = re.compile(r"^(?P<n>\d+) truncated records?\s*$")
+_RECORDS = re.compile(r"^(?P<full>\d{1,20})\+(?P<partial>\d{1,20}) \w.*$")
+_TRUNCATED = re.compile(r"^(?P<n>\d{1,20}) truncated records?\s*$")
 
 
 @dataclass(frozen=True)
@@ -292,7 +294,18 @@ def parse_log(text: str, source: str = "<log>") -> DdSummary:
             last_nonblank,
         )
     secs = _num(summary["secs"])
-    rate = _num(summary["rate"]) * human_unit_factor(summary["unit"])
+    try:
+        rate = _num(summary["rate"]) * human_unit_factor(summary["unit"])
+    except UnitError as e:
+        raise ParseError(source, f"dd summary: {e}", summary_line) from None
+    # dd writes "Infinity B/s" when no time passed: then there is no throughput to report.
+    if not math.isfinite(secs) or (secs == 0 and not math.isfinite(rate)):
+        raise ParseError(
+            source,
+            f"dd summary has no finite time and rate: {summary['secs']} s, "
+            f"{summary['rate']} {summary['unit']}/s",
+            summary_line,
+        )
     return DdSummary(int(summary["bytes"]), secs, rate, records, tuple(errors), summary_line)
 
 

@@ -16,6 +16,7 @@ instrumented clients. A log without freon's summary (killed, cut off) is an erro
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -155,22 +156,28 @@ _LOGGED = re.compile(
     r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\s+(?:\[[^\]]*\]\s+)?"
     r"(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s+[\w.$]+(?::\d+)?(?::\s| - )(?P<msg>.*)$"
 )
-_PROGRESS = re.compile(r"Progress: ([\d.]+) % \((\d+) out of (\d+)\)")
-_BAR = re.compile(r"^\s*([\d.]+)% \|[^|]*\|\s*(\d+)/(\d+) Time: (\d+):(\d{2}):(\d{2})\|")
+# A count freon prints is a Java long, at most 19 digits: a longer run of digits is not one.
+_INT = r"(\d{1,19})(?!\d)"
+_PROGRESS = re.compile(r"Progress: ([\d.]+) % \(" + _INT + " out of " + _INT + r"\)")
+_BAR = re.compile(
+    r"^\s*([\d.]+)% \|[^|]*\|\s*" + _INT + "/" + _INT + " Time: " + _INT + r":(\d{2}):(\d{2})\|"
+)
 _METRIC = re.compile(r"type=(?P<type>[A-Z]+), name=(?P<name>[^,]+), (?P<fields>.*)$")
 _FIELD = re.compile(r"(\w+)=([^,]*)")
-_TOTAL = re.compile(r"Total execution time \(sec\): (\d+)")
-_FAILURES = re.compile(r"(?:^|\s|: )Failures: (\d+)\s*$")
-_SUCCESS = re.compile(r"Successful executions: (\d+)")
-_EXPECTED = re.compile(r"Expected (\d+) --number-of-tests objects!, successfully executed (\d+)")
-_EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests (\d+)")
+_TOTAL = re.compile(r"Total execution time \(sec\): " + _INT)
+_FAILURES = re.compile(r"(?:^|\s|: )Failures: " + _INT + r"\s*$")
+_SUCCESS = re.compile(r"Successful executions: " + _INT)
+_EXPECTED = re.compile(
+    "Expected " + _INT + " --number-of-tests objects!, successfully executed " + _INT
+)
+_EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests " + _INT)
 _FAILED = "One or more freon test is failed."
 _EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
 _INSTRUMENTED = re.compile(
     r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
 )
 _BLOCK = re.compile(r"^-- (Timers|Meters|Counters|Gauges|Histograms) -+$")
-_CONSOLE = re.compile(r"^\s*([\w.%<= -]+?)\s*=\s*(-?[\d.]+(?:[eE][-+]?\d+)?)\s*([\w/]*)\s*$")
+_CONSOLE = re.compile(r"^\s*([\w.%<= -]+?)\s*=\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([\w/]*)\s*$")
 
 DURATION_FIELDS = {
     "min",
@@ -213,8 +220,11 @@ def _ts(line: str) -> float | None:
     if not m:
         return None
     frac = m.group(3) or ""
-    stamp = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}")
-    return stamp.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    try:
+        stamp = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}").timestamp()
+    except (ValueError, OverflowError):  # a date that does not exist (month 13) is no time
+        return None
+    return stamp + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
 def _unit_factor(unit: str, table: dict[str, float]) -> float:
@@ -250,6 +260,10 @@ class _Log:
                 block, timer = self._line(no, line, block, timer)
 
     def _metric(self, name: str, value: float, unit: str) -> None:
+        # NaN, infinity, or a time, rate or count below zero: not a measurement, like a
+        # field that is not a number at all.
+        if not math.isfinite(value) or (unit and value < 0):
+            return
         self.metrics[name] = Metric(name, value, unit)
 
     def _line(self, no: int, line: str, block: str | None, timer: str | None):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from perfpost import yarnapp
@@ -128,10 +129,15 @@ PARAMS_SCHEMA: dict[str, Any] = {
 def parse_decimal_size(text: str | int) -> int:
     if isinstance(text, int):
         return text
+    bad = f"bad size {text!r}: expected e.g. 100M, 10G, 1T (decimal units)"
     m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kKMGTP]?)B?\s*$", str(text))
     if not m:
-        raise ValueError(f"bad size {text!r}: expected e.g. 100M, 10G, 1T (decimal units)")
-    return int(float(m.group(1)) * _DECIMAL[m.group(2)])
+        raise ValueError(bad)
+    try:
+        number = Fraction(m.group(1))  # exact: a float would round sizes past 2^53 bytes
+    except ValueError:  # more digits than int() reads
+        raise ValueError(bad) from None
+    return int(number * _DECIMAL[m.group(2)])
 
 
 def rows(params: Mapping[str, Any]) -> int:
@@ -222,7 +228,8 @@ def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
 _RUNNING = re.compile(r"Running job: (job_\w+)")
 _DONE = re.compile(r"Job (job_\w+) completed successfully")
 _FAILED = re.compile(r"Job (job_\w+) failed with state (\w+) due to: (.*)$")
-_COUNTERS = re.compile(r"(?:^|\s)Counters: (\d+)\s*$")
+_COUNTERS = re.compile(r"(?:^|\s)Counters: (\d{1,19})\s*$")
+_COUNTER_VALUE = re.compile(r"\d{1,19}")  # a Java long that counts: never below zero
 _EXCEPTION = re.compile(
     r"^(?:Exception in thread \"\w+\" )?([\w.$]+(?:Exception|Error))(?:: (.*))?$"
 )
@@ -254,9 +261,11 @@ def _ms(line: str) -> float | None:
     m = _TS.match(line)
     if not m:
         return None
-    return (
-        dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}").timestamp() + int(m.group(3)) / 1000
-    )
+    try:
+        stamp = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}").timestamp()
+    except (ValueError, OverflowError):  # a date that does not exist (month 13) is no time
+        return None
+    return stamp + int(m.group(3)) / 1000
 
 
 class JobLog:
@@ -271,18 +280,23 @@ class JobLog:
         self.exception: tuple[int, str] | None = None
         self.counters: dict[str, dict[str, int]] = {}
         self.counters_line = 0
+        self.counters_announced = 0  # N of the job's "Counters: N"
         self.start = self.end = None
         self.lines = 0
         group = None
         in_block = False
-        for no, line in enumerate(text.splitlines(), start=1):
+        block = self.counters  # where the current block's counters go
+        lines = text.splitlines()
+        # A last line without its newline may be cut mid-number: its counter is not read.
+        cut = len(lines) if not text.endswith(("\n", "\r")) else 0
+        for no, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             self.lines = no
             if in_block and line.startswith("\t\t") and "=" in line:
                 name, _, value = line.strip().rpartition("=")
-                if group is not None and re.fullmatch(r"-?\d+", value.strip()):
-                    self.counters.setdefault(group, {})[name.strip()] = int(value)
+                if group is not None and _COUNTER_VALUE.fullmatch(value.strip()) and no != cut:
+                    block.setdefault(group, {})[name.strip()] = int(value)
                 continue
             if in_block and line.startswith("\t") and not line.startswith("\t\t"):
                 group = line.strip()
@@ -299,20 +313,21 @@ class JobLog:
                 self.job_id = m.group(1)
                 self.failure = f"job {m.group(1)} {m.group(2)}: {m.group(3)}"
                 self.failure_line = no
-            elif _COUNTERS.search(line) and "Final Counters for attempt" not in line:
+            elif (m := _COUNTERS.search(line)) and "Final Counters for attempt" not in line:
                 in_block, group = True, None
                 self.counters, self.counters_line = {}, no
+                self.counters_announced, block = int(m.group(1)), self.counters
             elif "Final Counters for attempt" in line:
-                in_block, group = True, "__attempt__"  # a task's own copy: read and dropped
+                in_block, group, block = True, None, {}  # a task's own copy: read and dropped
             elif (m := _EXCEPTION.match(line.strip())) and self.exception is None:
                 self.exception = (no, line.strip())
-        self.counters.pop("__attempt__", None)
 
     @property
     def application_id(self) -> str | None:
         """job_X_Y on YARN is application_X_Y; local jobs have none."""
         if self.job_id and not self.job_id.startswith("job_local"):
-            return "application_" + self.job_id[len("job_") :]
+            app = "application_" + self.job_id[len("job_") :]
+            return app if yarnapp.APP_ID.match(app) else None  # not a YARN job id
         return None
 
 
@@ -360,9 +375,18 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
             "killed or the log cut",
             log.lines,
         )
+    read = sum(len(v) for v in log.counters.values())
+    if read != log.counters_announced:
+        raise ParseError(
+            source,
+            f"the job's counters block holds {read} of the {log.counters_announced} counters "
+            "it announces: the log was cut or is damaged",
+            log.lines,
+        )
     out = _by_meaning(log.counters)
-    out.append(Metric("counters", float(sum(len(v) for v in log.counters.values())), "count"))
-    if log.start is not None and log.end is not None:
+    out.append(Metric("counters", float(read), "count"))
+    # Stamps that go backwards (a clock step) give no job time.
+    if log.start is not None and log.end is not None and log.end >= log.start:
         out.append(Metric("job_time", log.end - log.start, "s"))
     written = next((m.value for m in out if m.name == "bytes_written"), None)
     if wall_time:
