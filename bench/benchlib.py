@@ -1,0 +1,254 @@
+"""Shared pieces of the benchmark suite: result rows, timing, a workflow checkout, metadata.
+
+Every figure is a :class:`Row`: what was measured, its value, the target it is held to (if
+any) and whether it met it. ``run.py`` prints the rows as one table and writes them as JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+WORKFLOW_FILES = ("Snakefile", "workflow/rules", "workflow/report", "profiles", "envs")
+
+
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    item: str  # "1 cell overhead", ...
+    figure: str  # what the number is
+    value: float | None
+    unit: str  # "s", "x", "MB/s", "ms"
+    target: str = ""  # "<= 0.5 s"; empty: shown for context, held to nothing
+    met: bool | None = None  # None: no target
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def shown(self) -> str:
+        if self.value is None:
+            return "error"
+        v = self.value
+        if self.unit == "x":
+            return f"{v:.3f}x" if abs(v - 1) < 0.1 else f"{v:.2f}x"
+        if self.unit == "ms":
+            return f"{v:.1f} ms"
+        if self.unit == "MB/s":
+            return f"{v:.1f} MB/s"
+        if self.unit == "s":
+            return f"{v:.2f} s"
+        return f"{v:g} {self.unit}".strip()
+
+
+def check(row: Row, ok: Callable[[float], bool], target: str) -> Row:
+    row.target = target
+    row.met = None if row.value is None else bool(ok(row.value))
+    return row
+
+
+def median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs))
+
+
+def timed(argv: Sequence[str], cwd: Path | None = None, timeout: float = 600) -> tuple[float, Any]:
+    """Wall seconds of a command, and its CompletedProcess (stdout and stderr captured)."""
+    t = time.perf_counter()
+    done = subprocess.run(
+        list(argv),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env_with_venv(),
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    return time.perf_counter() - t, done
+
+
+def env_with_venv() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def tool(name: str) -> str:
+    exe = BIN / name
+    return str(exe) if exe.exists() else shutil.which(name) or name
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 600) -> tuple[float, Any]:
+    """``snakemake ARGS`` in ``workdir``, timed; fails loudly when snakemake does."""
+    wall, done = timed([tool("snakemake"), *args], cwd=workdir, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"snakemake {' '.join(args)} failed ({done.returncode}):\n"
+            + (done.stdout[-2000:] + done.stderr[-3000:])
+        )
+    return wall, done
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table: rule -> jobs (the jobs a run ran or would run)."""
+    counts: dict[str, int] = {}
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "Job stats:":
+            for row in lines[i + 3 :]:
+                parts = row.split()
+                if len(parts) != 2 or not parts[1].isdigit():
+                    break
+                if parts[0] != "total":
+                    counts[parts[0]] = int(parts[1])
+            break
+    return counts
+
+
+def make_checkout(dest: Path, config: dict[str, Any]) -> Path:
+    """The workflow as a user has it (Snakefile, rules, profile) with ``config`` as its config,
+    as the end-to-end tests set it up."""
+    for rel in WORKFLOW_FILES:
+        src = ROOT / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel)
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dest / rel)
+    write_config(dest / "config" / "config.yaml", config)
+    return dest
+
+
+def write_config(path: Path, config: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+# --------------------------------------------------------------------- CPU contention
+
+
+def _busy_jiffies() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    parts = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    vals = [int(x) for x in parts[:8]]
+    idle = vals[3] + vals[4]
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(vals) - idle) / hz, sum(vals) / hz
+
+
+# CPU seconds of processes the suite started but does not reap itself (the testbed's sshd,
+# killed by testbed.stop): items add them here before stopping those processes.
+UNREAPED_CPU: list[float] = []
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of a live process and of the children it has reaped."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + sum(UNREAPED_CPU)
+
+
+class CpuWatch:
+    """CPU the machine spent during a span, and how much of it was not this suite's.
+
+    ``foreign_cores`` approximates the load from others (another engineer's tests): busy CPU
+    minus this process, its reaped children and :data:`UNREAPED_CPU`, in cores on average.
+    """
+
+    def __init__(self) -> None:
+        self.t = time.perf_counter()
+        self.busy, _ = _busy_jiffies()
+        self.own = _own_cpu()
+        self.load = os.getloadavg()[0]
+
+    def result(self) -> dict[str, float]:
+        wall = time.perf_counter() - self.t
+        busy = _busy_jiffies()[0] - self.busy
+        own = _own_cpu() - self.own
+        return {
+            "wall_s": round(wall, 2),
+            "busy_cores": round(busy / wall, 2) if wall else 0.0,
+            "own_cores": round(own / wall, 2) if wall else 0.0,
+            "foreign_cores": round(max(busy - own, 0.0) / wall, 2) if wall else 0.0,
+            "loadavg_1m_at_start": round(self.load, 2),
+        }
+
+
+# ----------------------------------------------------------------------------- metadata
+
+
+def machine() -> dict[str, Any]:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    os_name = ""
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    git = subprocess.run(
+        ["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=12"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    versions = {}
+    for name in ("snakemake", "fabric", "paramiko", "pandas", "matplotlib"):
+        try:
+            from importlib.metadata import version
+
+            versions[name] = version(name)
+        except Exception:
+            versions[name] = None
+    return {
+        "hostname": platform.node(),
+        "cpu_model": cpu,
+        "cpus": os.cpu_count(),
+        "memory_bytes": mem,
+        "kernel": platform.release(),
+        "os": os_name,
+        "python": platform.python_version(),
+        "root": os.geteuid() == 0,
+        "perfpost_git": git or None,
+        "versions": versions,
+        "loadavg": list(os.getloadavg()),
+        "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def asjson(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    return [asdict(r) | {"shown": r.shown()} for r in rows]

@@ -1,0 +1,199 @@
+"""Item 1, cell overhead: one dd cell through ``snakemake`` + perfpost against the bare ``dd``.
+
+The cell writes 64-byte blocks from /dev/zero into /dev/shm: a syscall-bound dd whose
+throughput depends on the CPU it gets, which is what Snakemake and perfpost could take from it.
+Large writes into tmpfs were tried first; on this VM they vary by 2x from run to run (fresh
+guest pages), which would hide a 1% effect.
+
+Each round runs, in rotating order: ``snakemake --cores 1 <the cell's record>`` in a workflow
+checkout (the record removed first, so the cell runs), ``perfpost run-cell`` by itself, and
+the bare ``dd`` with the same arguments into a fresh directory. Overhead is wall time minus
+the bare dd's wall time; throughput comes from the cell's record and from dd's own stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from benchlib import Row, check, make_checkout, median, snakemake, timed, tool
+
+EXPERIMENT = "cell"
+_SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([\d.e+-]+) s,", re.M)
+
+
+def bare_dd(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, throughput B/s from dd's own summary) of one bare dd."""
+    t = time.perf_counter()
+    # As perfpost's localhost runs it: the C locale, this environment.
+    done = subprocess.run(
+        argv, capture_output=True, text=True, check=True, env={**os.environ, "LC_ALL": "C"}
+    )
+    wall = time.perf_counter() - t
+    m = _SUMMARY.search(done.stderr)
+    if not m:
+        raise RuntimeError(f"no dd summary in {done.stderr!r}")
+    return wall, int(m.group(1)) / float(m.group(2))
+
+
+def record_throughput(path: Path) -> float:
+    rec = json.loads(path.read_text())
+    if rec["status"] != "done":
+        raise RuntimeError(f"{path}: {rec['status']}: {rec['reason']}")
+    return next(m["value"] for m in rec["metrics"] if m["name"] == "throughput")
+
+
+def run(quick: bool, log=print) -> list[Row]:
+    rounds = 2 if quick else 5
+    count = 1_000_000 if quick else 2_000_000
+    shm = Path(f"/dev/shm/perfpost-bench-{uuid.uuid4().hex[:8]}")
+    shm.mkdir()
+    work = Path(tempfile.mkdtemp(prefix="perfpost-bench-cell-"))
+    try:
+        config = {
+            "experiments": {
+                EXPERIMENT: {
+                    "tool": "dd",
+                    "params": {"dir": str(shm), "bs": 64, "count": count},
+                    "repeats": 1,
+                }
+            }
+        }
+        make_checkout(work, config)
+        from perfpost import config as pconfig
+        from perfpost import paths
+
+        plan = pconfig.build_plan(config)
+        spec = plan.spec(EXPERIMENT, "default", "localhost", 1)
+        record = paths.record(EXPERIMENT, "default", "localhost", 1, 1)
+        cells_dir = work / "results" / EXPERIMENT / "cells"
+
+        # What Snakemake costs before any job runs: the dry run of the same target.
+        dry = []
+        for _ in range(1 if quick else 3):
+            shutil.rmtree(cells_dir, ignore_errors=True)
+            dry.append(snakemake(work, "-n", "--cores", "1", record)[0])
+
+        def via_snakemake() -> tuple[float, float]:
+            shutil.rmtree(cells_dir, ignore_errors=True)
+            wall, _ = snakemake(work, "--cores", "1", record)
+            return wall, record_throughput(work / record)
+
+        def via_run_cell() -> tuple[float, float]:
+            out = work / "direct" / "attempt-1" / "record.json"
+            shutil.rmtree(work / "direct", ignore_errors=True)
+            wall, done = timed(
+                [tool("perfpost"), "run-cell", "--spec", spec.to_json(), "--out", str(out)]
+            )
+            if done.returncode:
+                raise RuntimeError(done.stdout + done.stderr)
+            return wall, record_throughput(out)
+
+        def via_bare() -> tuple[float, float]:
+            d = shm / f"bare-{uuid.uuid4().hex[:8]}"
+            d.mkdir()
+            try:
+                return bare_dd(["dd", "if=/dev/zero", f"of={d}/dd.out", "bs=64", f"count={count}"])
+            finally:
+                shutil.rmtree(d)
+
+        # One unmeasured warm-up of each: page cache for the Python files, tmpfs pages.
+        via_bare(), via_run_cell(), via_snakemake()
+        kinds = {"snakemake": via_snakemake, "run-cell": via_run_cell, "bare": via_bare}
+        got: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
+        order = list(kinds)
+        for i in range(rounds):
+            for k in order[i % 3 :] + order[: i % 3]:
+                got[k].append(kinds[k]())
+            log(
+                f"  round {i + 1}: "
+                + ", ".join(
+                    f"{k} {got[k][-1][0]:.2f} s {got[k][-1][1] / 1e6:.1f} MB/s" for k in kinds
+                )
+            )
+        bare_wall = [w for w, _ in got["bare"]]
+        bare_thr = [t for _, t in got["bare"]]
+        extra = [w - b for (w, _), b in zip(got["snakemake"], bare_wall, strict=True)]
+        extra_rc = [w - b for (w, _), b in zip(got["run-cell"], bare_wall, strict=True)]
+        ratio = [t / b for (_, t), b in zip(got["snakemake"], bare_thr, strict=True)]
+        ratio_rc = [t / b for (_, t), b in zip(got["run-cell"], bare_thr, strict=True)]
+        noise = statistics.stdev(bare_thr) / statistics.mean(bare_thr) if rounds > 1 else 0.0
+        common = {
+            "rounds": rounds,
+            "dd": f"bs=64 count={count} into {shm}",
+            "bare_wall_s": bare_wall,
+            "bare_throughput_Bps": bare_thr,
+            "snakemake_wall_s": [w for w, _ in got["snakemake"]],
+            "snakemake_throughput_Bps": [t for _, t in got["snakemake"]],
+            "run_cell_wall_s": [w for w, _ in got["run-cell"]],
+            "run_cell_throughput_Bps": [t for _, t in got["run-cell"]],
+            "bare_throughput_cv": noise,
+        }
+        return [
+            check(
+                Row(
+                    "1 cell overhead",
+                    "extra wall per cell, snakemake + perfpost vs bare dd",
+                    median(extra),
+                    "s",
+                    details={"per_round": extra, **common},
+                ),
+                lambda v: v <= 0.5,
+                "<= 0.5 s",
+            ),
+            check(
+                Row(
+                    "1 cell overhead",
+                    "throughput ratio, perfpost cell / bare dd",
+                    median(ratio),
+                    "x",
+                    details={
+                        "per_round": ratio,
+                        "bare_noise_cv": noise,
+                        "ratio_of_medians": median([t for _, t in got["snakemake"]])
+                        / median(bare_thr),
+                    },
+                ),
+                lambda v: abs(v - 1) <= 0.01,
+                "1 +- 0.01",
+            ),
+            Row(
+                "1 cell overhead",
+                "  of which snakemake startup (dry run of the cell)",
+                median(dry),
+                "s",
+                details={"runs": dry},
+            ),
+            Row(
+                "1 cell overhead",
+                "  perfpost run-cell alone, extra wall vs bare dd",
+                median(extra_rc),
+                "s",
+                details={"per_round": extra_rc},
+            ),
+            Row(
+                "1 cell overhead",
+                "  perfpost run-cell alone, throughput ratio",
+                median(ratio_rc),
+                "x",
+                details={"per_round": ratio_rc},
+            ),
+            Row(
+                "1 cell overhead",
+                "  bare dd throughput (CV across rounds: noise floor)",
+                median(bare_thr) / 1e6,
+                "MB/s",
+                details={"cv": noise},
+            ),
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(shm, ignore_errors=True)

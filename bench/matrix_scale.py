@@ -1,0 +1,352 @@
+"""Items 4 and 6, matrix scale and the report: Snakemake over 1,000 and 10,000 dd cells.
+
+The matrix is bs (10 sizes, 512 B .. 256 KiB) x count (10, or 100 for 10,000 cells) x dir
+(10 directories in /dev/shm), one repeat, on localhost: cells so small (at most 2.5 MB) that
+re-running one costs almost nothing but perfpost and Snakemake.
+
+In one workflow checkout, in order:
+
+- ``snakemake -n report`` over 1,000 and 10,000 cells that never ran;
+- 1,000 finished cells are fabricated: one cell runs for real, and every other record is
+  written from it (labels, parameters, command, metrics and dd log made consistent) with
+  perfpost's own ``records.write_json_atomic`` at the path ``paths.record`` names;
+- ``snakemake report`` renders the post from them (item 6);
+- ``snakemake report`` again, with nothing to do (the no-op run);
+- one cell's repeat directory is removed and ``snakemake report`` runs again (re-run one);
+- the workflow's steps (``perfpost env``, ``tables``, ``figures``, ``post``) run by
+  themselves on the same 1,000 records, to say where the time of a run goes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from benchlib import (
+    Row,
+    check,
+    job_counts,
+    make_checkout,
+    median,
+    snakemake,
+    timed,
+    tool,
+    write_config,
+)
+
+EXPERIMENT = "scale"
+
+
+def matrix_config(shm: Path, counts: int) -> dict:
+    return {
+        "experiments": {
+            EXPERIMENT: {
+                "title": "Matrix scale",
+                "tool": "dd",
+                "params": {"mode": "write"},
+                "axes": {
+                    "bs": [512 * 2**i for i in range(10)],
+                    "count": list(range(1, counts + 1)),
+                    "dir": {f"d{i}": str(shm / f"d{i}") for i in range(10)},
+                },
+                "repeats": 1,
+                "plot": {"x": "bs", "facet": "dir"},
+            }
+        }
+    }
+
+
+def fabricate(work: Path, config: dict) -> int:
+    """Finished records for every cell of ``config``: one real run, the rest written from it
+    with the package's own writer. Returns how many were written."""
+    import os
+
+    from perfpost import config as pconfig
+    from perfpost import hostscript, paths, records
+    from perfpost.adapters import dd
+    from perfpost.hosts import LocalHost
+    from perfpost.runner import run_cell
+
+    plan = pconfig.build_plan(json.loads(json.dumps(config)))
+    specs = list(plan.jobs())
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        first = specs[0]
+        path = Path(paths.record(first.experiment, first.cell, "localhost", first.repeat, 1))
+        template = run_cell(first, path, LocalHost())
+        if template["status"] != "done":
+            raise RuntimeError(f"the template cell failed: {template['reason']}")
+        base_rate = next(m["value"] for m in template["metrics"] if m["name"] == "throughput")
+        start = template["start_epoch"]
+        rng = random.Random(20260101)
+        for i, spec in enumerate(specs[1:], start=1):
+            p = spec.params
+            bs, count = int(p["bs"]), int(p["count"])
+            nbytes = bs * count
+            rate = base_rate * (0.5 + bs / 262144) * (1 + rng.gauss(0, 0.05))
+            elapsed = nbytes / rate
+            workdir = f"{p['dir']}/{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
+            argv = dd.plan(p, workdir).measure[0].argv
+            t0 = start + i * 0.05
+            rec = {
+                **template,
+                "cell": spec.cell,
+                "labels": spec.labels,
+                "params": p,
+                "command": hostscript.quote(argv),
+                "workdir": workdir,
+                "start_epoch": t0,
+                "end_epoch": t0 + elapsed,
+                "start": _iso(t0),
+                "end": _iso(t0 + elapsed),
+                "metrics": [
+                    {"name": "wall_time", "value": elapsed + 0.002, "unit": "s"},
+                    {"name": "bytes", "value": float(nbytes), "unit": "B"},
+                    {"name": "elapsed", "value": elapsed, "unit": "s"},
+                    {"name": "throughput", "value": nbytes / elapsed, "unit": "B/s"},
+                    {"name": "records_in_full", "value": float(count), "unit": "count"},
+                    {"name": "records_in_partial", "value": 0.0, "unit": "count"},
+                    {"name": "records_out_full", "value": float(count), "unit": "count"},
+                    {"name": "records_out_partial", "value": 0.0, "unit": "count"},
+                ],
+            }
+            out = Path(paths.record(spec.experiment, spec.cell, "localhost", spec.repeat, 1))
+            raw = out.parent / paths.RAW
+            raw.mkdir(parents=True, exist_ok=True)
+            (raw / dd.WRITE_LOG).write_text(
+                f"{count}+0 records in\n{count}+0 records out\n"
+                f"{nbytes} bytes copied, {elapsed:.6g} s, {rate / 1e6:.3g} MB/s\n"
+            )
+            records.write_json_atomic(out, rec)
+        return len(specs)
+    finally:
+        os.chdir(cwd)
+
+
+def _iso(ts: float) -> str:
+    from perfpost.runner import iso
+
+    return iso(ts)
+
+
+def steps(work: Path, config: dict) -> dict[str, float]:
+    """Each workflow step by itself, as the rules call it, on the finished records."""
+    import os
+
+    from perfpost import config as pconfig
+    from perfpost import workflow as pw
+
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        plan = pconfig.build_plan(json.loads(json.dumps(config)))
+        recs = pw.current_records(plan, EXPERIMENT)
+    finally:
+        os.chdir(cwd)
+    out = work / "bench-steps"
+    out.mkdir(exist_ok=True)
+    exp = pw.experiment_json(plan, EXPERIMENT)
+    argvs = {
+        "env": ["env", "--host", pw.host_json(plan, "localhost"), "--out", f"{out}/env.json"],
+        "tables": [
+            "tables",
+            "--axes",
+            pw.axes_json(plan, EXPERIMENT),
+            "--out-dir",
+            str(out),
+            *recs,
+        ],
+        "figures": [
+            "figures",
+            "--experiment",
+            exp,
+            "--tidy",
+            f"{out}/tidy.parquet",
+            "--series",
+            f"{out}/series.csv",
+            "--out-dir",
+            f"{out}/figures",
+        ],
+        "post": [
+            "post",
+            "--experiment",
+            exp,
+            "--tidy",
+            f"{out}/tidy.parquet",
+            "--cells",
+            f"{out}/cells.csv",
+            "--figures",
+            f"{out}/figures",
+            "--env",
+            f"{out}/env.json",
+            "--out",
+            f"{out}/index.md",
+            "--data",
+            f"{out}/data.csv",
+            "--comparisons",
+            f"{out}/comparisons.csv",
+        ],
+        "import only": [],
+    }
+    got = {}
+    for name, argv in argvs.items():
+        if name == "import only":
+            import sys
+
+            wall, done = timed(
+                [sys.executable, "-c", "import perfpost.cli, perfpost.report, perfpost.plots"],
+                cwd=work,
+            )
+        else:
+            wall, done = timed([tool("perfpost"), *argv], cwd=work)
+        if done.returncode:
+            raise RuntimeError(f"perfpost {name} failed: {done.stdout}{done.stderr}")
+        got[name] = wall
+    return got
+
+
+def run(quick: bool, log=print) -> list[Row]:
+    shm = Path(f"/dev/shm/perfpost-bench-{uuid.uuid4().hex[:8]}")
+    work = Path(tempfile.mkdtemp(prefix="perfpost-bench-matrix-"))
+    rows: list[Row] = []
+    try:
+        small, large = matrix_config(shm, 10), matrix_config(shm, 100)
+        make_checkout(work, small)
+        write_config(work / "config" / "c10k.yaml", large)
+        big = ["--configfile", "config/c10k.yaml", "--replace-workflow-config"]
+
+        if not quick:  # warm-up: Python files in the page cache, .snakemake/ made
+            snakemake(work, "-n", "--cores", "2", "report")
+        dry1k, dry10k = [], []
+        for _ in range(1 if quick else 2):
+            wall, done = snakemake(work, "-n", "--cores", "2", "report")
+            dry1k.append(wall)
+            jobs1k = job_counts(done.stdout + done.stderr)
+            log(f"  snakemake -n, 1,000 cells: {wall:.2f} s {jobs1k}")
+        for _ in range(1 if quick else 2):
+            wall, done = snakemake(work, "-n", "--cores", "2", *big, "report")
+            dry10k.append(wall)
+            jobs10k = job_counts(done.stdout + done.stderr)
+            log(f"  snakemake -n, 10,000 cells: {wall:.2f} s (cell jobs: {jobs10k.get('cell')})")
+        rows.append(
+            Row(
+                "4 matrix scale",
+                "snakemake -n, 1,000 cells",
+                median(dry1k),
+                "s",
+                details={"runs": dry1k, "jobs": jobs1k},
+            )
+        )
+        rows.append(
+            check(
+                Row(
+                    "4 matrix scale",
+                    "snakemake -n, 10,000 cells",
+                    median(dry10k),
+                    "s",
+                    details={"runs": dry10k, "jobs": jobs10k},
+                ),
+                lambda v: v < 15,
+                "< 15 s",
+            )
+        )
+
+        t = time.perf_counter()
+        n = fabricate(work, small)
+        log(f"  fabricated {n} finished cells in {time.perf_counter() - t:.1f} s")
+        wall, done = snakemake(work, "-n", "--cores", "2", "report")
+        planned = job_counts(done.stdout + done.stderr)
+        if planned.get("cell"):
+            raise RuntimeError(f"the fabricated cells would run again: {planned}")
+        rows.append(
+            Row(
+                "4 matrix scale",
+                "snakemake -n, 1,000 finished cells",
+                wall,
+                "s",
+                details={"jobs": planned},
+            )
+        )
+
+        wall, done = snakemake(work, "--cores", "2", "report", timeout=300)
+        first = job_counts(done.stdout + done.stderr)
+        log(f"  first report over 1,000 finished cells: {wall:.2f} s {first}")
+        report_wall = wall
+
+        noop = []
+        for _ in range(0 if quick else 2):
+            wall, done = snakemake(work, "--cores", "2", "report", timeout=300)
+            noop.append(wall)
+            noop_jobs = job_counts(done.stdout + done.stderr)
+            log(f"  no-op run: {wall:.2f} s {noop_jobs}")
+        if noop:
+            rows.append(
+                Row(
+                    "4 matrix scale",
+                    "no-op snakemake report, 1,000 finished cells",
+                    median(noop),
+                    "s",
+                    details={"runs": noop, "jobs_run": noop_jobs},
+                )
+            )
+
+        from perfpost import config as pconfig
+        from perfpost import paths
+
+        specs = list(pconfig.build_plan(json.loads(json.dumps(small))).jobs())
+        rerun = []
+        rng = random.Random(7)
+        for spec in rng.sample(specs[1:], 1 if quick else 3):
+            shutil.rmtree(work / paths.repeat_dir(spec.experiment, spec.cell, "localhost", 1))
+            wall, done = snakemake(work, "--cores", "2", "report", timeout=300)
+            rerun.append(wall)
+            rerun_jobs = job_counts(done.stdout + done.stderr)
+            log(f"  re-run one cell ({spec.cell}): {wall:.2f} s {rerun_jobs}")
+        rows.append(
+            check(
+                Row(
+                    "4 matrix scale",
+                    "re-run one cell of 1,000 (snakemake report)",
+                    median(rerun),
+                    "s",
+                    details={"runs": rerun, "jobs_run": rerun_jobs},
+                ),
+                lambda v: v < 5,
+                "< 5 s",
+            )
+        )
+
+        rows.append(
+            check(
+                Row(
+                    "6 report",
+                    "post from 1,000 finished cells (snakemake report)",
+                    report_wall,
+                    "s",
+                    details={"jobs_run": first},
+                ),
+                lambda v: v < 30,
+                "< 30 s",
+            )
+        )
+        if quick:
+            return rows
+        got = steps(work, small)
+        log("  steps by themselves: " + ", ".join(f"{k} {v:.2f} s" for k, v in got.items()))
+        for name in ("env", "tables", "figures", "post", "import only"):
+            what = (
+                "python + import perfpost.cli, report, plots"
+                if name == "import only"
+                else f"perfpost {name}, 1,000 records"
+            )
+            rows.append(Row("6 report", f"  step: {what}", got[name], "s"))
+        return rows
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(shm, ignore_errors=True)

@@ -1,0 +1,150 @@
+"""Harness speed: perfpost against the bare tools, every figure from one command.
+
+    . .venv/bin/activate
+    python bench/run.py            # the full suite, about 8 minutes on 2 cores (as root)
+    python bench/run.py --quick    # a smoke run, under 2 minutes
+    python bench/run.py --only parse,cell
+
+Items (each ratio is against a baseline measured in the same run):
+
+1. cell: one dd cell through snakemake + perfpost vs the bare dd, alternately;
+2. remote: per-command latency on a warm perfpost connection vs ssh with a ControlMaster;
+3. remote: one cell on k = 1, 3, 8, 16 real sshd hosts (wall / wall at k = 1, start skew);
+4. matrix: snakemake -n over 1,000 and 10,000 cells, a no-op run over 1,000 finished cells,
+   re-running one cell of them;
+5. parse: MB/s of perfpost's freon parser vs one re.finditer pass over the same ~200 MB;
+6. matrix: the post of 1,000 finished cells (tables, figures, post).
+
+It prints one table (item, measure, figure, target, met) and writes it, with the machine's
+description and each item's CPU contention, to bench/results/latest.json. Remote items need
+root (network namespaces) or fall back to loopback ports. Nothing is asserted: a missed
+target is a row that says "no".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import ROOT, CpuWatch, Row, asjson, machine
+
+SCHEMA_VERSION = 1
+ITEMS = ("parse", "cell", "matrix", "remote")
+RESULTS = ROOT / "bench" / "results"
+
+
+def _load(name: str):
+    if name == "parse":
+        import parsing
+
+        return parsing.run
+    if name == "cell":
+        import cell_overhead
+
+        return cell_overhead.run
+    if name == "matrix":
+        import matrix_scale
+
+        return matrix_scale.run
+    import remote
+
+    return remote.run
+
+
+def table(rows: list[Row]) -> str:
+    head = ("item", "measure", "figure", "target", "met")
+    body = [
+        (
+            r.item,
+            r.figure,
+            r.shown(),
+            r.target or "-",
+            "-" if r.met is None else ("yes" if r.met else "NO"),
+        )
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(head), sep, *(line(b) for b in body)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer rounds and smaller inputs")
+    ap.add_argument("--only", default=",".join(ITEMS), help=f"comma list of {', '.join(ITEMS)}")
+    ap.add_argument("--out", default=str(RESULTS / "latest.json"))
+    args = ap.parse_args(argv)
+    chosen = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = sorted(set(chosen) - set(ITEMS))
+    if unknown:
+        ap.error(f"unknown items {unknown}; known: {', '.join(ITEMS)}")
+
+    meta = machine()
+    started = time.perf_counter()
+    rows: list[Row] = []
+    contention: dict[str, dict[str, float]] = {}
+    errors: dict[str, str] = {}
+    for name in chosen:
+        print(f"[{time.perf_counter() - started:6.1f} s] {name} ...", flush=True)
+        watch = CpuWatch()
+        try:
+            got = _load(name)(args.quick, log=lambda s: print(s, flush=True))
+        except Exception as e:  # one broken item must not hide the others' figures
+            traceback.print_exc()
+            errors[name] = f"{type(e).__name__}: {e}"
+            got = [Row(name, f"failed: {type(e).__name__}: {e}"[:90], None, "", "", False)]
+        contention[name] = watch.result()
+        rows += got
+        c = contention[name]
+        print(
+            f"[{time.perf_counter() - started:6.1f} s] {name} done in {c['wall_s']:.0f} s; "
+            f"CPU busy {c['busy_cores']:.2f} cores, this suite {c['own_cores']:.2f}, "
+            f"others ~{c['foreign_cores']:.2f}",
+            flush=True,
+        )
+
+    order = {f"{i} ": i for i in range(1, 7)}
+    rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 9))
+    print()
+    print(table(rows))
+    noisy = {k: v for k, v in contention.items() if v["foreign_cores"] > 0.3}
+    print()
+    for k, v in contention.items():
+        print(
+            f"{k}: {v['wall_s']:.0f} s; CPU busy {v['busy_cores']:.2f} of {meta['cpus']} cores, "
+            f"others ~{v['foreign_cores']:.2f} cores"
+            + ("  <- contention: figures may be skewed" if k in noisy else "")
+        )
+    total = time.perf_counter() - started
+    print(f"total {total:.0f} s ({'quick' if args.quick else 'full'} run)")
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "quick": args.quick,
+        "items": chosen,
+        "machine": meta,
+        "duration_s": round(total, 1),
+        "contention": contention,
+        "errors": errors,
+        "rows": asjson(rows),
+    }
+    out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"-> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
