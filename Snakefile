@@ -3,10 +3,13 @@
 # The rules only declare files; the logic lives in the perfpost package (workflow/perfpost).
 from snakemake.utils import min_version
 
+from perfpost.workflow import strict_configfile
+
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# Read strictly first: a YAML mistake or a key given twice is named with its line.
+configfile: strict_configfile("config/config.yaml")
 
 
 # snakemake --report report.html: one category per experiment (figures, tables, comparisons).

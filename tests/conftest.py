@@ -96,3 +96,19 @@ def single_yarn(tool_cache, tmp_path_factory):
     yarn.start()
     yield yarn
     yarn.stop()
+
+
+# The fault suite's table (tests/test_faults.py): fault, how it was injected, what was kept.
+FAULTS: list[tuple[str, str, str]] = []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not FAULTS:
+        return
+    tr = terminalreporter
+    tr.section("faults injected and what perfpost kept")
+    widths = [max(len(r[i]) for r in [("fault", "injected", "outcome"), *FAULTS]) for i in (0, 1)]
+    tr.write_line(f"{'fault':<{widths[0]}} | {'injected':<{widths[1]}} | outcome")
+    tr.write_line(f"{'-' * widths[0]}-+-{'-' * widths[1]}-+-{'-' * 7}")
+    for fault, how, kept in FAULTS:
+        tr.write_line(f"{fault:<{widths[0]}} | {how:<{widths[1]}} | {kept}")

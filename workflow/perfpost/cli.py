@@ -20,16 +20,6 @@ from typing import Any
 from perfpost.errors import ConfigError, ParseError, PerfpostError
 
 DEFAULT_CONFIG = "config/config.yaml"
-RETRIES_ENV = "PERFPOST_RETRIES"  # set by the Snakefile from the profile's `retries`
-
-
-def _retries() -> int:
-    try:
-        return max(0, int(os.environ.get(RETRIES_ENV, "0")))
-    except ValueError:
-        return 0
-
-
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
     """Each spec's environment, and a redactor that masks its secrets in this job's output."""
     from perfpost import hostenv
@@ -73,12 +63,11 @@ def _log_to(record_path: str) -> None:
     os.close(fd)
 
 
-def _attempts(outs: list[str], run: Any) -> None:
+def _attempts(outs: list[str], run: Any, retries: int) -> None:
     """Run a cell's attempt and, while it fails and the profile's ``retries`` allow, new
     attempts: each in its own attempt-<n> directory with its own log, failed ones kept."""
     from perfpost import paths
 
-    retries = _retries()
     for tried in range(1, retries + 2):
         done = run(outs)
         if not any(r["status"] == "failed" for r in done) or tried > retries:
@@ -115,7 +104,7 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
         print(line + (f" ({record['reason']})" if record["reason"] else ""), flush=True)
         return [record]
 
-    _attempts([args.out], run)
+    _attempts([args.out], run, args.retries)
     return 0
 
 
@@ -150,7 +139,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
             print(f"start skew between hosts: {skew * 1000:.1f} ms", flush=True)
         return done
 
-    _attempts(list(args.outs), run)
+    _attempts(list(args.outs), run, args.retries)
     return 0
 
 
@@ -507,11 +496,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run-cell", help="(workflow step) run one cell, write its record")
     s.add_argument("--spec", required=True, help="the cell spec as JSON")
     s.add_argument("--out", required=True, help="record path")
+    s.add_argument("--retries", type=int, default=0, help="new attempts after a failed one")
     s.set_defaults(func=_cmd_run_cell)
 
     s = sub.add_parser("run-together", help="(workflow step) run one cell on all its hosts at once")
     s.add_argument("--specs", required=True, help="the cell specs (one per host) as JSON")
     s.add_argument("--outs", required=True, nargs="+", help="record paths, in the same order")
+    s.add_argument("--retries", type=int, default=0, help="new attempts after a failed one")
     s.set_defaults(func=_cmd_run_together)
 
     s = sub.add_parser("env", help="(workflow step) capture a host's environment")

@@ -351,7 +351,10 @@ class _CellRun:
         try:
             parsed = self.adapter.parse_cell(texts, wall_time=timing.elapsed)
         except ParseError as e:
-            return self._finish(FAILED, f"unparseable log: {e}")
+            # Named as it lies in the attempt directory, where the log is kept.
+            where = f"{paths.RAW}/{e.source}" if (self.raw / e.source).exists() else e.source
+            place = where if e.line is None else f"{where}:{e.line}"
+            return self._finish(FAILED, f"unparseable log: {place}: {e.message}")
         fetched, why = self.fetch_records(texts)
         if why is not None:
             # Without its service record the cell would look complete but lack its numbers.

@@ -33,16 +33,42 @@ def ensure_on_path(python: str) -> None:
         os.environ["PATH"] = os.pathsep.join([bindir, *current])
 
 
+def strict_configfile(path: str) -> str:
+    """``path``, once read with perfpost's strict loader: Snakemake's own reports a YAML
+    mistake without its line and keeps the last of two equal keys."""
+    if os.path.exists(path):
+        from snakemake.exceptions import WorkflowError
+
+        from perfpost.config import load_yaml
+        from perfpost.errors import ConfigError
+
+        try:
+            load_yaml(path)
+        except ConfigError as e:
+            raise WorkflowError(str(e)) from None
+    return path
+
+
 def start_run(workflow: Any) -> None:
-    """Set up this Snakemake run: jobs watch it (and stop with it), learn the profile's
-    ``retries``, and whatever a killed run left behind (jobs, locks) is dealt with first."""
+    """Set up this Snakemake run: jobs watch it (and stop with it), and whatever a killed
+    run left behind (jobs, locks) is dealt with first."""
     from perfpost import lifeline
 
     for line in lifeline.recover():
         print(f"perfpost: {line}", file=sys.stderr)
     lifeline.mark_run()
-    retries = getattr(getattr(workflow, "execution_settings", None), "retries", 0) or 0
-    os.environ["PERFPOST_RETRIES"] = str(int(retries))
+
+
+def retries(workflow: Any) -> Any:
+    """The profile's (or command line's) ``retries``, for a cell's job: perfpost retries a
+    failed cell itself, as a new attempt, so the failed one stays on disk. Known only once
+    Snakemake executes, hence a function of the job."""
+
+    def of_job(wildcards: Any) -> int:
+        settings = getattr(workflow, "execution_settings", None)
+        return int(getattr(settings, "retries", 0) or 0)
+
+    return of_job
 
 
 def resource_name(host: str) -> str:

@@ -8,6 +8,10 @@ from perfpost import paths, workflow as pw
 from perfpost.errors import ConfigError
 
 try:
+    # Snakemake's loader keeps the last of two equal keys (two experiments named alike):
+    # read each config file strictly first, so such a mistake is named with its line.
+    for _configfile in workflow.configfiles:
+        pconfig.load_yaml(_configfile)
     PLAN = pconfig.build_plan(config)
     pconfig.check_secrets(PLAN)
 except ConfigError as e:

@@ -1,0 +1,601 @@
+"""The fault suite: each fault injected into real runs, and what perfpost kept afterwards.
+
+Every test adds a row to the table printed at the end of the session (conftest's
+``FAULTS``): the fault, how it was injected, and the outcome that was checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import FAULTS, env_with_venv, snakemake_bin
+from tests.e2e import make_checkout, planned_records, snakemake
+
+pytestmark = pytest.mark.e2e
+
+PERFPOST = str(Path(snakemake_bin()).with_name("perfpost"))
+
+
+def records(work: Path) -> dict[str, dict]:
+    return {
+        str(p.relative_to(work)): json.loads(p.read_text())
+        for p in sorted(work.glob("results/*/cells/*/*/r*/attempt-*/record.json"))
+    }
+
+
+def digests(work: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(work)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(work.glob("results/*/cells/*/*/r*/attempt-*/**/*"))
+        if p.is_file()
+    }
+
+
+def cells(work: Path) -> list[dict]:
+    got = subprocess.run(
+        [PERFPOST, "cells"], cwd=work, capture_output=True, text=True, env=env_with_venv()
+    )
+    assert got.returncode == 0, got.stderr
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(got.stdout)))
+
+
+def tool_processes(marker: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def wait_for(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.1)
+    pytest.fail(f"{what} did not happen within {timeout:g} s")
+
+
+def slow_dd(scratch: str, counts: list[int], repeats: int = 2) -> dict:
+    """dd cells of ~1-3 s each on localhost: long enough to be caught mid-run."""
+    return {
+        "tool": "dd",
+        "hosts": ["localhost"],
+        "repeats": repeats,
+        "axes": {"count": counts},
+        "params": {"dir": scratch, "bs": "4k", "oflag": ["dsync"]},
+    }
+
+
+def start(work: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [snakemake_bin(), "--cores", "2", *args, "report"],
+        cwd=work,
+        env=env_with_venv(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("how", "sig", "group"),
+    [
+        ("kill -9 of snakemake alone", signal.SIGKILL, False),
+        ("kill -9 of snakemake and every job (its process group)", signal.SIGKILL, True),
+        ("Ctrl-C (SIGINT to the process group)", signal.SIGINT, True),
+        ("SIGTERM to snakemake", signal.SIGTERM, False),
+    ],
+)
+def test_an_interrupted_run_resumes_with_nothing_lost_or_half_done(tmp_path, how, sig, group):
+    scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
+    work = make_checkout(
+        tmp_path / "w",
+        {"experiments": {"slow": slow_dd(scratch, [3000, 3001, 3002])}},
+    )
+    proc = start(work)
+    try:
+        # Mid-run: at least one cell finished and a dd of another one is writing.
+        wait_for(lambda: records(work) and tool_processes(f"of={scratch}/"), 180, "a cell mid-run")
+        before = {k: v for k, v in digests(work).items() if "/raw/" in k or "record" in k}
+        finished_before = set(records(work))
+        (os.killpg if group else os.kill)(proc.pid, sig)
+        proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # The tool died with its job (SIGTERM: Snakemake lets running jobs finish first).
+    wait_for(lambda: not tool_processes(f"of={scratch}/"), 20, "the dd to end")
+    status = {c["id"]: c for c in cells(work)}
+    assert set(status) == {
+        f"slow/count={n}/localhost/r{r}" for n in (3000, 3001, 3002) for r in (1, 2)
+    }
+    for c in status.values():
+        # Never a half result: a run is done with a record, or has none at all.
+        assert c["status"] in {"done", "incomplete", "missing"}, c
+    # The next run plans exactly the runs without a finished record, then completes.
+    unfinished = sorted(i for i, c in status.items() if c["status"] != "done")
+    planned = planned_records(work)
+    assert sorted(p.split("/cells/")[1].rsplit("/attempt-", 1)[0] for p in planned) == sorted(
+        i.split("/", 1)[1] for i in unfinished
+    )
+    again = snakemake(work, "--cores", "2", "report")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert {c["status"] for c in cells(work)} == {"done"}
+    after = digests(work)
+    for path, digest in before.items():  # finished attempts were never touched again
+        assert after.get(path) == digest, path
+    assert finished_before <= set(records(work))
+    assert not list(work.glob(".snakemake/locks/*"))
+    interrupted = [i for i in unfinished if status[i]["status"] == "incomplete"]
+    FAULTS.append(
+        (
+            "interrupt mid-run",
+            how,
+            f"{len(finished_before)} finished records untouched, {len(interrupted)} "
+            f"interrupted attempt(s) kept without a record, resume completed "
+            f"{len(unfinished)} run(s), no dd left",
+        )
+    )
+
+
+def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_path):
+    """SIGKILL to snakemake and every perfpost job: nothing is left to clean up on the hosts'
+    side, yet the dd there stops, because its SSH channel (the lifeline) closed."""
+    from perfpost.remote import RemoteHost
+    from tests.test_remote import processes
+
+    inv = yaml.safe_load(Path(testbed.inventory).read_text())
+    scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
+    exp = {**slow_dd(scratch, [4000, 4001], repeats=1), "hosts": ["h1", "h2"]}
+    work = make_checkout(tmp_path / "w", {**inv, "experiments": {"far": exp}})
+    hosts = [RemoteHost(testbed.spec(h)) for h in ("h1", "h2")]
+
+    def running() -> list[str]:
+        return [p for h in hosts for p in processes(h) if f"of={scratch}/" in p]
+
+    proc = start(work)
+    try:
+        wait_for(
+            lambda: all(
+                any(p.startswith("dd ") and f"of={scratch}/" in p for p in processes(h))
+                for h in hosts
+            ),
+            180,
+            "dd running on both hosts",
+        )
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+        t0 = time.monotonic()
+        wait_for(lambda: not running(), 30, "the remote dd processes to end")
+        gone_after = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for h in hosts:
+            h.close()
+    again = snakemake(work, "--cores", "2", "report")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {c["status"] for c in cells(work)} == {"done"}
+    FAULTS.append(
+        (
+            "interrupt mid-run",
+            "kill -9 of snakemake and every job, dd on 2 SSH hosts",
+            f"remote dd gone {gone_after:.1f} s later, resume completed all 4 runs",
+        )
+    )
+
+
+SHIM = r"""#!/bin/sh
+# A dd that misbehaves as $PERFPOST_FAULT says, for the fault suite.
+case "$1" in --version) exec /bin/dd "$@" ;; esac
+case "${PERFPOST_FAULT:-}" in
+  garbled) /bin/dd "$@" 2>&1 | tr '0-9' 'x' >&2 ;;
+  truncated) /bin/dd "$@" 2>&1 | head -c 30 >&2 ;;
+  empty) /bin/dd "$@" 2>/dev/null ;;
+  foreign) /bin/dd "$@" 2>/dev/null
+    echo "Exception in thread main java.lang.NoClassDefFoundError" >&2 ;;
+  flaky)
+    # Fails the first time, then behaves.
+    state="$PERFPOST_STATE/flaky-failed-once"
+    if [ ! -e "$state" ]; then
+      : > "$state"; echo "dd: error writing: Input/output error" >&2; exit 1
+    fi
+    exec /bin/dd "$@" ;;
+  secret)
+    echo "token in the tool's own output: $PERFPOST_TOKEN" >&2
+    printf %s "$PERFPOST_TOKEN" | sha256sum | cut -d' ' -f1 > "$PERFPOST_STATE/seen"
+    exec /bin/dd "$@" ;;
+  *) exec /bin/dd "$@" ;;
+esac
+"""
+
+
+@pytest.fixture(scope="module")
+def shim_run(tmp_path_factory):
+    """One run with a misbehaving dd per experiment, a secret and one retry allowed."""
+    base = tmp_path_factory.mktemp("faults")
+    shim = base / "shim"
+    shim.mkdir()
+    (shim / "dd").write_text(SHIM)
+    (shim / "dd").chmod(0o755)
+    state = base / "state"
+    state.mkdir()
+    token = "tok-" + uuid.uuid4().hex
+    path = f"{shim}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
+
+    def exp(fault: str, **env) -> dict:
+        return {
+            "tool": "dd",
+            "hosts": ["localhost"],
+            "repeats": 1,
+            "params": {"dir": scratch, "bs": "4k", "count": 64},
+            "env": {"PERFPOST_FAULT": fault, "PERFPOST_STATE": str(state), **env},
+        }
+
+    cfg = {
+        "hosts": {"localhost": {"env": {"PATH": path}}},
+        "experiments": {
+            "garbled": exp("garbled"),
+            "truncated": exp("truncated"),
+            "empty": exp("empty"),
+            "foreign": exp("foreign"),
+            "flaky": exp("flaky"),
+            "hung": {
+                **exp("none"),
+                "params": {"dir": scratch, "bs": "4k", "count": 10**9},
+                "timeout": 2,
+            },
+            "secret": exp("secret", PERFPOST_TOKEN={"secret": "PERFPOST_FAULT_TOKEN"}),
+        },
+    }
+    work = make_checkout(base / "w", cfg)
+    env = {**env_with_venv(), "PERFPOST_FAULT_TOKEN": token}
+    result = subprocess.run(
+        [snakemake_bin(), "--cores", "2", "--retries", "1", "report"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    return work, result, token, state, env
+
+
+@pytest.mark.parametrize(
+    ("exp", "what", "fragment"),
+    [
+        ("garbled", "digits of dd's output replaced", "unparseable log: raw/"),
+        ("truncated", "dd's output cut after 30 bytes", "unparseable log: raw/"),
+        ("empty", "dd printed nothing", "unparseable log: raw/"),
+        ("foreign", "a Java stack trace instead of dd's output", "unparseable log: raw/"),
+    ],
+)
+def test_a_corrupted_log_fails_its_cell_with_the_place_and_keeps_the_log(
+    shim_run, exp, what, fragment
+):
+    work, result, *_ = shim_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    recs = [r for p, r in records(work).items() if f"results/{exp}/" in p]
+    assert len(recs) == 2  # the first attempt and its retry
+    for rec in recs:
+        assert rec["status"] == "failed"
+        assert rec["reason"].startswith(fragment), rec["reason"]
+        assert rec["metrics"] == [] or all(m["name"] != "throughput" for m in rec["metrics"])
+    log = next(work.glob(f"results/{exp}/cells/*/localhost/r1/attempt-1/raw/*.log"))
+    assert log.exists()  # the log that could not be read is kept for diagnosis
+    place = recs[0]["reason"].split(": ", 2)[1]
+    assert place.startswith("raw/"), recs[0]["reason"]
+    assert ":" in place or exp == "empty", recs[0]["reason"]  # the line, where there is one
+    post = (work / "reports" / exp / "index.md").read_text()
+    assert "unparseable log" in post.split("## Failed cells")[1]
+    assert not (work / "results" / exp / "tidy.csv").read_text().count(",throughput,")
+    FAULTS.append(("corrupted log", what, f"cell failed: {recs[0]['reason'][:70]}; log kept"))
+
+
+def test_a_hung_command_is_killed_at_its_timeout(shim_run):
+    work, *_ = shim_run
+    recs = [r for p, r in records(work).items() if "results/hung/" in p]
+    assert recs
+    assert all(r["status"] == "failed" for r in recs)
+    assert all(r["reason"] == "timed out after 2 s" for r in recs), recs
+    assert not tool_processes("count=1000000000")
+    FAULTS.append(
+        ("hung command", "dd of 4 TB with a 2 s timeout", "killed at 2 s, cell failed, no dd left")
+    )
+
+
+def test_a_flaky_cell_is_retried_as_a_new_attempt_and_both_are_kept(shim_run):
+    work, *_ = shim_run
+    recs = {p: r for p, r in records(work).items() if "results/flaky/" in p}
+    first = [r for p, r in recs.items() if "/attempt-1/" in p]
+    second = [r for p, r in recs.items() if "/attempt-2/" in p]
+    assert [r["status"] for r in first] == ["failed"]
+    assert [r["status"] for r in second] == ["done"]
+    logs = sorted(work.glob("results/flaky/cells/*/localhost/r1/attempt-*/perfpost.log"))
+    assert len(logs) == 2
+    assert "retry 1 of 1" in logs[0].read_text()
+    assert "attempt 2: retry 1 of 1 after attempt 1" in logs[1].read_text()
+    import pandas as pd
+
+    tidy = pd.read_csv(work / "results" / "flaky" / "tidy.csv")
+    assert set(tidy["attempt"]) == {2}  # the table follows the retry, not the failure
+    assert "throughput" in set(tidy["metric"])
+    post = (work / "reports" / "flaky" / "index.md").read_text()
+    assert "None: every run finished." in post
+    FAULTS.append(
+        (
+            "transient tool failure",
+            "dd exits 1 once; profile retries: 1",
+            "attempt 1 failed and kept, attempt 2 done and reported",
+        )
+    )
+
+
+def test_a_secret_never_reaches_results_reports_or_snakemake_metadata(shim_run):
+    work, result, token, state, _ = shim_run
+    rec = next(r for p, r in records(work).items() if "results/secret/" in p)
+    assert rec["status"] == "done", rec["reason"]
+    # It reached the tool on the host...
+    assert (state / "seen").read_text().strip() == hashlib.sha256(token.encode()).hexdigest()
+    # ...and nowhere perfpost or Snakemake wrote.
+    searched = 0
+    for top in ("results", "reports", ".snakemake"):
+        for p in (work / top).rglob("*"):
+            if p.is_file():
+                searched += 1
+                assert token.encode() not in p.read_bytes(), p
+    assert token not in result.stdout + result.stderr
+    raw = next(work.glob("results/secret/cells/*/localhost/r1/attempt-1/raw/*.log")).read_text()
+    assert "token in the tool's own output: ***" in raw
+    assert rec["env"]["PERFPOST_TOKEN"] == "(secret, from $PERFPOST_FAULT_TOKEN)"
+    FAULTS.append(
+        (
+            "secret in the environment",
+            "env {secret: VAR}, and the tool prints it",
+            f"reached the tool; absent from {searched} files under results/, reports/, "
+            ".snakemake/ (masked as ***)",
+        )
+    )
+
+
+def test_rerun_makes_a_new_attempt_of_chosen_cells_only(shim_run):
+    work, _, _, _, env = shim_run
+    before = digests(work)
+    got = subprocess.run(
+        [PERFPOST, "rerun", "secret/default", "--cores", "2"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-3000:]
+    assert "secret/default/localhost/r1: attempt 2" in got.stdout
+    after = digests(work)
+    assert all(after.get(p) == d for p, d in before.items())  # nothing earlier overwritten
+    new = sorted(set(after) - set(before))
+    # The chosen finished cell ran again; the other finished one (flaky) did not. (The run
+    # also retried the cells that had failed, as every run does.)
+    assert any(p.startswith("results/secret/cells/default/localhost/r1/attempt-2/") for p in new)
+    assert not [p for p in new if p.startswith("results/flaky/")]
+    status = {c["id"]: c for c in cells(work)}
+    assert status["secret/default/localhost/r1"]["attempt"] == "2"
+    assert status["secret/default/localhost/r1"]["status"] == "done"
+    bad = subprocess.run(
+        [PERFPOST, "rerun", "secrt/default"], cwd=work, capture_output=True, text=True, env=env
+    )
+    assert bad.returncode == 2
+    assert "'secrt/default' names no run of the config; did you mean secret/default" in bad.stderr
+    FAULTS.append(
+        (
+            "re-run of a finished cell",
+            "perfpost rerun secret/default",
+            "attempt 2 done, attempt 1 and the other finished cells untouched",
+        )
+    )
+
+
+def test_a_host_down_fails_its_cells_and_the_next_run_does_only_them(testbed, tmp_path):
+    inv = yaml.safe_load(Path(testbed.inventory).read_text())
+    scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
+    exp = {
+        "tool": "dd",
+        "hosts": ["h1", "h3"],
+        "repeats": 1,
+        "axes": {"count": [100, 200]},
+        "params": {"dir": scratch, "bs": "4k"},
+    }
+    work = make_checkout(tmp_path / "w", {**inv, "experiments": {"down": exp}})
+    testbed.stop_host("h3")
+    try:
+        first = snakemake(work, "--cores", "2", "report")
+    finally:
+        testbed.start_host("h3")
+    assert first.returncode == 0, first.stderr[-3000:]
+    status = {c["id"]: c for c in cells(work)}
+    assert {c["status"] for i, c in status.items() if "/h1/" in i} == {"done"}
+    down = [c for i, c in status.items() if "/h3/" in i]
+    assert len(down) == 2
+    assert all(c["status"] == "failed" for c in down)
+    assert all(c["reason"].startswith("unreachable:") for c in down), down
+    planned = planned_records(work)
+    assert len(planned) == 2
+    assert all("/h3/" in p and "/attempt-2/" in p for p in planned)
+    again = snakemake(work, "--cores", "2", "report")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {c["status"] for c in cells(work)} == {"done"}
+    FAULTS.append(
+        (
+            "host down",
+            "sshd of h3 stopped for the first run",
+            f"h3's cells failed ({down[0]['reason'][:40]}...), h1's done; next run did only h3's",
+        )
+    )
+
+
+def _config_text(base: dict, change) -> str:
+    import copy
+
+    cfg = copy.deepcopy(base)
+    if callable(change):
+        change(cfg)
+        return yaml.safe_dump(cfg, sort_keys=False)
+    return change  # raw YAML text
+
+
+def _set(*path_value):
+    *path, value = path_value
+
+    def change(cfg):
+        node = cfg
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+
+    return change
+
+
+W = ("experiments", "w")
+GOOD = {
+    "experiments": {
+        "w": {
+            "tool": "dd",
+            "repeats": 4,
+            "axes": {"fs": ["a", "b"]},
+            "params": {"dir": "/tmp/perfpost-{fs}", "bs": "4k", "count": 10},
+        }
+    }
+}
+MISTAKES = [
+    ("unknown top-level key", _set("colour", "red"), "(top level)", "unknown key"),
+    ("misspelt experiment key", _set(*W, "repeat", 3), "experiments.w", "unknown key"),
+    ("wrong type", _set(*W, "repeats", "three"), "experiments.w.repeats", "not of type"),
+    ("zero repeats", _set(*W, "repeats", 0), "experiments.w.repeats", "minimum"),
+    ("unknown tool", _set(*W, "tool", "fio"), "experiments.w.tool", "'fio' is not one of"),
+    ("unknown host", _set(*W, "hosts", ["nowhere"]), "experiments.w.hosts[0]", "unknown host"),
+    (
+        "host listed twice",
+        _set(*W, "hosts", ["localhost", "localhost"]),
+        "experiments.w.hosts",
+        "twice",
+    ),
+    ("empty axis", _set(*W, "axes", "fs", []), "experiments.w.axes.fs", ""),
+    ("bad size unit", _set(*W, "params", "bs", "4 parsecs"), "params.bs", "bad size"),
+    (
+        "template names no axis",
+        _set(*W, "params", "dir", "/tmp/{nope}"),
+        "params.dir",
+        "names no axis",
+    ),
+    ("unknown flag value", _set(*W, "params", "oflag", ["sideways"]), "params.oflag", "not one of"),
+    ("plot axis unknown", _set(*W, "plot", {"x": "nope"}), "experiments.w.plot.x", "not an axis"),
+    ("unknown after-step", _set(*W, "after", ["fsck"]), "experiments.w.after[0]", "not one of"),
+    ("no experiments", _set("experiments", {}), "experiments", "non-empty"),
+    (
+        "param set twice",
+        _set(*W, "axes", "bs", ["4k", "8k"]),
+        "params.bs",
+        "set here and by the axis",
+    ),
+    (
+        "axis named like a column",
+        _set(*W, "axes", "n", [1, 2]),
+        "experiments.w.axes.n",
+        "names a column",
+    ),
+    ("negative timeout", _set(*W, "timeout", -5), "experiments.w.timeout", "less than or equal"),
+    (
+        "port out of range",
+        _set("hosts", "h9", {"address": "127.0.0.1", "port": 70000}),
+        "hosts.h9.port",
+        "maximum",
+    ),
+    (
+        "localhost with an address",
+        _set("hosts", "localhost", {"address": "10.0.0.1"}),
+        "hosts.localhost",
+        "without SSH",
+    ),
+    ("bad env name", _set(*W, "env", {"MY-VAR": "x"}), "experiments.w.env", "does not match"),
+    (
+        "secret not set",
+        _set(*W, "env", {"TOKEN": {"secret": "PERFPOST_UNSET_SECRET"}}),
+        "experiments.w.env.TOKEN",
+        "PERFPOST_UNSET_SECRET, which is not set",
+    ),
+    (
+        "comparison selects nothing",
+        _set(*W, "compare", [{"baseline": {"fs": "a"}, "candidate": {"fs": "zz"}}]),
+        "experiments.w.compare[0].candidate",
+        "selects no cell",
+    ),
+    (
+        "comparison names no axis",
+        _set(*W, "compare", [{"baseline": {"fs": "a"}, "candidate": {"disk": "b"}}]),
+        "experiments.w.compare[0].candidate",
+        "not an axis",
+    ),
+    (
+        "duplicate experiment",
+        "experiments:\n  w: {tool: dd, params: {dir: /tmp/x}}\n"
+        "  w: {tool: dd, params: {dir: /tmp/y}}\n",
+        "config/config.yaml: line 3",
+        "duplicate key 'w' (first at line 2)",
+    ),
+    (
+        "YAML syntax error",
+        "experiments:\n  w: {tool: dd, params: {dir: /tmp/x}\n",
+        "config.yaml",
+        "line",
+    ),
+]
+
+
+def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
+    """Each mistake: snakemake exits non-zero at once, its message names the key path and the
+    reason, and nothing was run (no results/ directory)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert len({m[0] for m in MISTAKES}) >= 20
+
+    def attempt(i_mistake):
+        i, (name, change, where, fragment) = i_mistake
+        work = make_checkout(tmp_path / f"m{i}", _config_text(GOOD, change))
+        got = snakemake(work, "--cores", "1", "report", timeout=120)
+        return name, where, fragment, work, got
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(attempt, enumerate(MISTAKES)))
+    messages = set()
+    for name, where, fragment, work, got in outcomes:
+        said = got.stdout + got.stderr
+        assert got.returncode != 0, name
+        assert where in said, f"{name}: {said[-1500:]}"
+        assert fragment in said, f"{name}: {said[-1500:]}"
+        assert not (work / "results").exists(), name
+        line = next(line for line in said.splitlines() if where in line)
+        messages.add(line.strip())
+    assert len(messages) == len(MISTAKES)  # each mistake has its own message
+    FAULTS.append(
+        (
+            "bad config",
+            f"{len(MISTAKES)} distinct mistakes, each through snakemake",
+            "all refused before any job, key path and reason named, no results/",
+        )
+    )
