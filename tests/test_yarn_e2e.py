@@ -58,6 +58,21 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
                 },
                 "repeats": 1,
             },
+            # The map JVM waits for a debugger forever: the client is killed at the timeout,
+            # and the application with it, at the ResourceManager.
+            "teragen-hung": {
+                "tool": "teragen",
+                "params": {
+                    **on_yarn,
+                    "defines": {
+                        "mapreduce.map.maxattempts": 1,
+                        "mapreduce.map.java.opts": "-agentlib:jdwp=transport=dt_socket,"
+                        "server=y,suspend=y,address=127.0.0.1:0",
+                    },
+                },
+                "timeout": 40,
+                "repeats": 1,
+            },
             # The job runs, but the record is asked of an address where no RM listens.
             "teragen-unread": {
                 "tool": "teragen",
@@ -137,6 +152,19 @@ def test_a_job_that_fails_on_yarn_fails_its_cell_with_yarn_s_diagnostics(yarn_ru
     assert "FINISHED/FAILED" in post
 
 
+def test_a_job_hung_past_its_timeout_is_killed_on_yarn_too(yarn_run):
+    work, yarn, _ = yarn_run
+    ((_, rec),) = records(work, "teragen-hung")
+    assert rec["status"] == "failed"
+    app = next(a for a in rec["reason"].split() if a.startswith("application_"))
+    assert rec["reason"].startswith("timed out after 40 s; YARN application application_")
+    assert f"{app} killed (HTTP 20" in rec["reason"]
+    assert rec["cancelled"][-1]["url"].endswith(f"/apps/{app}/state")
+    # The ResourceManager agrees: the application was killed, not left running.
+    live = get_json(f"{yarn.rm_url}/ws/v1/cluster/apps/{app}")["app"]
+    assert live["state"] == "KILLED", live["state"]
+
+
 def test_a_run_whose_record_cannot_be_read_is_not_a_result(yarn_run):
     work, _, _ = yarn_run
     ((path, rec),) = records(work, "teragen-unread")
@@ -158,7 +186,9 @@ def test_outputs_are_removed_when_asked_and_kept_otherwise(yarn_run):
         assert steps["remove-1"] == 0
         assert "org.apache.hadoop.fs.FsShell" in rec["remove_commands"][0]
         assert "warnings" not in rec
-    kept = [r for e in ("teragen-broken", "teragen-unread") for _, r in records(work, e)]
+    kept = [
+        r for e in ("teragen-broken", "teragen-unread", "teragen-hung") for _, r in records(work, e)
+    ]
     # Only the cells without remove_output left their directories (a failed job's too).
     assert sorted(p.name for p in outputs.iterdir()) == sorted(
         f"teragen-{r['workdir'].rsplit('/', 1)[1]}" for r in kept

@@ -20,6 +20,8 @@ from typing import Any
 from perfpost.errors import ConfigError, ParseError, PerfpostError
 
 DEFAULT_CONFIG = "config/config.yaml"
+
+
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
     """Each spec's environment, and a redactor that masks its secrets in this job's output."""
     from perfpost import hostenv

@@ -120,6 +120,18 @@ def http_get_script(url: str, timeout: float = 10.0) -> str:
     )
 
 
+def http_put_script(url: str, body: str, timeout: float = 10.0) -> str:
+    """PUT the JSON ``body`` to ``url`` with curl on the host; output as
+    :func:`http_get_script`'s."""
+    return (
+        "command -v curl >/dev/null 2>&1 || { echo 'curl is not installed on the host' >&2; "
+        "exit 127; }\n"
+        f"exec curl -sS -L --max-time {timeout:g} -X PUT -H 'Content-Type: application/json' "
+        f"-H 'Accept: application/json' --data {shlex.quote(body)} "
+        f"-w '\\n{HTTP_MARKER} %{{http_code}}\\n' -- {shlex.quote(url)}\n"
+    )
+
+
 def parse_http(stdout: str) -> tuple[int | None, str]:
     """The status and body printed by :func:`http_get_script` (status None if cut off)."""
     body, sep, tail = stdout.rpartition(f"\n{HTTP_MARKER} ")

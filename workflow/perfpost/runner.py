@@ -204,6 +204,27 @@ class _CellRun:
             metrics += got
         return metrics, None
 
+    def cancel_services(self, texts: dict[str, str]) -> str:
+        """Stop what the killed client left running at a service (a YARN application keeps
+        running after its client dies); returns what to add to the cell's reason."""
+        fetches = getattr(self.adapter, "fetches", None)
+        said = ""
+        for fetch in fetches(self.spec.params, texts) if fetches else ():
+            if not fetch.cancel_urls:
+                continue
+            outcome = f"{fetch.cancel_what} could not be killed"
+            for url in fetch.cancel_urls:
+                got = self.host.run(hostscript.http_put_script(url, fetch.cancel_body), 30)
+                code, text = hostscript.parse_http(got.stdout)
+                self.record.setdefault("cancelled", []).append({"url": url, "http_status": code})
+                if code is not None and 200 <= code < 300:
+                    outcome = f"{fetch.cancel_what} killed (HTTP {code} from {url})"
+                    break
+                detail = _tail(got.stderr or text, 1) or f"exit code {got.exit_code}"
+                outcome += f": {url}: HTTP {code}: {detail}"
+            said += f"; {outcome}"
+        return said
+
     def cleanup(self) -> None:
         try:
             self.host.run(
@@ -309,7 +330,8 @@ class _CellRun:
                 self.record["logs"].append(f"{paths.RAW}/{proc.log}")
 
         if measured.timed_out:
-            return self._finish(FAILED, f"timed out after {spec.timeout:g} s")
+            reason = f"timed out after {spec.timeout:g} s"
+            return self._finish(FAILED, reason + self.cancel_services(texts))
         if timing is None:
             return self._finish(
                 FAILED,

@@ -61,6 +61,11 @@ class Fetch:
     parse: Callable[[str, str], tuple[list[Metric], dict[str, Any]]]
     timeout: float = 60.0
     what: str = "record"
+    # How to stop the run at the service when its client was killed (a timeout): PUT this
+    # JSON to each URL in turn until one accepts it (YARN's application state: KILLED).
+    cancel_urls: tuple[str, ...] = ()
+    cancel_body: str = ""
+    cancel_what: str = "the run"
 
 
 class Unprivileged(Exception):

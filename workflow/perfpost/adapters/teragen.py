@@ -434,6 +434,9 @@ def fetches(params: Mapping[str, Any], texts: Mapping[str, str]) -> tuple[Fetch,
             parse=_app_record,
             timeout=float(params.get("app_record_timeout", 60)),
             what=f"the ResourceManager's record of {app}",
+            cancel_urls=tuple(yarnapp.url(u, app) + "/state" for u in urls),
+            cancel_body='{"state": "KILLED"}',
+            cancel_what=f"YARN application {app}",
         ),
     )
 
