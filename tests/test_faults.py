@@ -117,8 +117,10 @@ def test_an_interrupted_run_resumes_with_nothing_lost_or_half_done(tmp_path, how
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    # The tool died with its job (SIGTERM: Snakemake lets running jobs finish first).
+    # The tool died with its job (SIGTERM: Snakemake lets running jobs finish first), and
+    # the killed cell's scratch went with it.
     wait_for(lambda: not tool_processes(f"of={scratch}/"), 20, "the dd to end")
+    wait_for(lambda: not os.listdir(scratch), 10, "the scratch to be removed")
     status = {c["id"]: c for c in cells(work)}
     assert set(status) == {
         f"slow/count={n}/localhost/r{r}" for n in (3000, 3001, 3002) for r in (1, 2)
@@ -147,7 +149,7 @@ def test_an_interrupted_run_resumes_with_nothing_lost_or_half_done(tmp_path, how
             how,
             f"{len(finished_before)} finished records untouched, {len(interrupted)} "
             f"interrupted attempt(s) kept without a record, resume completed "
-            f"{len(unfinished)} run(s), no dd left",
+            f"{len(unfinished)} run(s), no dd or scratch left",
         )
     )
 
@@ -187,6 +189,14 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
             os.killpg(proc.pid, signal.SIGKILL)
         for h in hosts:
             h.close()
+    # Nor any scratch: the hosts removed the killed cells' files by themselves.
+    for spec in (testbed.spec(h) for h in ("h1", "h2")):
+        host = RemoteHost(spec)
+        try:
+            left = host.run(f"ls -A {scratch}; ls -d /tmp/perfpost-*-logs; true", 30).stdout
+        finally:
+            host.close()
+        assert left.strip() == "", (spec["name"], left)
     again = snakemake(work, "--cores", "2", "report")
     assert again.returncode == 0, again.stderr[-3000:]
     assert {c["status"] for c in cells(work)} == {"done"}
@@ -194,7 +204,7 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
         (
             "interrupt mid-run",
             f"kill -9 of snakemake and every job, dd running on {busy} SSH host(s)",
-            f"remote dd gone {gone_after:.1f} s later, resume completed all 4 runs",
+            f"remote dd and scratch gone {gone_after:.1f} s later, resume completed 4 runs",
         )
     )
 

@@ -178,14 +178,16 @@ def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     from perfpost import tidy
+    from perfpost.records import write_text_atomic
 
     loaded = _load_records(args.records)
     axes = json.loads(args.axes)
     out = Path(args.out_dir)
     df = tidy.from_records([r for _, r in loaded], axes)
     tidy.write(df, out / "tidy.csv", out / "tidy.parquet", out / "tidy.schema.json", axes)
-    tidy.cells_table(loaded).to_csv(out / "cells.csv", index=False)
-    tidy.series_table([r for _, r in loaded], axes).to_csv(out / "series.csv", index=False)
+    series = tidy.series_table([r for _, r in loaded], axes)
+    write_text_atomic(out / "cells.csv", tidy.cells_table(loaded).to_csv(index=False))
+    write_text_atomic(out / "series.csv", series.to_csv(index=False))
     print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
     return 0
 
@@ -227,7 +229,9 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         if fig:
             drawn.append(fig)
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(args.out_dir) / "figures.json").write_text(json.dumps(drawn, indent=2) + "\n")
+    from perfpost.records import write_text_atomic
+
+    write_text_atomic(Path(args.out_dir) / "figures.json", json.dumps(drawn, indent=2) + "\n")
     print(f"{len(drawn)} figures -> {args.out_dir}")
     return 0
 

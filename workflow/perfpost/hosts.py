@@ -30,7 +30,9 @@ class CommandResult:
 class Host(Protocol):
     name: str
 
-    def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult: ...
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult: ...
 
     def fetch(self, remote_path: str, local_path: Path) -> bool: ...
 
@@ -66,13 +68,16 @@ class LocalHost:
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.env = dict(env or {})
 
-    def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult:
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult:
+        """``abandon`` runs if perfpost dies while the script does (to remove scratch)."""
         from perfpost import hostscript
 
         lifeline_r, lifeline_w = os.pipe()
         try:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", hostscript.local_wrapper(), "perfpost", script],
+                ["/bin/sh", "-c", hostscript.local_wrapper(), "perfpost", script, abandon],
                 stdin=lifeline_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -202,21 +202,27 @@ def env_block(env: dict[str, str]) -> bytes:
 
 
 def local_wrapper() -> str:
-    """For ``sh -c WRAPPER perfpost SCRIPT`` in a process group of its own: the watcher
-    kills the group when perfpost goes away."""
+    """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` in a process group of its own: when
+    perfpost goes away the watcher stops the group, runs ABANDON (removing the cell's
+    scratch) and kills what is left."""
     return (
         _READ_ENV + "exec 3<&0; "
-        "{ cat <&3 >/dev/null 2>&1; kill -KILL 0; } >/dev/null 2>&1 & "
+        "{ cat <&3 >/dev/null 2>&1; trap '' TERM; kill -TERM 0; sleep 1; "
+        '[ -n "${2:-}" ] && sh -c "$2"; kill -KILL 0; } >/dev/null 2>&1 & '
         'exec 3<&-; sh -c "$1" </dev/null'
     )
 
 
 def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
-    """For ``sh -c WRAPPER perfpost SCRIPT`` over SSH: ``timeout`` puts the script in a new
-    process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill it); the
-    watcher kills that group when the SSH channel closes before the script ends."""
+    """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` over SSH: ``timeout`` puts the script
+    in a new process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill
+    it); the watcher kills that group when the SSH channel closes before the script ends,
+    then runs ABANDON (removing the cell's scratch, which perfpost can no longer do)."""
     pf = shlex.quote(pidfile)
-    kill = f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}'
+    kill = (
+        f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}; '
+        '[ -n "${2:-}" ] && sh -c "$2"'
+    )
     return (
         _READ_ENV + "exec 3<&0; "
         f'timeout -k {kill_after:g} {timeout:g} sh -c "$1" </dev/null 3<&- & p=$!; '

@@ -34,6 +34,20 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
         raise
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Tables and posts too appear whole or not at all, whatever kills the step."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def read_record(path: str | Path) -> dict[str, Any]:
     with open(path) as fh:
         data = json.load(fh)

@@ -167,10 +167,13 @@ class RemoteHost:
             transport.set_keepalive(15)
         self._open = True
 
-    def run(self, script: str, timeout: float, *, force: bool = False) -> CommandResult:
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult:
         """Run ``script`` with ``sh`` on the host, killed with its whole process group at
         ``timeout`` seconds (or when perfpost is interrupted). After an interrupt only
-        ``force`` commands (clean-up) still run."""
+        ``force`` commands (clean-up) still run. ``abandon`` runs on the host if the
+        connection drops while the script runs (perfpost killed): it removes scratch."""
         from invoke.exceptions import CommandTimedOut
 
         if _INTERRUPTED.is_set() and not force:
@@ -181,7 +184,9 @@ class RemoteHost:
         # its pid (= the group id) goes to a file so perfpost can kill the group itself. The
         # environment goes through standard input, which then stays open as the lifeline.
         wrapper = hostscript.remote_wrapper(pidfile, timeout, KILL_AFTER)
-        command = f"sh -c {shlex.quote(wrapper)} perfpost {shlex.quote(script)}"
+        command = (
+            f"sh -c {shlex.quote(wrapper)} perfpost {shlex.quote(script)} {shlex.quote(abandon)}"
+        )
         stdin_r, stdin_w = os.pipe()
         os.write(stdin_w, hostscript.env_block(self.env))
         _ACTIVE[pidfile] = self

@@ -21,6 +21,7 @@ import pandas as pd
 
 from perfpost import __version__, adapters, commands, compare, records, stats
 from perfpost.plots import metric_label
+from perfpost.records import write_text_atomic
 from perfpost.units import format_bytes, format_seconds, rate_scale, sig
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -452,10 +453,9 @@ def render(
     env.filters["yaml_str"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
     text = env.get_template("post.md.j2").render(**context)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tidy_df.to_csv(data_csv, index=False)
+    write_text_atomic(data_csv, tidy_df.to_csv(index=False))
     if comparisons_csv is not None:
-        pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS).to_csv(
-            comparisons_csv, index=False
-        )
-    out.write_text(text)
+        table = pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS)
+        write_text_atomic(comparisons_csv, table.to_csv(index=False))
+    write_text_atomic(out, text)
     return text

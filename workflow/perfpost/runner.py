@@ -103,7 +103,9 @@ class _CellRun:
             self.record["env"] = hostenv.public(spec.cell_env())
 
     def _run(self, name: str, script: str, timeout: float) -> CommandResult:
-        result = self.host.run(script, timeout)
+        # Should perfpost die mid-step, the host removes the cell's scratch by itself.
+        abandon = hostscript.cleanup_script(self.workdir, self.logdir)
+        result = self.host.run(script, timeout, abandon=abandon)
         if result.stderr:
             (self.raw / f"{name}.stderr").write_text(result.stderr)
         self.steps.append(
