@@ -41,7 +41,7 @@ class Row:
 
     def shown(self) -> str:
         if self.value is None:
-            return "error"
+            return "skipped" if self.met is None else "error"
         v = self.value
         if self.unit == "x":
             return f"{v:.3f}x" if abs(v - 1) < 0.1 else f"{v:.2f}x"
@@ -162,6 +162,25 @@ def process_cpu(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a live process and all its live descendants (and what they reaped)."""
+    kids: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += process_cpu(p)
+        todo += kids.get(p, [])
+    return total
+
+
 def _own_cpu() -> float:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -246,6 +265,10 @@ def machine() -> dict[str, Any]:
         "perfpost_git": git or None,
         "versions": versions,
         "loadavg": list(os.getloadavg()),
+        # Set in some sandboxes: every Python process then compiles perfpost from source.
+        "python_env": {
+            k: os.environ.get(k) for k in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+        },
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 

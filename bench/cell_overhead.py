@@ -27,6 +27,8 @@ from pathlib import Path
 from benchlib import Row, check, make_checkout, median, snakemake, timed, tool
 
 EXPERIMENT = "cell"
+MANY = "many"
+MANY_CELLS = 10
 _SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([\d.e+-]+) s,", re.M)
 
 
@@ -51,6 +53,32 @@ def record_throughput(path: Path) -> float:
     return next(m["value"] for m in rec["metrics"] if m["name"] == "throughput")
 
 
+def marginal_cost(work: Path, shm: Path, log) -> list[float]:
+    """Extra seconds of one more cell once Snakemake is up: a run of MANY_CELLS small cells
+    against a run of one, minus the bare dd of one such cell."""
+    from perfpost import paths
+
+    records = [paths.record(MANY, "default", "localhost", r, 1) for r in range(1, MANY_CELLS + 1)]
+    cells_dir = work / "results" / MANY / "cells"
+    out = []
+    for _ in range(2):
+        shutil.rmtree(cells_dir, ignore_errors=True)
+        one, _ = snakemake(work, "--cores", "1", records[0])
+        shutil.rmtree(cells_dir, ignore_errors=True)
+        many, _ = snakemake(work, "--cores", "1", *records)
+        bare = []
+        for _ in range(3):
+            d = shm / f"bare-{uuid.uuid4().hex[:8]}"
+            d.mkdir()
+            bare.append(
+                bare_dd(["dd", "if=/dev/zero", f"of={d}/dd.out", "bs=64", "count=100000"])[0]
+            )
+            shutil.rmtree(d)
+        out.append((many - one) / (MANY_CELLS - 1) - median(bare))
+        log(f"  1 cell {one:.2f} s, {MANY_CELLS} cells {many:.2f} s: {out[-1]:.2f} s per cell")
+    return out
+
+
 def run(quick: bool, log=print) -> list[Row]:
     rounds = 2 if quick else 5
     count = 1_000_000 if quick else 2_000_000
@@ -64,7 +92,13 @@ def run(quick: bool, log=print) -> list[Row]:
                     "tool": "dd",
                     "params": {"dir": str(shm), "bs": 64, "count": count},
                     "repeats": 1,
-                }
+                },
+                # Ten small cells in one snakemake run: the cost of one more cell.
+                MANY: {
+                    "tool": "dd",
+                    "params": {"dir": str(shm), "bs": 64, "count": 100_000},
+                    "repeats": MANY_CELLS,
+                },
             }
         }
         make_checkout(work, config)
@@ -119,6 +153,7 @@ def run(quick: bool, log=print) -> list[Row]:
                     f"{k} {got[k][-1][0]:.2f} s {got[k][-1][1] / 1e6:.1f} MB/s" for k in kinds
                 )
             )
+        marginal = [] if quick else marginal_cost(work, shm, log)
         bare_wall = [w for w, _ in got["bare"]]
         bare_thr = [t for _, t in got["bare"]]
         extra = [w - b for (w, _), b in zip(got["snakemake"], bare_wall, strict=True)]
@@ -171,6 +206,19 @@ def run(quick: bool, log=print) -> list[Row]:
                 median(dry),
                 "s",
                 details={"runs": dry},
+            ),
+            *(
+                [
+                    Row(
+                        "1 cell overhead",
+                        f"  one more cell in a {MANY_CELLS}-cell run, extra wall vs bare dd",
+                        median(marginal),
+                        "s",
+                        details={"runs": marginal},
+                    )
+                ]
+                if marginal
+                else []
             ),
             Row(
                 "1 cell overhead",

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import UNREAPED_CPU, Row, check, median, process_cpu
+from benchlib import UNREAPED_CPU, Row, check, median, tree_cpu
 
 SLEEP = 2.0
 HOSTS = 16
@@ -140,6 +142,24 @@ def child(spec: str, out: str) -> int:
 
     adapters.ADAPTERS["sleep"] = sleep_adapter()
     return cli.main(["run-cell", "--spec", spec, "--out", out])
+
+
+def hosts_cpu(bed: Any) -> float:
+    """CPU seconds the testbed's hosts (sshd and all they ran) have used so far."""
+    return sum(tree_cpu(h.pid) for h in bed.hosts if h.pid)
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_per_cell(bed: Any, k: int, fn: Any) -> tuple[tuple[float, float], float, float]:
+    """``fn()``'s result, and the CPU seconds per host it cost here (client processes) and
+    on the hosts (sshd, the shell and the tool)."""
+    c0, h0 = children_cpu(), hosts_cpu(bed)
+    got = fn()
+    return got, (children_cpu() - c0) / k, (hosts_cpu(bed) - h0) / k
 
 
 def fan_out(bed: Any, k: int, scratch: Path) -> tuple[float, float]:
@@ -255,10 +275,15 @@ def run(quick: bool, log=print) -> list[Row]:
             fan: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
             bare: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
             fan_out(bed, 1, scratch)  # warm-up: page cache, host keys, first logins
+            cpu: dict[str, dict[int, tuple[float, float]]] = {"perfpost": {}, "ssh": {}}
             for i in range(runs):
                 for k in ks:
-                    fan[k].append(fan_out(bed, k, scratch))
-                    bare[k].append(bare_fan_out(bed, k))
+                    got, client, host = cpu_per_cell(bed, k, lambda k=k: fan_out(bed, k, scratch))
+                    fan[k].append(got)
+                    cpu["perfpost"][k] = (client, host)
+                    got, client, host = cpu_per_cell(bed, k, lambda k=k: bare_fan_out(bed, k))
+                    bare[k].append(got)
+                    cpu["ssh"][k] = (client, host)
                 log(
                     f"  fan-out run {i + 1}: "
                     + ", ".join(
@@ -309,6 +334,18 @@ def run(quick: bool, log=print) -> list[Row]:
                         details={"wall_s": bwall[k], "skew_s": bskew[k], "runs": bare[k]},
                     )
                 )
+            for who in ("perfpost", "ssh"):
+                client, host = cpu["perfpost" if who == "perfpost" else "ssh"][8]
+                rows.append(
+                    Row(
+                        "3 fan-out",
+                        f"  k=8, {who}: CPU per host {client:.2f} s here + {host:.2f} s "
+                        f"in sshd; all 8 on {os.cpu_count()} cores",
+                        (client + host) * 8 / (os.cpu_count() or 1),
+                        "s",
+                        details={"client_s": client, "host_s": host, "all_k": cpu[who]},
+                    )
+                )
             for k in (8,) if quick else (3, 8, 16):
                 sk = median([together_skew(bed, k) for _ in range(runs)])
                 r = Row(
@@ -320,7 +357,7 @@ def run(quick: bool, log=print) -> list[Row]:
                 rows.append(check(r, lambda v: v < 100, "< 100 ms") if k == 8 else r)
                 log(f"  start_together k={k}: {sk * 1000:.1f} ms")
         finally:
-            UNREAPED_CPU.append(sum(process_cpu(h.pid) for h in bed.hosts if h.pid))
+            UNREAPED_CPU.append(hosts_cpu(bed))
             bed.stop()
     return rows
 

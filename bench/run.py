@@ -2,7 +2,9 @@
 
     . .venv/bin/activate
     python bench/run.py            # the full suite, about 8 minutes on 2 cores (as root)
-    python bench/run.py --quick    # a smoke run, under 2 minutes
+    python bench/run.py --quick    # a smoke run, under 2 minutes: fewer rounds, a 20 MB
+                                   # log, k = 1 and 8 only, no 10,000-cell dry run, no
+                                   # no-op run and no step breakdown
     python bench/run.py --only parse,cell
 
 Items (each ratio is against a baseline measured in the same run):
