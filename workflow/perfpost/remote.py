@@ -40,6 +40,20 @@ def interrupt() -> None:
         host._kill(pidfile)
 
 
+# Invoke polls a command's end and its standard input every `input_sleep` seconds; its
+# 10 ms default doubled the latency of a short command (34 ms against ssh's 15 ms).
+INPUT_SLEEP = 0.002
+
+
+def _remote_runner() -> Any:
+    from fabric.runners import Remote
+
+    class _Remote(Remote):
+        input_sleep = INPUT_SLEEP
+
+    return _Remote
+
+
 class HostError(PerfpostError):
     """A host that could not be used: unreachable, authentication, host key, lost connection."""
 
@@ -63,7 +77,7 @@ class RemoteHost:
         self.name = spec["name"]
         self.spec = spec
         self.env = dict(env or {})
-        overrides: dict[str, Any] = {"run": {"in_stream": False}}
+        overrides: dict[str, Any] = {"runners": {"remote": _remote_runner()}}
         config = Config(
             overrides=overrides,
             runtime_ssh_path=os.path.expanduser(spec["ssh_config"])
