@@ -172,6 +172,12 @@ _EXPECTED = re.compile(
 )
 _EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests " + _INT)
 _FAILED = "One or more freon test is failed."
+# Every logged message the parser reads contains one of these; a line with none (most of a
+# chatty datanode's log) is passed over without the eight searches below.
+_KEYWORDS = re.compile(
+    r"Executing test with prefix|Progress: |type=|Total execution time|Failures: "
+    r"|Successful executions: |number-of-tests objects!|" + re.escape(_FAILED)
+)
 _EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
 _INSTRUMENTED = re.compile(
     r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
@@ -269,9 +275,11 @@ class _Log:
     def _line(self, no: int, line: str, block: str | None, timer: str | None):
         logged = _LOGGED.match(line)
         msg = logged.group("msg") if logged else line.strip()
-        ts = _ts(line) if logged else None
         if logged and (lvl := _LEVEL.match(line)) and lvl.group(1) in ("ERROR", "FATAL"):
             self.errors.append((no, msg))
+        if logged and not _KEYWORDS.search(msg):
+            return None, None
+        ts = _ts(line) if logged else None
         if m := _EXECUTING.search(msg):
             self.start_ts = ts
             self.precise_ts = bool(logged and re.match(r"^\S+ \d{2}:\d{2}:\d{2}[,.]\d", line))
