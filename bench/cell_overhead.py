@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -51,6 +52,14 @@ def record_throughput(path: Path) -> float:
     if rec["status"] != "done":
         raise RuntimeError(f"{path}: {rec['status']}: {rec['reason']}")
     return next(m["value"] for m in rec["metrics"] if m["name"] == "throughput")
+
+
+def median_ci(xs: list[float], seed: int = 1) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the median of ``xs``: how far noise alone moves
+    it with this many rounds."""
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(2000))
+    return meds[int(0.025 * len(meds))], meds[int(0.975 * len(meds)) - 1]
 
 
 def marginal_cost(work: Path, shm: Path, log) -> list[float]:
@@ -187,11 +196,14 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     "1 cell overhead",
-                    "throughput ratio, perfpost cell / bare dd",
+                    "throughput ratio, perfpost cell / bare dd (95% CI {:.3f}..{:.3f})".format(
+                        *median_ci(ratio)
+                    ),
                     median(ratio),
                     "x",
                     details={
                         "per_round": ratio,
+                        "median_ci95": median_ci(ratio),
                         "bare_noise_cv": noise,
                         "ratio_of_medians": median([t for _, t in got["snakemake"]])
                         / median(bare_thr),
