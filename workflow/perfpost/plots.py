@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from perfpost.tidy import results
@@ -115,27 +116,34 @@ def _draw(
     xs = positions if numeric else list(range(len(x_labels)))
     step = 1.0 if not numeric else (xs[1] - xs[0]) if len(xs) > 1 else 1.0
     n = max(len(colours), 1)
+    # Labels as text once, and one scatter per series for its runs and one for its medians:
+    # a scatter per x value made 2,000 artists for a 1,000-cell matrix (13 s to draw).
+    as_text = {a: data[a].astype(str).to_numpy() for a in {*series_axes, *([x_axis] or [])} if a}
     for i, (key, colour) in enumerate(colours.items()):
-        sub = data
+        mask = np.ones(len(data), dtype=bool)
         for a, v in zip(series_axes, key, strict=True):
-            sub = sub[sub[a].astype(str) == v]
-        if sub.empty:
+            mask &= as_text[a] == v
+        if not mask.any():
             continue
+        values = (data["value"].to_numpy()[mask]) / factor
+        at = as_text[x_axis][mask] if x_axis else None
         name = ", ".join(f"{a}={v}" for a, v in zip(series_axes, key, strict=True))
         # Spread series sideways so points of different series at one x do not overlap.
         offset = (i - (n - 1) / 2) * (0.6 / n)
+        pts_x: list[float] = []
+        pts_y: list[float] = []
         med_x, med_y = [], []
         for j, label in enumerate(x_labels):
-            here = sub if not x_axis else sub[sub[x_axis].astype(str) == label]
-            if here.empty:
+            ys = (values if at is None else values[at == label]).tolist()
+            if not ys:
                 continue
             shifted = xs[j] * (1.15**offset) if log else xs[j] + offset * step
-            ys = (here["value"] / factor).tolist()
-            ax.scatter([shifted] * len(ys), ys, s=18, color=colour, alpha=0.55, linewidths=0)
-            med = float(pd.Series(ys).median())
+            pts_x += [shifted] * len(ys)
+            pts_y += ys
             med_x.append(shifted)
-            med_y.append(med)
-            ax.scatter([shifted], [med], marker="_", s=260, color=colour, linewidths=2.2)
+            med_y.append(float(pd.Series(ys).median()))
+        ax.scatter(pts_x, pts_y, s=18, color=colour, alpha=0.55, linewidths=0)
+        ax.scatter(med_x, med_y, marker="_", s=260, color=colour, linewidths=2.2)
         ax.plot(med_x, med_y, color=colour, linewidth=1.2, alpha=0.8, label=name or "median")
     if log:
         ax.set_xscale("log")

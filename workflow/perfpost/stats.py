@@ -62,11 +62,14 @@ class Comparison:
         return self.verdict not in ("no significant difference", "too few runs to say")
 
 
+MIN_TUKEY = 4  # runs a cell needs before any of them can lie outside the quartile fences
+
+
 def tukey_outliers(values: Sequence[float]) -> list[bool]:
     """Which values lie outside Tukey's fences (1.5 IQR beyond the quartiles): flagged in
     tables, never dropped from the statistics."""
     arr = np.asarray(values, dtype=float)
-    if len(arr) < 4:
+    if len(arr) < MIN_TUKEY:
         return [False] * len(arr)
     q1, q3 = np.percentile(arr, [25, 75])
     fence = 1.5 * (q3 - q1)
