@@ -40,14 +40,9 @@ def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
 
 def _next_attempt(outs: list[str]) -> list[str]:
     """Record paths of a new attempt after every attempt any of ``outs``' hosts has."""
-    import re
+    from perfpost import paths
 
-    n = 0
-    for o in outs:
-        for entry in Path(o).parent.parent.iterdir():
-            m = re.fullmatch(r"attempt-([1-9][0-9]*)", entry.name)
-            if m:
-                n = max(n, int(m.group(1)))
+    n = max(max(paths.attempts_in(Path(o).parent.parent), default=0) for o in outs)
     return [str(Path(o).parent.parent / f"attempt-{n + 1}" / Path(o).name) for o in outs]
 
 

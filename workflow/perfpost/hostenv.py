@@ -11,12 +11,12 @@ writes. The cell spec, which Snakemake stores in its metadata, holds only the va
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from perfpost.errors import PerfpostError
+from perfpost.records import write_bytes_atomic
 
 MASK = "***"
 
@@ -101,10 +101,7 @@ class Redactor:
                 continue
             for n in needles:
                 data = data.replace(n, MASK.encode())
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
+            write_bytes_atomic(path, data)
             changed.append(path)
         return changed
 

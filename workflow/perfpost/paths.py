@@ -71,9 +71,8 @@ def repeat_dir(experiment: str, cell: str, host: str, repeat: int) -> str:
     return str(Path(cell_dir(experiment, cell, host, repeat, 1)).parent)
 
 
-def attempts(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> list[int]:
-    """Attempt numbers that have a directory on disk, ascending."""
-    base = root / repeat_dir(experiment, cell, host, repeat)
+def attempts_in(base: Path) -> list[int]:
+    """Attempt numbers that have a directory in ``base`` (a run's r<repeat>), ascending."""
     if not base.is_dir():
         return []
     found = []
@@ -82,6 +81,11 @@ def attempts(experiment: str, cell: str, host: str, repeat: int, root: Path = Pa
         if m and entry.is_dir():
             found.append(int(m.group(1)))
     return sorted(found)
+
+
+def attempts(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> list[int]:
+    """Attempt numbers that have a directory on disk, ascending."""
+    return attempts_in(root / repeat_dir(experiment, cell, host, repeat))
 
 
 def fill(pattern: str, **wildcards: object) -> str:
@@ -113,12 +117,7 @@ def latest_record(record_path: str | Path) -> str:
     path = Path(record_path)
     planned = attempt_of(path)
     base = path.parent.parent
-    later = []
-    if base.is_dir():
-        for entry in base.iterdir():
-            m = _ATTEMPT_RE.match(entry.name)
-            if m and int(m.group(1)) > planned and (entry / path.name).exists():
-                later.append(int(m.group(1)))
-    if not later:
-        return str(record_path)
-    return str(base / f"attempt-{max(later)}" / path.name)
+    later = [
+        n for n in attempts_in(base) if n > planned and (base / f"attempt-{n}" / path.name).exists()
+    ]
+    return str(base / f"attempt-{later[-1]}" / path.name) if later else str(record_path)

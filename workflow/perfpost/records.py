@@ -18,14 +18,15 @@ DONE, FAILED, SKIPPED = "done", "failed", "skipped"
 STATUSES = (DONE, FAILED, SKIPPED)
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """``data`` appears at ``path`` whole or not at all (temporary name, fsync, rename),
+    whatever kills the writer."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, allow_nan=False)
-            fh.write("\n")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -34,18 +35,14 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
         raise
 
 
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    write_bytes_atomic(path, text.encode())
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Tables and posts too appear whole or not at all, whatever kills the step."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, text.encode())
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
