@@ -275,3 +275,65 @@ def test_a_damaged_number_is_refused_or_read_as_a_finite_amount(tool, data):
         read(text)
     if not isinstance(got, ParseError):
         assert_amounts(got)
+
+
+# ---------------------------------------------------------------------------- 5. freon's scan
+
+# freon reads a long log with whole-text searches and sends only the lines they pick out to
+# its line-by-line reading (the reference). Both must read every text the same way.
+SCAN_PIECES = (
+    "\n", "\r", " ", "  ", "\t", "\x1c", "\x85", "\xa0", "\u3000", "é", "1", ":", "[", "]",
+    " - ", ": ", "ERROR", "FATAL", "INFO", "WARN", "DEBUG", "Progress: ", " % (", " out of ",
+    "Progress: 5 % (1 out of 2)", "Progress: 1 % (99999999999999999999 out of 2)",
+    "2026-11-22 05:04:45,644 ", "2026-11-22T05:04:45.6 ", "2026-11-22 05:04:45 [t] INFO a:1: ",
+    "type=TIMER, name=x, count=3", "Executing test with prefix a and number-of-tests 5",
+    "Total execution time (sec): 3", "Failures: 1", "Successful executions: 4",
+    "One or more freon test is failed.", "-- Timers ---", "count = 5", "java.io.IOException: x",
+)  # fmt: skip
+SCAN_LINES = {
+    "iso date": "2026-11-22T05:04:46,645 [t] INFO freon.ProgressBar: Progress: 7 % (7 out of 9)",
+    "no thread": "2026-11-22 05:04:46,645 INFO freon.ProgressBar: Progress: 7 % (7 out of 9)",
+    "padded level": "2026-11-22 05:04:46,645 [t] INFO  p.ProgressBar - Progress: 7 % (7 out of 9)",
+    "error level": "2026-11-22 05:04:46,645 [t] ERROR p.Bar: Progress: 7 % (7 out of 9)",
+    "logger named Progress": "2026-11-22 05:04:46,645 [t] INFO Progress: 7 % (7 out of 9)",
+    "in the thread": "2026-11-22 05:04:46,645 [Progress: 1 % (1 out of 9)] INFO a: b",
+    "later in the message": "2026-11-22 05:04:46,645 [t] INFO a: at Progress: 7 % (7 out of 9)",
+    "twice": "2026-11-22 05:04:46,645 [t] INFO a: Progress: 1 % (1 out of 9) Progress: 2 % (2 "
+    "out of 9)",
+    "blank message": "2026-11-22 05:04:46,645 [t] INFO a:    ",
+    "error under a level in the message": "2026-11-22 05:04:46,645 INFO ERROR - x",
+    "redrawn": "2026-11-22 05:04:46,645 [t] INFO a: Progress: 1 % (1 out of 9)\rx: 1",
+}
+
+
+@st.composite
+def edited_freon_logs(draw) -> str:
+    """A real freon log with pieces of log lines written over it anywhere, maybe cut."""
+    text = TEXTS[draw(st.sampled_from(REAL["freon"]))]
+    for _ in range(draw(st.integers(0, 6))):
+        i = draw(st.integers(0, len(text)))
+        j = min(len(text), i + draw(st.integers(0, 8)))
+        text = text[:i] + draw(st.sampled_from(SCAN_PIECES)) + text[j:]
+    return text[: draw(st.integers(0, len(text)))] if draw(st.booleans()) else text
+
+
+def freon_reading(text: str, scan: bool) -> dict:
+    log = freon._Log(text, SOURCE, scan=scan)
+    state = {k: v for k, v in vars(log).items() if not k.startswith("_")}
+    return {**state, "progress": log.progress}
+
+
+@settings(FAST, max_examples=1500, suppress_health_check=SLOW_DATA)
+@given(text=st.one_of(edited_freon_logs(), damaged_logs(), garbage))
+def test_freon_scan_reads_any_text_as_the_line_by_line_reading(text):
+    assert freon_reading(text, scan=True) == freon_reading(text, scan=False)
+
+
+@pytest.mark.parametrize("name", sorted(SCAN_LINES))
+@pytest.mark.parametrize("rel", REAL["freon"])
+def test_freon_scan_reads_odd_lines_inside_a_real_log_as_the_reference(name, rel):
+    lines = TEXTS[rel].split("\n")
+    for at in (0, 1, len(lines) // 2, len(lines) - 1, len(lines)):
+        text = "\n".join([*lines[:at], SCAN_LINES[name], *lines[at:]])
+        scanned = freon_reading(text, scan=True)
+        assert scanned == freon_reading(text, scan=False), (name, at)

@@ -178,6 +178,24 @@ _KEYWORDS = re.compile(
     r"Executing test with prefix|Progress: |type=|Total execution time|Failures: "
     r"|Successful executions: |number-of-tests objects!|" + re.escape(_FAILED)
 )
+# The lines the whole-text scan leaves to _line: ones with a keyword other than Progress
+# ("xecut" is in Executing, execution(s) and executed), a redraw, or a metric.
+_RARE = ("xecut", "Failures: ", _FAILED, "\r")
+_METRIC_HINT = re.compile(r"type=[A-Z]+, name=")
+# A plain log4j line: the reference _LOGGED form narrowed (ASCII digits, spaces, a
+# "yyyy-MM-dd HH:mm:ss" date, no ERROR or FATAL), so that _LOGGED reads it the same way. The
+# scan reads the other lines with _line.
+_PLAIN_PREFIX = (
+    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[,.][0-9]+)?) +"
+    r"(?:\[[^\]\n]*\] +)?(?:INFO|WARN|DEBUG|TRACE) +[\w.$]+(?::[0-9]+)?(?:: | - )"
+)
+# Every line that is not plain, or whose message is blank once trailing space is cut.
+_ODD = re.compile(r"\n(?!" + _PLAIN_PREFIX.replace("?P<ts>", "") + r".*[^\s\x1c-\x1f]$)", re.M)
+# A plain line's progress: the first Progress in its message, as _line reads it.
+_PLAIN_PROGRESS = re.compile(
+    r"(?>" + _PLAIN_PREFIX + r").*?Progress: [\d.]+ % \((?P<done>\d{1,19})(?!\d) out of "
+    r"(?P<total>\d{1,19})(?!\d)\)"
+)
 _EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
 _INSTRUMENTED = re.compile(
     r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
@@ -243,10 +261,10 @@ def _unit_factor(unit: str, table: dict[str, float]) -> float:
 class _Log:
     """One pass over a freon log, collecting everything it says."""
 
-    def __init__(self, text: str, source: str) -> None:
+    def __init__(self, text: str, source: str, *, scan: bool = True) -> None:
         self.source = source
         self.metrics: dict[str, Metric] = {}
-        self.progress: list[tuple[float | None, int, int]] = []
+        self._progress: list[tuple[float | None, int, int]] = []
         self.errors: list[tuple[int, str]] = []
         self.bare: list[tuple[int, str]] = []
         self.total = self.failures = self.success = self.expected = None
@@ -255,15 +273,93 @@ class _Log:
         self.failed_marker = 0
         self.last_line = 0
         self.summary_line = 0
-        block = None
-        timer = None
-        for no, physical in enumerate(text.split("\n"), start=1):
+        self._text = ""
+        self._slow: dict[int, int] = {}  # start of a line read by _line -> progress before it
+        if scan:
+            self._scan(text)
+        else:
+            self._physical(text.split("\n"), 1, None, None)
+
+    def _physical(self, lines, no: int, block: str | None, timer: str | None):
+        """The reference reading: every physical line, and its ``\\r`` redraws, in order."""
+        for physical in lines:
             for segment in physical.split("\r"):
                 line = segment.rstrip()
                 if not line.strip():
                     continue
                 self.last_line = no
                 block, timer = self._line(no, line, block, timer)
+            no += 1
+        return block, timer
+
+    def _scan(self, text: str) -> None:
+        """The same reading as :meth:`_physical`, at the speed of a few whole-text searches.
+
+        Most of a long log is plain log4j lines that say nothing to the parser but Progress.
+        Searches over the whole text find every other line (a line not in the plain form, or
+        with a keyword other than Progress, or a ``\\r``); only those go through
+        :meth:`_line`, with their own line numbers. The plain Progress lines are read when
+        the series is asked for (:attr:`progress`): a run's metrics do not need them.
+        tests/test_parser_properties.py checks that both readings agree on real logs, cut and
+        damaged.
+        """
+        starts = {0}  # the first line: _ODD anchors on the newline before a line
+        for needle in _RARE:
+            at = text.find(needle)
+            while at != -1:
+                starts.add(text.rfind("\n", 0, at) + 1)
+                at = text.find(needle, at + 1)
+        starts.update(text.rfind("\n", 0, m.start()) + 1 for m in _METRIC_HINT.finditer(text))
+        starts.update(m.start() + 1 for m in _ODD.finditer(text))
+        self._text = text
+        block = timer = None
+        no, counted, end = 1, 0, -1
+        for start in sorted(starts):
+            no += text.count("\n", counted, start)
+            counted = start
+            if start > end + 1:  # plain lines in between: the last is the last line so far
+                block = timer = None
+                self.last_line = no - 1
+            end = text.find("\n", start)
+            end = len(text) if end == -1 else end
+            self._slow[start] = len(self._progress)
+            block, timer = self._physical((text[start:end],), no, block, timer)
+        if end < len(text):  # plain lines after the last one read: the last line is one
+            self.last_line = no + text.count("\n", counted)
+
+    @property
+    def progress(self) -> list[tuple[float | None, int, int]]:
+        """Progress as (timestamp or bar time, completed, total), in the log's order."""
+        if self._text:
+            self._progress = self._with_plain_progress(self._text)
+            self._text = ""
+        return self._progress
+
+    def _with_plain_progress(self, text: str) -> list[tuple[float | None, int, int]]:
+        """The progress of the lines read by _line, with that of the plain lines between."""
+        out: list[tuple[float | None, int, int]] = []
+        slow = sorted(self._slow.items())
+        taken, i = 0, 0  # entries of self._progress copied; next slow line
+        stamps: dict[str, float | None] = {}
+        last = -1
+        for m in _PROGRESS.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            if start == last or start in self._slow:
+                continue
+            last = start
+            plain = _PLAIN_PROGRESS.match(text, start)
+            if plain is None:
+                continue
+            while i < len(slow) and slow[i][0] < start:  # the slow lines before this one
+                i += 1
+                upto = slow[i][1] if i < len(slow) else len(self._progress)
+                out += self._progress[taken:upto]
+                taken = upto
+            stamp = plain.group("ts")
+            if stamp not in stamps:
+                stamps[stamp] = _ts(stamp)
+            out.append((stamps[stamp], int(plain.group("done")), int(plain.group("total"))))
+        return out + self._progress[taken:]
 
     def _metric(self, name: str, value: float, unit: str) -> None:
         # NaN, infinity, or a time, rate or count below zero: not a measurement, like a
@@ -285,11 +381,11 @@ class _Log:
             self.precise_ts = bool(logged and re.match(r"^\S+ \d{2}:\d{2}:\d{2}[,.]\d", line))
             self.expected = self.expected or int(m.group(1))
         if m := _PROGRESS.search(msg):
-            self.progress.append((ts, int(m.group(2)), int(m.group(3))))
+            self._progress.append((ts, int(m.group(2)), int(m.group(3))))
             return None, None
         if m := _BAR.match(line):
             secs = int(m.group(4)) * 3600 + int(m.group(5)) * 60 + int(m.group(6))
-            self.progress.append((float(secs), int(m.group(2)), int(m.group(3))))
+            self._progress.append((float(secs), int(m.group(2)), int(m.group(3))))
             return block, timer
         if m := _METRIC.search(msg):
             self._logged_metric(m)
