@@ -34,5 +34,9 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/post.smk"
 
 
+onstart:
+    pw.export_retries(workflow)
+
+
 onsuccess:
     print(pw.outcome(PLAN))

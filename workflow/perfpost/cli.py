@@ -20,6 +20,8 @@ from typing import Any
 from perfpost.errors import ConfigError, ParseError, PerfpostError
 
 DEFAULT_CONFIG = "config/config.yaml"
+# The workflow's `retries` (profile or command line), set for the cell jobs when a run starts.
+RETRIES_ENV = "PERFPOST_RETRIES"
 
 
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
@@ -428,6 +430,8 @@ def _cmd_provision(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    retries = int(os.environ.get(RETRIES_ENV) or 0)
+    retries_help = f"new attempts after a failed one (default: ${RETRIES_ENV}, else 0)"
     from perfpost import provision
 
     p = argparse.ArgumentParser(prog="perfpost", description=__doc__.splitlines()[0])
@@ -497,13 +501,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run-cell", help="(workflow step) run one cell, write its record")
     s.add_argument("--spec", required=True, help="the cell spec as JSON")
     s.add_argument("--out", required=True, help="record path")
-    s.add_argument("--retries", type=int, default=0, help="new attempts after a failed one")
+    s.add_argument("--retries", type=int, default=retries, help=retries_help)
     s.set_defaults(func=_cmd_run_cell)
 
     s = sub.add_parser("run-together", help="(workflow step) run one cell on all its hosts at once")
     s.add_argument("--specs", required=True, help="the cell specs (one per host) as JSON")
     s.add_argument("--outs", required=True, nargs="+", help="record paths, in the same order")
-    s.add_argument("--retries", type=int, default=0, help="new attempts after a failed one")
+    s.add_argument("--retries", type=int, default=retries, help=retries_help)
     s.set_defaults(func=_cmd_run_together)
 
     s = sub.add_parser("env", help="(workflow step) capture a host's environment")

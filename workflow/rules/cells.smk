@@ -3,7 +3,7 @@
 
 rule cell:
     input:
-        lambda wc: pw.cell_tools(PLAN, wc.experiment, [wc.host]),
+        pw.cell_inputs(PLAN),
     output:
         paths.RECORD,
     log:
@@ -14,12 +14,10 @@ rule cell:
         "../../envs/perfpost.yaml"
     resources:
         **HOST_RESOURCES,
-        perfpost_retries=pw.retries(workflow),
     params:
         spec=lambda wc: pw.cell_spec(PLAN, wc).to_json(),
     shell:
-        "perfpost run-cell --spec {params.spec:q} --out {output:q}"
-        " --retries {resources.perfpost_retries} > {log:q} 2>&1"
+        "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
 # A host's environment, captured on every run (the profile forces this rule) so the post
@@ -55,12 +53,10 @@ for group in pw.together(PLAN):
             "../../envs/perfpost.yaml"
         resources:
             **group.resources,
-            perfpost_retries=pw.retries(workflow),
         params:
             specs=group.specs,
         shell:
-            "perfpost run-together --specs {params.specs:q} --outs {output:q}"
-            " --retries {resources.perfpost_retries} > {log:q} 2>&1"
+            "perfpost run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
 
 
 # Runtimes from Maven Central (Ozone's freon and vapor, a Hadoop client for teragen), for
