@@ -20,9 +20,8 @@ from typing import Any
 import pandas as pd
 
 from perfpost import stats
-from perfpost.plots import metric_label
 from perfpost.tidy import results
-from perfpost.units import format_bytes, format_seconds, rate_scale, sig
+from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,9 @@ TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"
 FIGURES_LOG = EXPERIMENT_DIR + "/logs/figures.log"
 POST_LOG = EXPERIMENT_DIR + "/logs/post.log"
 
-ENV_JSON = RESULTS + "/env/{host}.json"
-ENV_LOG = RESULTS + "/env/{host}.log"
+# A host's environment as an experiment's cells left it (captured after they ran).
+ENV_JSON = EXPERIMENT_DIR + "/env/{host}.json"
+ENV_LOG = EXPERIMENT_DIR + "/env/{host}.log"
 
 POST_DIR = REPORTS + "/{experiment}"
 POST = POST_DIR + "/index.md"

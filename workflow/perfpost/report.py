@@ -20,9 +20,8 @@ import jinja2
 import pandas as pd
 
 from perfpost import __version__, adapters, commands, compare, records, stats
-from perfpost.plots import metric_label
 from perfpost.records import write_text_atomic
-from perfpost.units import format_bytes, format_seconds, rate_scale, sig
+from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOG_TAIL_LINES = 4

@@ -102,3 +102,28 @@ def sig(x: float, digits: int = 3) -> str:
     magnitude = math.floor(math.log10(abs(x)))
     decimals = max(digits - 1 - magnitude, 0)
     return f"{x:,.{decimals}f}"
+
+
+# How a metric is named in figures, tables and sentences (kept here, not with the plots, so
+# the post and the comparisons do not import matplotlib).
+METRIC_LABELS = {
+    "throughput": "Throughput",
+    "throughput_adjusted": "Throughput, sync time added",
+    "elapsed": "Elapsed time",
+    "wall_time": "Wall time",
+    "sync_time": "sync time",
+    "rate": "Rate",
+    "rate_adjusted": "Rate, sync time added",
+    "rate_over_time": "Rate over time",
+    "operations": "Operations",
+    "app_elapsed": "Elapsed time (YARN)",
+    "app_vcore_seconds": "vcore-seconds (YARN)",
+    "app_memory_seconds": "MB-seconds (YARN)",
+    "app_launch_delay": "AM launch delay (YARN)",
+    "map_vcore_seconds": "map vcore-seconds",
+    "map_mb_seconds": "map MB-seconds",
+}
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric.replace("_", " "))

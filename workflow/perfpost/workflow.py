@@ -310,7 +310,16 @@ def experiment_json(plan: Plan, experiment: str) -> str:
 
 
 def env_files(plan: Plan, experiment: str) -> list[str]:
-    return [paths.fill(paths.ENV_JSON, host=h) for h in plan.experiments[experiment].hosts]
+    return [
+        paths.fill(paths.ENV_JSON, experiment=experiment, host=h)
+        for h in plan.experiments[experiment].hosts
+    ]
+
+
+def host_records(plan: Plan, experiment: str, host: str) -> list[str]:
+    """The records of an experiment's runs on one host: its environment is captured again
+    whenever one of them is new, and only then."""
+    return [r for r in current_records(plan, experiment) if Path(r).parts[-4] == host]
 
 
 def statuses(plan: Plan, experiment: str | None = None, root: Path = Path()) -> list[dict]:

@@ -20,9 +20,12 @@ rule cell:
         "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
-# A host's environment, captured on every run (the profile forces this rule) so the post
-# describes the machine as it was; it holds the host like a cell, to stay out of measurements.
+# A host's environment, captured after an experiment's cells ran on it (again whenever one
+# re-runs, never in a run that measured nothing), so the post describes the machine as it
+# was; it holds the host like a cell, to stay out of measurements.
 rule env:
+    input:
+        lambda wc: pw.host_records(PLAN, wc.experiment, wc.host),
     output:
         paths.ENV_JSON,
     log:
