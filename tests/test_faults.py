@@ -189,14 +189,25 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
             os.killpg(proc.pid, signal.SIGKILL)
         for h in hosts:
             h.close()
-    # Nor any scratch: the hosts removed the killed cells' files by themselves.
-    for spec in (testbed.spec(h) for h in ("h1", "h2")):
-        host = RemoteHost(spec)
-        try:
-            left = host.run(f"ls -A {scratch}; ls -d /tmp/perfpost-*-logs; true", 30).stdout
-        finally:
-            host.close()
-        assert left.strip() == "", (spec["name"], left)
+
+    # Nor any scratch: the hosts removed the killed cells' files by themselves, once the
+    # watcher's TERM-then-KILL (a second apart) was done.
+    def left_on_hosts() -> dict[str, str]:
+        out = {}
+        for spec in (testbed.spec(h) for h in ("h1", "h2")):
+            host = RemoteHost(spec)
+            try:
+                cmd = f"ls -A {scratch}; ls -d /tmp/perfpost-*-logs; true"
+                out[spec["name"]] = host.run(cmd, 30).stdout.strip()
+            finally:
+                host.close()
+        return {name: left for name, left in out.items() if left}
+
+    deadline = time.monotonic() + 15
+    while (left := left_on_hosts()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"left on the hosts 15 s after the kill: {left}"
+    cleaned_after = time.monotonic() - t0
     again = snakemake(work, "--cores", "2", "report")
     assert again.returncode == 0, again.stderr[-3000:]
     assert {c["status"] for c in cells(work)} == {"done"}
@@ -204,7 +215,8 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
         (
             "interrupt mid-run",
             f"kill -9 of snakemake and every job, dd running on {busy} SSH host(s)",
-            f"remote dd and scratch gone {gone_after:.1f} s later, resume completed 4 runs",
+            f"remote dd gone {gone_after:.1f} s later, scratch {cleaned_after:.1f} s later; "
+            "resume completed 4 runs",
         )
     )
 
