@@ -100,7 +100,7 @@ def test_remote_scratch_is_removed_and_raw_logs_came_back(parallel_run, testbed)
 def test_each_host_environment_and_results_reach_the_table_and_post(parallel_run, testbed):
     work, _ = parallel_run
     for h in HOSTS:
-        env = json.loads((work / "results" / "env" / f"{h}.json").read_text())
+        env = json.loads((work / "results" / "spread" / "env" / f"{h}.json").read_text())
         assert env["complete"]
         if testbed.mode == "netns":
             assert env["hostname"] == h
