@@ -6,8 +6,9 @@ Large writes into tmpfs were tried first; on this VM they vary by 2x from run to
 guest pages), which would hide a 1% effect.
 
 Each round runs, in rotating order: ``snakemake --cores 1 <the cell's record>`` in a workflow
-checkout (the record removed first, so the cell runs), ``perfpost run-cell`` by itself, and
-the bare ``dd`` with the same arguments into a fresh directory. Overhead is wall time minus
+checkout (the record removed first, so the cell runs), ``perfpost run-cell`` by itself, a
+bare Snakefile whose one shell rule runs the same dd (Snakemake without perfpost), and the
+bare ``dd`` with the same arguments into a fresh directory. Overhead is wall time minus
 the bare dd's wall time; throughput comes from the cell's record and from dd's own stderr.
 """
 
@@ -148,13 +149,38 @@ def run(quick: bool, log=print) -> list[Row]:
             finally:
                 shutil.rmtree(d)
 
+        plain = work / "bare-snakemake"
+        plain.mkdir()
+        (plain / "Snakefile").write_text(
+            "rule dd:\n"
+            "    output:\n"
+            f'        "{shm}/plain/dd.out",\n'
+            "    log:\n"
+            '        "dd.log",\n'
+            "    shell:\n"
+            f'        "LC_ALL=C dd if=/dev/zero of={{output}} bs=64 count={count} 2> {{log}}"\n'
+        )
+
+        def via_plain_snakemake() -> tuple[float, float]:
+            shutil.rmtree(shm / "plain", ignore_errors=True)
+            wall, _ = snakemake(plain, "--cores", "1")
+            m = _SUMMARY.search((plain / "dd.log").read_text())
+            if not m:
+                raise RuntimeError(f"no dd summary in {plain / 'dd.log'}")
+            return wall, int(m.group(1)) / float(m.group(2))
+
         # One unmeasured warm-up of each: page cache for the Python files, tmpfs pages.
-        via_bare(), via_run_cell(), via_snakemake()
-        kinds = {"snakemake": via_snakemake, "run-cell": via_run_cell, "bare": via_bare}
+        via_bare(), via_run_cell(), via_snakemake(), via_plain_snakemake()
+        kinds = {
+            "snakemake": via_snakemake,
+            "run-cell": via_run_cell,
+            "bare snakemake": via_plain_snakemake,
+            "bare": via_bare,
+        }
         got: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
         order = list(kinds)
         for i in range(rounds):
-            for k in order[i % 3 :] + order[: i % 3]:
+            for k in order[i % len(order) :] + order[: i % len(order)]:
                 got[k].append(kinds[k]())
             log(
                 f"  round {i + 1}: "
@@ -167,6 +193,7 @@ def run(quick: bool, log=print) -> list[Row]:
         bare_thr = [t for _, t in got["bare"]]
         extra = [w - b for (w, _), b in zip(got["snakemake"], bare_wall, strict=True)]
         extra_rc = [w - b for (w, _), b in zip(got["run-cell"], bare_wall, strict=True)]
+        extra_plain = [w - b for (w, _), b in zip(got["bare snakemake"], bare_wall, strict=True)]
         ratio = [t / b for (_, t), b in zip(got["snakemake"], bare_thr, strict=True)]
         ratio_rc = [t / b for (_, t), b in zip(got["run-cell"], bare_thr, strict=True)]
         noise = statistics.stdev(bare_thr) / statistics.mean(bare_thr) if rounds > 1 else 0.0
@@ -231,6 +258,13 @@ def run(quick: bool, log=print) -> list[Row]:
                 ]
                 if marginal
                 else []
+            ),
+            Row(
+                "1 cell overhead",
+                "  a bare Snakefile running the same dd (no perfpost), extra wall vs bare dd",
+                median(extra_plain),
+                "s",
+                details={"per_round": extra_plain},
             ),
             Row(
                 "1 cell overhead",

@@ -6,7 +6,9 @@ re-running one costs almost nothing but perfpost and Snakemake.
 
 In one workflow checkout, in order:
 
-- ``snakemake -n report`` over 1,000 and 10,000 cells that never ran;
+- ``snakemake -n report`` over 1,000 and 10,000 cells that never ran, and over a bare
+  Snakefile of 10,000 shell jobs with the same output paths and no perfpost (Snakemake's
+  own floor for that many jobs, measured in the same run);
 - 1,000 finished cells are fabricated: one cell runs for real, and every other record is
   written from it (labels, parameters, command, metrics and dd log made consistent) with
   perfpost's own ``records.write_json_atomic`` at the path ``paths.record`` names;
@@ -62,6 +64,28 @@ def matrix_config(shm: Path, counts: int) -> dict:
             }
         }
     }
+
+
+BARE_SNAKEFILE = """\
+# 10,000 dd jobs with perfpost's path shape, and nothing else: Snakemake's own cost.
+CELLS = [f"bs={512 * 2**b},count={c},dir=d{d}" for b in range(10) for c in range(1, 101)
+         for d in range(10)]
+CELL = "results/scale/cells/{cell}/{host}/r{repeat}/attempt-{attempt}"
+
+
+rule report:
+    input:
+        expand(CELL + "/record.json", cell=CELLS, host="localhost", repeat=1, attempt=1),
+
+
+rule cell:
+    output:
+        CELL + "/record.json",
+    log:
+        CELL + "/perfpost.log",
+    shell:
+        "dd if=/dev/zero of={output} bs=512 count=1 2> {log}"
+"""
 
 
 def fabricate(work: Path, config: dict) -> int:
@@ -237,6 +261,15 @@ def run(quick: bool, log=print) -> list[Row]:
             dry10k.append(wall)
             jobs10k = job_counts(done.stdout + done.stderr)
             log(f"  snakemake -n, 10,000 cells: {wall:.2f} s (cell jobs: {jobs10k.get('cell')})")
+        bare = work / "bare"
+        bare.mkdir()
+        (bare / "Snakefile").write_text(BARE_SNAKEFILE)
+        dry_bare = []
+        for _ in range(0 if quick else 2):
+            wall, done = snakemake(bare, "-n", "--cores", "2", "report")
+            dry_bare.append(wall)
+            jobs = job_counts(done.stdout + done.stderr)
+            log(f"  snakemake -n, bare 10,000-job Snakefile: {wall:.2f} s {jobs}")
         rows.append(
             Row(
                 "4 matrix scale",
@@ -258,6 +291,15 @@ def run(quick: bool, log=print) -> list[Row]:
                     ),
                     lambda v: v < 15,
                     "< 15 s",
+                )
+            )
+            rows.append(
+                Row(
+                    "4 matrix scale",
+                    "  snakemake -n, a bare Snakefile of 10,000 dd jobs (no perfpost)",
+                    median(dry_bare),
+                    "s",
+                    details={"runs": dry_bare},
                 )
             )
         else:
