@@ -15,14 +15,15 @@ from pathlib import Path
 RESULTS = "results"
 REPORTS = "reports"
 
-CELL_DIR = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/attempt-{attempt}"
+CELLS_DIR = RESULTS + "/{experiment}/cells"
+CELL_DIR = CELLS_DIR + "/{cell}/{host}/r{repeat}/attempt-{attempt}"
 RECORD = CELL_DIR + "/record.json"
 CELL_LOG = CELL_DIR + "/perfpost.log"
 RAW = "raw"  # beside record.json: the tools' own logs, as they wrote them
 # `perfpost rerun` leaves this beside the attempts: run the cell again after attempt N.
-RERUN = RESULTS + "/{experiment}/cells/{cell}/{host}/r{repeat}/rerun.json"
+RERUN = CELLS_DIR + "/{cell}/{host}/r{repeat}/rerun.json"
 # A start_together cell runs all its hosts in one job; its own log sits beside the hosts.
-TOGETHER_LOG = RESULTS + "/{experiment}/cells/{cell}/together-r{repeat}-attempt-{attempt}.log"
+TOGETHER_LOG = CELLS_DIR + "/{cell}/together-r{repeat}-attempt-{attempt}.log"
 
 EXPERIMENT_DIR = RESULTS + "/{experiment}"
 TIDY_CSV = EXPERIMENT_DIR + "/tidy.csv"

@@ -216,13 +216,19 @@ def current_records(plan: Plan, experiment: str) -> list[str]:
 
 def _current_records(plan: Plan, experiment: str) -> list[str]:
     exp = plan.experiments[experiment]
+    # A cell without a directory never ran: attempt 1, without looking for its attempts and
+    # rerun requests one by one (10,000 cells of a new matrix: 0.3 s of every snakemake).
+    cells = Path(paths.fill(paths.CELLS_DIR, experiment=experiment))
+    tried = set(os.listdir(cells)) if cells.is_dir() else set()
     out = []
     for spec in plan.jobs():
         if spec.experiment != experiment:
             continue
         host = spec.host["name"]
         group = exp.hosts if exp.start_together else host
-        attempt = wanted_attempt(experiment, spec.cell, group, spec.repeat)
+        attempt = (
+            wanted_attempt(experiment, spec.cell, group, spec.repeat) if spec.cell in tried else 1
+        )
         out.append(paths.record(experiment, spec.cell, host, spec.repeat, attempt))
     return out
 
