@@ -206,11 +206,11 @@ def test_deleting_one_cell_reruns_only_that_cell(run):
     assert json.loads((gone / "attempt-1" / "record.json").read_text())["status"] == "done"
     ran = re.findall(r"^(?:local)?rule (\w+):", result.stderr, re.M)
     assert ran.count("cell") == 1
-    # Only this experiment's tables and figures are made again (posts are re-rendered on
-    # every run because the environment is captured on every run).
+    # Only this experiment's environment, tables, figures and post are made again.
     assert ran.count("tables") == 1
     assert ran.count("figures") == 1
     assert ran.count("env") == 1
+    assert ran.count("post") == 1
 
 
 def test_cells_on_one_host_ran_one_at_a_time(run):
