@@ -96,7 +96,8 @@ def host_resources(plan: Plan, workflow: Any) -> dict[str, Any]:
     """
     out = {}
     names: dict[str, str] = {}
-    for host, limit in plan.host_limits().items():
+    limits = plan.host_limits()
+    for host, limit in limits.items():
         name = resource_name(host)
         if name in names:
             raise PerfpostError(f"hosts {names[name]!r} and {host!r} map to one resource {name}")
@@ -104,7 +105,7 @@ def host_resources(plan: Plan, workflow: Any) -> dict[str, Any]:
         if name not in workflow.global_resources:
             workflow.register_resource(name, limit)
         # One host: every job uses it, a number rather than a function called on every job.
-        out[name] = 1 if len(names) == len(plan.host_limits()) == 1 else _uses(host)
+        out[name] = 1 if len(limits) == 1 else _uses(host)
     return out
 
 
