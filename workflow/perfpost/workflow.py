@@ -323,12 +323,6 @@ def env_files(plan: Plan, experiment: str) -> list[str]:
     ]
 
 
-def host_records(plan: Plan, experiment: str, host: str) -> list[str]:
-    """The records of an experiment's runs on one host: its environment is captured again
-    whenever one of them is new, and only then."""
-    return [r for r in current_records(plan, experiment) if Path(r).parts[-4] == host]
-
-
 def statuses(plan: Plan, experiment: str | None = None, root: Path = Path()) -> list[dict]:
     """Every run of every cell with the state of its latest attempt, for `perfpost cells`:
     done, failed or skipped (with the record's reason), incomplete (an attempt that was
