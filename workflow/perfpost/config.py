@@ -371,14 +371,22 @@ class _ParamsChecker:
         return found
 
 
+def _own(value: Any) -> Any:
+    """A cell's own copy of a parameter value: lists and dicts are copied (a cell must not
+    share them with the config or another cell), scalars, almost every value, are not."""
+    if isinstance(value, list | dict):
+        return copy.deepcopy(value)
+    return value
+
+
 def _check_tool_params(
     exp: Experiment, params: dict[str, Any], where: str, checker: _ParamsChecker
 ) -> dict[str, Any]:
     adapter = adapters.get(exp.tool)
-    params = copy.deepcopy(params)
+    params = {k: _own(v) for k, v in params.items()}
     for key, sub in adapter.PARAMS_SCHEMA["properties"].items():
-        if "default" in sub:
-            params.setdefault(key, copy.deepcopy(sub["default"]))
+        if "default" in sub and key not in params:
+            params[key] = _own(sub["default"])
     errors = checker.errors(params)
     if errors:
         sub, message = errors[0]
