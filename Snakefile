@@ -20,12 +20,12 @@ include: "workflow/rules/common.smk"
 
 
 # The default target: every experiment's post, after whatever cells are missing or failed.
-# The records are named too: Snakemake skips a deleted intermediate file when everything
-# downstream is still newer, and a deleted cell must run again.
+# Missing records are named too where tables or posts exist: Snakemake skips a deleted
+# intermediate file while everything made from it is newer, and a deleted cell must run.
 rule report:
     input:
         expand(paths.POST, experiment=list(PLAN.experiments)),
-        pw.all_current_records(PLAN),
+        pw.records_to_name(PLAN),
     localrule: True
 
 

@@ -1,10 +1,12 @@
-"""Which attempt of a cell the workflow wants: the rule behind re-running only what failed."""
+"""Which attempt of a cell the workflow wants, and which records the report target names:
+the rules behind re-running only what failed or was deleted."""
 
 from pathlib import Path
 
 from perfpost import paths
+from perfpost.config import build_plan
 from perfpost.records import write_json_atomic
-from perfpost.workflow import wanted_attempt
+from perfpost.workflow import records_to_name, request_rerun, wanted_attempt
 
 
 def leave(root: Path, host: str, attempt: int, status: str | None) -> None:
@@ -42,3 +44,56 @@ def test_a_cell_started_together_is_finished_only_on_every_host(tmp_path):
     leave(tmp_path, "h2", 2, "done")
     assert wanted_attempt("e", "a=1", ["h1", "h2"], 1, tmp_path) == 2
     assert wanted_attempt("e", "a=1", ["h1", "h2", "h3"], 1, tmp_path) == 3
+
+
+def two_experiments():
+    exp = {
+        "tool": "dd",
+        "params": {"dir": "/var/tmp/p", "bs": "4k"},
+        "axes": {"count": [1, 2, 3]},
+        "repeats": 1,
+    }
+    return build_plan({"experiments": {"a": dict(exp), "b": dict(exp)}})
+
+
+def finish(experiment: str, count: int) -> Path:
+    path = Path(paths.record(experiment, f"count={count}", "localhost", 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, {"schema_version": 1, "status": "done"})
+    return path
+
+
+def test_a_new_matrix_names_no_record(tmp_path, monkeypatch):
+    """Nothing is made from the records yet: the posts pull every cell in by themselves."""
+    monkeypatch.chdir(tmp_path)
+    plan = two_experiments()
+    assert records_to_name(plan) == []
+    finish("a", 1)  # cells that ran, with no table yet, change nothing
+    assert records_to_name(plan) == []
+
+
+def test_missing_records_are_named_once_anything_is_made_from_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plan = two_experiments()
+    for count in (1, 2, 3):
+        finish("a", count)
+        finish("b", count)
+    Path(paths.fill(paths.CELLS_CSV, experiment="a")).write_text("status\n")
+    assert records_to_name(plan) == []
+    finish("a", 2).unlink()
+    finish("b", 3).unlink()  # b has no table: nothing would skip it
+    assert records_to_name(plan) == [paths.record("a", "count=2", "localhost", 1, 1)]
+    # With a's tables deleted too, its post alone still gets the deleted cell named.
+    Path(paths.fill(paths.CELLS_CSV, experiment="a")).unlink()
+    Path(paths.fill(paths.POST, experiment="a")).parent.mkdir(parents=True)
+    assert records_to_name(plan) == [paths.record("a", "count=2", "localhost", 1, 1)]
+
+
+def test_a_rerun_request_names_the_new_attempt(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for count in (1, 2, 3):
+        finish("a", count)
+    Path(paths.fill(paths.ENV_JSON, experiment="a", host="localhost")).parent.mkdir()
+    assert records_to_name(two_experiments()) == []
+    assert request_rerun("a", "count=3", ["localhost"], 1) == 2
+    assert records_to_name(two_experiments()) == [paths.record("a", "count=3", "localhost", 1, 2)]

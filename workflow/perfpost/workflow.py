@@ -206,8 +206,8 @@ def request_rerun(experiment: str, cell: str, hosts: list[str], repeat: int) -> 
 def current_records(plan: Plan, experiment: str) -> list[str]:
     """Record paths the experiment's tables are built from, one per cell, host and repeat.
 
-    Computed once per experiment and plan: the DAG asks for them twice (the tables rule and
-    the report target), and each answer reads every cell's latest record.
+    Computed once per experiment and plan: the tables rule, the report target and the
+    summary at the end all ask, and each answer looks for every cell's latest attempt.
     """
     memo = plan.__dict__.setdefault("_current_records", {})
     if experiment not in memo:
@@ -273,8 +273,30 @@ def together(plan: Plan) -> list[Together]:
     return [Together(plan, n) for n, e in plan.experiments.items() if e.start_together]
 
 
-def all_current_records(plan: Plan) -> list[str]:
-    return [r for name in plan.experiments for r in current_records(plan, name)]
+def records_to_name(plan: Plan) -> list[str]:
+    """The records the report target names itself: the missing ones of experiments that
+    already have something made from their records (tables, environment, figures, post).
+
+    Snakemake does not make a missing file again while the files made from it are up to
+    date, so a deleted cell, or one `perfpost rerun` asked for, would be skipped. Where
+    nothing was made from the records yet, the posts pull every record in by themselves:
+    naming 10,000 records there too cost a 10,000-cell plan a second.
+    """
+    out = []
+    for name in plan.experiments:
+        if _made_from_records(name):
+            out += [r for r in current_records(plan, name) if not os.path.exists(r)]
+    return out
+
+
+def _made_from_records(experiment: str) -> bool:
+    """Whether anything but the cells exists for ``experiment``: any output, log or directory
+    of its tables, env, figures or post rules."""
+    exp_dir = Path(paths.fill(paths.EXPERIMENT_DIR, experiment=experiment))
+    cells = Path(paths.fill(paths.CELLS_DIR, experiment=experiment))
+    if exp_dir.is_dir() and any(p != cells for p in exp_dir.iterdir()):
+        return True
+    return Path(paths.fill(paths.POST_DIR, experiment=experiment)).exists()
 
 
 def outcome(plan: Plan) -> str:
