@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pytest
 from perfpost import envinfo, hostscript
 from perfpost.adapters.base import Proc
 from perfpost.remote import HostError, RemoteHost
+from perfpost.testbed import _descendants
 from tests.conftest import host_spec
 
 
@@ -158,6 +160,27 @@ def test_unreachable_and_authentication_failures_say_so(testbed, tmp_path):
     nobody = RemoteHost(host_spec(testbed, "h3", key=str(stranger)))
     with pytest.raises(HostError, match=r"^authentication failed"):
         nobody.run("true", 10)
+
+
+def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, tmp_path):
+    """run-cell closes its connection after the record is written. A host that died during
+    the cell must not turn that close into a failed job: Snakemake deletes a failed job's
+    output, and the record with its reason would be lost."""
+    host = RemoteHost(host_spec(testbed, "h3"))
+    assert host.fetch("/etc/hostname", tmp_path / "hostname")  # an SFTP channel to close too
+    # The host's sshd and sessions are frozen, so they cannot close the connection first,
+    # and this end can no longer send: closing hits a dead socket, as after a crash.
+    frozen = [*_descendants(testbed.host("h3").pid), testbed.host("h3").pid]
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        host.conn.transport.sock.shutdown(socket.SHUT_WR)
+        host.close()
+        assert not host.conn.is_connected  # the transport ended too, not only SFTP
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    assert RemoteHost(host_spec(testbed, "h3")).run("true", 30).exit_code == 0
 
 
 def test_environment_of_a_remote_host(testbed):

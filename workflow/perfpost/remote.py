@@ -10,6 +10,7 @@ Connection failures become :class:`HostError` with a reason fit for the cell's r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import socket
@@ -271,8 +272,18 @@ class RemoteHost:
         return True
 
     def close(self) -> None:
+        """Close the connection, best effort: a host that died mid-cell leaves a dead socket,
+        and an error here would fail a cell whose record (and reason) is already written."""
+        from paramiko.ssh_exception import SSHException
+
+        dead = (EOFError, OSError, SSHException)
         try:
             self.conn.close()
+        except dead:
+            # Fabric closes SFTP first and stops at its error: end the transport (its thread
+            # and socket) too.
+            with contextlib.suppress(*dead):
+                self.conn.client.close()
         finally:
             self._open = False
 
