@@ -372,8 +372,8 @@ class _ParamsChecker:
 
 
 def _own(value: Any) -> Any:
-    """A cell's own copy of a parameter value: lists and dicts are copied (a cell must not
-    share them with the config or another cell), scalars, almost every value, are not."""
+    """A cell's own copy of a parameter value. Lists and dicts are copied, so that no cell
+    shares one with the config or another cell; scalars (almost every value) need no copy."""
     if isinstance(value, list | dict):
         return copy.deepcopy(value)
     return value

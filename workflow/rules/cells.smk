@@ -23,8 +23,8 @@ rule cell:
 # A host's environment, captured after an experiment's cells ran and were tabulated (again
 # whenever one re-runs, never in a run that measured nothing), so the post describes the
 # machine as it was; it holds the host like a cell, to stay out of measurements. It waits
-# for the one status table rather than for every record: 10,000 records named twice more
-# cost Snakemake a second on every plan.
+# for the one status table, not for each record: naming every record again cost Snakemake
+# about a second on each plan of 10,000 cells.
 rule env:
     input:
         paths.CELLS_CSV,
