@@ -34,8 +34,10 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/post.smk"
 
 
+# A run that executes jobs: jobs of a killed run are waited for, this run's jobs stop with
+# it, and its locks are removed should it be killed (nothing of this while merely reading).
 onstart:
-    pw.export_retries(workflow)
+    pw.start_run(PLAN, workflow)
 
 
 onsuccess:

@@ -57,9 +57,13 @@ def two_experiments():
 
 
 def finish(experiment: str, count: int) -> Path:
+    """A finished record of the two experiments' config, as the runner leaves one."""
     path = Path(paths.record(experiment, f"count={count}", "localhost", 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, {"schema_version": 1, "status": "done"})
+    spec = two_experiments().spec(experiment, f"count={count}", "localhost", 1)
+    write_json_atomic(
+        path, {"schema_version": 1, "status": "done", "measurement": spec.measurement_id()}
+    )
     return path
 
 
@@ -97,3 +101,69 @@ def test_a_rerun_request_names_the_new_attempt(tmp_path, monkeypatch):
     assert records_to_name(two_experiments()) == []
     assert request_rerun("a", "count=3", ["localhost"], 1) == 2
     assert records_to_name(two_experiments()) == [paths.record("a", "count=3", "localhost", 1, 2)]
+
+
+def leave_measured(root: Path, attempt: int, status: str, measurement: str) -> Path:
+    d = root / paths.cell_dir("e", "a=1", "h1", 1, attempt)
+    d.mkdir(parents=True, exist_ok=True)
+    record = {"schema_version": 1, "status": status, "measurement": measurement}
+    write_json_atomic(d / "record.json", record)
+    return d / "record.json"
+
+
+def test_a_record_measured_with_other_parameters_is_passed_over_never_reused(tmp_path):
+    leave_measured(tmp_path, 1, "done", "count-1000")
+    assert wanted_attempt("e", "a=1", "h1", 1, tmp_path, measurement="count-1000") == 1
+    # The config now says count 2000: attempt 1 is stale, a new attempt measures.
+    assert wanted_attempt("e", "a=1", "h1", 1, tmp_path, measurement="count-2000") == 2
+    leave_measured(tmp_path, 2, "done", "count-2000")
+    assert wanted_attempt("e", "a=1", "h1", 1, tmp_path, measurement="count-2000") == 2
+    # Back to count 1000: its finished attempt is current again; nothing runs.
+    assert wanted_attempt("e", "a=1", "h1", 1, tmp_path, measurement="count-1000") == 1
+    # A failed attempt of the current measurement runs again after every attempt.
+    leave_measured(tmp_path, 3, "failed", "count-1000")
+    assert wanted_attempt("e", "a=1", "h1", 1, tmp_path, measurement="count-1000") == 4
+    # A record from before measurements were recorded cannot be shown current: stale.
+    leave(tmp_path, "h2", 1, "done")
+    assert wanted_attempt("e", "a=1", "h2", 1, tmp_path, measurement="count-1000") == 2
+
+
+def test_only_what_defines_the_measurement_identifies_a_run():
+    base = {
+        "ssh": {"connect_timeout": 3},
+        "hosts": {"h1": {"address": "10.200.0.2", "max_parallel_cells": 1}},
+        "experiments": {
+            "e": {
+                "tool": "dd",
+                "hosts": ["h1"],
+                "params": {"dir": "/var/tmp/p", "bs": "4k", "count": 10},
+                "timeout": 60,
+            }
+        },
+    }
+
+    def spec(change):
+        import copy
+
+        config = copy.deepcopy(base)
+        change(config)
+        plan = build_plan(config)
+        return plan.spec("e", plan.experiments["e"].cells[0].id, "h1", 1)
+
+    first = spec(lambda c: None)
+    runtime_only = [
+        lambda c: c["ssh"].update(connect_timeout=4),
+        lambda c: c["ssh"].update(known_hosts="/etc/ssh/other_known_hosts"),
+        lambda c: c["ssh"].update(trust_new_keys=True),
+        lambda c: c["hosts"]["h1"].update(max_parallel_cells=2),
+        lambda c: c["experiments"]["e"].update(timeout=120),
+    ]
+    for change in runtime_only:
+        other = spec(change)
+        assert other.param_json() == first.param_json()
+        assert other.measurement_id() == first.measurement_id()
+        assert other.to_json() != first.to_json()  # the change is real, and still reaches run-cell
+    counted = spec(lambda c: c["experiments"]["e"]["params"].update(count=20))
+    assert counted.measurement_id() != first.measurement_id()
+    env = spec(lambda c: c["experiments"]["e"].update(env={"OZONE_OPTS": "-Xmx1g"}))
+    assert env.measurement_id() != first.measurement_id()

@@ -113,7 +113,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     from perfpost.hosts import open_host
     from perfpost.runner import run_together
 
-    specs = [CellSpec(**s) for s in json.loads(args.specs)]
+    specs = [CellSpec.from_json(json.dumps(s)) for s in json.loads(args.specs)]
     for s in specs:
         provision.refresh_launcher(s.params.get("launcher"))
     if len(specs) != len(args.outs):
@@ -166,10 +166,9 @@ def _cmd_env(args: argparse.Namespace) -> int:
 
 def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """The records of the attempts Snakemake planned, or of later ones a retry made."""
-    from perfpost import paths
-    from perfpost.records import read_record
+    from perfpost.records import latest_of, read_record
 
-    latest = [paths.latest_record(p) for p in planned]
+    latest = [latest_of(p) for p in planned]
     return [(p, read_record(p)) for p in latest]
 
 

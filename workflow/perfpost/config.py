@@ -45,19 +45,92 @@ class CellSpec:
     env: dict[str, Any] = field(default_factory=dict)  # the experiment's; the host's is in host
 
     def to_json(self) -> str:
+        """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
         # Shallow: json.dumps copies nothing, and asdict's deep copy was 70% of the time.
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         if not data["env"]:
-            del data["env"]  # specs without env keep their old form: no needless re-runs
+            del data["env"]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def param_json(self) -> str:
+        """The spec as the workflow hands it to a job: what defines the measurement, and the
+        host by name only.
+
+        Snakemake re-runs a job in place (deleting its output, a finished record) when its
+        params change. How perfpost reaches a host (address, keys, ``connect_timeout``,
+        ``known_hosts``, ``max_parallel_cells``) and how long it waits (``timeout``) do not
+        change a measurement, so they travel beside the spec (:data:`RUNTIME_ENV`), and
+        changing them re-runs nothing.
+        """
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "timeout"}
+        data["host"] = {k: v for k, v in self.host.items() if k in MEASUREMENT_HOST_KEYS}
+        if not data["env"]:
+            del data["env"]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def measurement(self) -> dict[str, Any]:
+        """What defines this run's measurement: the tool, its parameters (the launcher
+        included: another install may be another build), what runs after it, and the
+        variables its commands get (secrets by their source only)."""
+        return {
+            "tool": self.tool,
+            "params": self.params,
+            "after": self.after,
+            "sync_threshold": self.sync_threshold,
+            "env": hostenv.public(self.cell_env()),
+        }
+
+    def measurement_id(self) -> str:
+        """A short hash of :meth:`measurement`: records carry it, and a finished record
+        whose hash differs from the config's is stale, never reused or overwritten."""
+        blob = json.dumps(self.measurement(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def cell_env(self) -> dict[str, Any]:
         """Variables for the cell's commands: the host's, overridden by the experiment's."""
         return {**self.host.get("env", {}), **self.env}
 
     @classmethod
-    def from_json(cls, text: str) -> CellSpec:
-        return cls(**json.loads(text))
+    def from_json(cls, text: str, runtime: str | None = None) -> CellSpec:
+        """A spec from :meth:`to_json`, or from :meth:`param_json` completed by the run's
+        ``runtime`` (:func:`runtime_json`, default ``$PERFPOST_RUNTIME``)."""
+        data = json.loads(text)
+        if "timeout" in data:
+            return cls(**data)
+        runtime = os.environ.get(RUNTIME_ENV) if runtime is None else runtime
+        if not runtime:
+            raise ConfigError(
+                "run-cell --spec",
+                f"the spec has no timeout or connection settings and ${RUNTIME_ENV} is not "
+                "set: run cells through snakemake, or pass a whole spec",
+            )
+        known = json.loads(runtime)
+        name = data["host"]["name"]
+        if name not in known["hosts"] or data["experiment"] not in known["timeouts"]:
+            raise ConfigError(
+                "run-cell --spec",
+                f"${RUNTIME_ENV} knows no host {name!r} or experiment {data['experiment']!r}",
+            )
+        data["host"] = {**known["hosts"][name], **data["host"]}
+        data["timeout"] = known["timeouts"][data["experiment"]]
+        return cls(**data)
+
+
+# Host keys that belong to a measurement: its name (in every path) and the variables it sets.
+MEASUREMENT_HOST_KEYS = frozenset({"name", "env"})
+# The run's connection settings and timeouts, for specs handed over by name (param_json).
+RUNTIME_ENV = "PERFPOST_RUNTIME"
+
+
+def runtime_json(plan: Plan) -> str:
+    """Every host's settings and every experiment's timeout, for :meth:`CellSpec.from_json`."""
+    return json.dumps(
+        {
+            "hosts": {name: {"name": name, **spec} for name, spec in plan.hosts.items()},
+            "timeouts": {name: float(e.timeout) for name, e in plan.experiments.items()},
+        },
+        sort_keys=True,
+    )
 
 
 @dataclass

@@ -3,13 +3,17 @@
 Snakemake killed with SIGKILL (or by the OOM killer) leaves its jobs running, as ordinary child
 processes, and its locks on disk. Left alone, an orphaned cell would keep measuring while the
 next run starts the same cell again on the same host, and the next run would refuse to start
-until someone typed ``--unlock``. So:
+until someone typed ``--unlock``. So, when a run starts executing (Snakemake's ``onstart``,
+never while the Snakefile is merely read, so ``-n``, ``--lint`` and ``--report`` change
+nothing):
 
-- the Snakefile marks the run (:func:`mark_run`); every perfpost job watches that process and
+- the run is marked (:func:`mark_run`); every perfpost job watches that process and
   interrupts itself when it dies (:func:`watch_run`): the tools are killed on every host and no
   record is written, so the next run tries the cell again in a new attempt;
-- the next run, while its Snakefile is read and before Snakemake takes its locks, waits for
-  such orphans to end and removes locks no running Snakemake holds (:func:`recover`).
+- jobs of an earlier killed run that are still stopping are waited for (:func:`recover`);
+- a watcher in a session of its own (:func:`janitor`) waits for the run to end and, if it
+  died without removing its locks, removes them once no other Snakemake works in the
+  directory; it exits with that, so nothing outlives the run.
 """
 
 from __future__ import annotations
@@ -163,12 +167,13 @@ def other_snakemakes(workdir: str) -> list[int]:
     return out
 
 
-def recover(workdir: str | None = None, wait: float = ORPHAN_WAIT) -> list[str]:
+def recover(workdir: str | None = None, wait: float = ORPHAN_WAIT, locks: bool = True) -> list[str]:
     """Undo what a killed run left behind; returns what was done, one line each.
 
     Orphaned jobs get ``wait`` seconds to stop by themselves (they watch their run and kill
-    their tools), then SIGTERM, then SIGKILL. Snakemake's locks are removed only when no other
-    Snakemake works in this directory: they belong to a run that no longer exists.
+    their tools), then SIGTERM, then SIGKILL. With ``locks``, Snakemake's locks are removed
+    only when no other Snakemake works in this directory: they belong to a run that no
+    longer exists (never pass it from inside a running Snakemake: the locks are its own).
     """
     workdir = os.path.realpath(workdir or os.getcwd())
     said = []
@@ -192,10 +197,57 @@ def recover(workdir: str | None = None, wait: float = ORPHAN_WAIT) -> list[str]:
             while left and time.monotonic() < deadline:
                 time.sleep(0.2)
                 left = [p for p in left if Path(f"/proc/{p}").exists()]
-    locks = Path(workdir, ".snakemake", "locks")
-    stale = sorted(locks.glob("*.lock")) if locks.is_dir() else []
-    if stale and not other_snakemakes(workdir):
-        for f in stale:
-            f.unlink(missing_ok=True)
-        said.append(f"removed {len(stale)} lock(s) of a Snakemake run that is no longer running")
-    return said
+    return said + (remove_stale_locks(workdir) if locks else [])
+
+
+def remove_stale_locks(workdir: str) -> list[str]:
+    """Remove Snakemake's locks in ``workdir`` when no Snakemake works there: they belong to
+    a run that no longer exists. Returns what was done."""
+    lockdir = Path(workdir, ".snakemake", "locks")
+    stale = sorted(lockdir.glob("*.lock")) if lockdir.is_dir() else []
+    if not stale or other_snakemakes(workdir):
+        return []
+    for f in stale:
+        f.unlink(missing_ok=True)
+    return [f"removed {len(stale)} lock(s) of a Snakemake run that is no longer running"]
+
+
+def start_janitor(workdir: str | None = None) -> None:
+    """Start :func:`janitor` for this run (the calling Snakemake process), detached in a
+    session of its own so that killing the run's process group does not take it along."""
+    import subprocess
+
+    workdir = os.path.realpath(workdir or os.getcwd())
+    pid = os.getpid()
+    subprocess.Popen(
+        [sys.executable, "-m", "perfpost.lifeline", str(pid), str(_starttime(pid)), workdir],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        # Not a job of the run: a later run must not take it for an orphan to wait for.
+        env={k: v for k, v in os.environ.items() if k != ENV},
+    )
+
+
+def janitor(pid: int, start: str, workdir: str) -> list[str]:
+    """Wait for the run ``pid`` to end; then clean up what it left: its locks, if it was
+    killed before removing them (at once, so the next run can start), then its jobs, which
+    stop by themselves and are stopped if they do not. Returns what was done."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        fd = None
+    if fd is not None:
+        if _alive(pid, start):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll()
+        os.close(fd)
+    said = remove_stale_locks(workdir)
+    return said + recover(workdir, locks=False)
+
+
+if __name__ == "__main__":
+    janitor(int(sys.argv[1]), sys.argv[2], sys.argv[3])

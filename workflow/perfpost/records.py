@@ -56,3 +56,33 @@ def read_record(path: str | Path) -> dict[str, Any]:
     if data.get("status") not in STATUSES:
         raise ValueError(f"{path}: bad status {data.get('status')!r}")
     return data
+
+
+def latest_of(record_path: str | Path) -> str:
+    """The record of the latest attempt at or after ``record_path``'s with the same
+    measurement.
+
+    A cell retried within a run (the profile's ``retries``) finishes in a later attempt than
+    the one Snakemake planned, and tables follow it there; never to a later attempt that was
+    measured with other parameters (a config changed and changed back).
+    """
+    from perfpost import paths
+
+    later = paths.latest_record(record_path)
+    if later == str(record_path):
+        return later
+    try:
+        want = read_record(record_path).get("measurement")
+    except (OSError, ValueError):
+        want = None
+    base, name = Path(record_path).parent.parent, Path(record_path).name
+    planned = paths.attempt_of(record_path)
+    for n in reversed(paths.attempts_in(base)):
+        if n <= planned:
+            break
+        try:
+            if read_record(base / f"attempt-{n}" / name).get("measurement") == want:
+                return str(base / f"attempt-{n}" / name)
+        except (OSError, ValueError):
+            continue
+    return str(record_path)

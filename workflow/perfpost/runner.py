@@ -84,6 +84,7 @@ class _CellRun:
             "repeat": spec.repeat,
             "attempt": int(record_path.parent.name.rpartition("-")[2]),
             "tool": spec.tool,
+            "measurement": spec.measurement_id(),
             "params": spec.params,
             "status": None,
             "reason": None,

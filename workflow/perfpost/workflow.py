@@ -49,14 +49,22 @@ def strict_configfile(path: str) -> str:
     return path
 
 
-def start_run(workflow: Any) -> None:
-    """Set up this Snakemake run: jobs watch it (and stop with it), and whatever a killed
-    run left behind (jobs, locks) is dealt with first."""
+def start_run(plan: Plan, workflow: Any) -> None:
+    """Set up a run that executes jobs (Snakemake's ``onstart``; reading the Snakefile, as
+    ``-n``, ``--lint`` and ``--report`` do, changes nothing).
+
+    Jobs of an earlier killed run still stopping their tools are waited for; the new jobs
+    watch this run and stop with it, and learn the run's settings (:func:`export_retries`,
+    :func:`export_runtime`); a watcher removes this run's locks should it be killed.
+    """
     from perfpost import lifeline
 
-    for line in lifeline.recover():
+    for line in lifeline.recover(locks=False):
         print(f"perfpost: {line}", file=sys.stderr)
     lifeline.mark_run()
+    export_retries(workflow)
+    export_runtime(plan)
+    lifeline.start_janitor()
 
 
 def export_retries(workflow: Any) -> None:
@@ -71,6 +79,15 @@ def export_retries(workflow: Any) -> None:
 
     settings = getattr(workflow, "execution_settings", None)
     os.environ[RETRIES_ENV] = str(int(getattr(settings, "retries", 0) or 0))
+
+
+def export_runtime(plan: Plan) -> None:
+    """Hand the cell jobs how to reach each host and how long a command may run: settings
+    that do not change a measurement, so they are no Snakemake param (a changed param
+    re-runs a finished cell in place)."""
+    from perfpost.config import RUNTIME_ENV, runtime_json
+
+    os.environ[RUNTIME_ENV] = runtime_json(plan)
 
 
 def cell_inputs(plan: Plan) -> Any:
@@ -129,14 +146,16 @@ def cell_spec(plan: Plan, wildcards: Any) -> CellSpec:
     return plan.spec(wildcards.experiment, wildcards.cell, wildcards.host, repeat)
 
 
-def _finished(path: Path) -> bool:
-    if not path.exists():
-        return False
+def _read(path: Path) -> dict[str, Any] | None:
+    """A record, or None when there is none or it cannot be read (run again)."""
     try:
-        status = records.read_record(path)["status"]
+        return records.read_record(path)
     except (ValueError, OSError):
-        return False  # unreadable: treat as unfinished and run again
-    return status in (records.DONE, records.SKIPPED)
+        return None
+
+
+def _finished(record: dict[str, Any] | None) -> bool:
+    return record is not None and record["status"] in (records.DONE, records.SKIPPED)
 
 
 def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
@@ -163,12 +182,22 @@ def cache_of(marker: str) -> str:
 
 
 def wanted_attempt(
-    experiment: str, cell: str, hosts: str | list[str], repeat: int, root: Path = Path()
+    experiment: str,
+    cell: str,
+    hosts: str | list[str],
+    repeat: int,
+    root: Path = Path(),
+    measurement: str | None = None,
 ) -> int:
     """The attempt the workflow wants for a cell: the latest if finished, else a new one.
 
     With several hosts (a start_together cell) the attempt is shared: it is finished only
     when every host finished it, and otherwise all hosts run it again together.
+
+    With ``measurement`` (:meth:`CellSpec.measurement_id` of the config), attempts whose
+    records were measured with other parameters are stale: they stay on disk untouched and
+    are passed over; the newest attempt of this measurement is wanted if it finished, else a
+    new attempt after all of them. Records without the field predate it and count as stale.
     """
     hosts = [hosts] if isinstance(hosts, str) else hosts
     tried = sorted({a for h in hosts for a in paths.attempts(experiment, cell, h, repeat, root)})
@@ -177,8 +206,17 @@ def wanted_attempt(
     latest = tried[-1]
     if any(rerun_after(experiment, cell, h, repeat, root) >= latest for h in hosts):
         return latest + 1  # `perfpost rerun` asked for a new attempt after this one
-    if all(_finished(root / paths.record(experiment, cell, h, repeat, latest)) for h in hosts):
-        return latest
+    for attempt in reversed(tried):
+        recs = [_read(root / paths.record(experiment, cell, h, repeat, attempt)) for h in hosts]
+        if measurement is None:
+            return attempt if all(_finished(r) for r in recs) else latest + 1
+        if any(r is None for r in recs):
+            return latest + 1  # interrupted, or unreadable: this measurement runs again
+        if all(r.get("measurement") != measurement for r in recs):
+            continue  # stale: measured with other parameters
+        if all(_finished(r) and r.get("measurement") == measurement for r in recs):
+            return attempt
+        return latest + 1
     return latest + 1
 
 
@@ -228,7 +266,11 @@ def _current_records(plan: Plan, experiment: str) -> list[str]:
         host = spec.host["name"]
         group = exp.hosts if exp.start_together else host
         attempt = (
-            wanted_attempt(experiment, spec.cell, group, spec.repeat) if spec.cell in tried else 1
+            wanted_attempt(
+                experiment, spec.cell, group, spec.repeat, measurement=spec.measurement_id()
+            )
+            if spec.cell in tried
+            else 1
         )
         out.append(paths.record(experiment, spec.cell, host, spec.repeat, attempt))
     return out
@@ -262,7 +304,7 @@ class Together:
                 json.loads(
                     self.plan.spec(
                         self.exp.name, wildcards.cell, h, int(wildcards.repeat)
-                    ).to_json()
+                    ).param_json()
                 )
                 for h in self.exp.hosts
             ]
@@ -306,7 +348,7 @@ def outcome(plan: Plan) -> str:
         counts: dict[str, int] = {}
         for path in current_records(plan, name):
             try:
-                status = records.read_record(paths.latest_record(path))["status"]
+                status = records.read_record(records.latest_of(path))["status"]
             except (OSError, ValueError):
                 status = "missing"
             counts[status] = counts.get(status, 0) + 1
@@ -351,6 +393,7 @@ def statuses(plan: Plan, experiment: str | None = None, root: Path = Path()) -> 
     interrupted before leaving a record), missing (never tried); ``rerun`` when
     `perfpost rerun` asked for another attempt that has not run yet."""
     out = []
+    exp_hosts = {n: (e.hosts if e.start_together else None) for n, e in plan.experiments.items()}
     for spec in plan.jobs():
         if experiment and spec.experiment != experiment:
             continue
@@ -367,10 +410,22 @@ def statuses(plan: Plan, experiment: str | None = None, root: Path = Path()) -> 
             "reason": "",
         }
         if tried:
-            rec = root / paths.record(spec.experiment, spec.cell, host, spec.repeat, tried[-1])
+            group = exp_hosts[spec.experiment] or host
+            want = wanted_attempt(
+                spec.experiment, spec.cell, group, spec.repeat, root, spec.measurement_id()
+            )
+            shown = want if want in tried else tried[-1]
+            row["attempt"] = shown
+            rec = root / paths.record(spec.experiment, spec.cell, host, spec.repeat, shown)
             try:
                 data = records.read_record(rec)
                 row["status"], row["reason"] = data["status"], data["reason"] or ""
+                if want not in tried and data.get("measurement") != spec.measurement_id():
+                    row["status"] = "stale"
+                    row["reason"] = (
+                        "measured with other parameters than the config's; kept as it is, "
+                        f"the next run makes attempt {want}"
+                    )
             except FileNotFoundError:
                 row["status"] = "incomplete"
                 row["reason"] = "interrupted before it left a record"

@@ -15,7 +15,7 @@ rule cell:
     resources:
         **HOST_RESOURCES,
     params:
-        spec=lambda wc: pw.cell_spec(PLAN, wc).to_json(),
+        spec=lambda wc: pw.cell_spec(PLAN, wc).param_json(),
     shell:
         "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 

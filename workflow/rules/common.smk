@@ -18,8 +18,6 @@ except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
 pw.ensure_on_path(sys.executable)
-# Jobs stop with this run if it is killed; what a killed run left behind is cleaned up first.
-pw.start_run(workflow)
 HOST_RESOURCES = pw.host_resources(PLAN, workflow)
 
 

@@ -1,0 +1,103 @@
+"""Reading the Snakefile changes nothing; a run that executes cleans up after a killed one,
+and a killed run's locks are removed by the watcher that outlives it by moments only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import env_with_venv
+from tests.e2e import make_checkout, snakemake
+
+CONFIG = {
+    "experiments": {
+        "w": {"tool": "dd", "params": {"dir": "/dev/shm", "bs": "4k", "count": 8}, "repeats": 1}
+    }
+}
+
+
+def orphan(work: Path) -> subprocess.Popen:
+    """A process that looks like a job of a killed run: in the directory, marked with a run
+    that no longer exists, and one that does not stop by itself."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    env = {**os.environ, "PERFPOST_RUN": f"{os.uname().nodename}:{gone.pid}:1"}
+    return subprocess.Popen(["sleep", "300"], cwd=work, env=env)
+
+
+def test_reading_the_snakefile_kills_nothing_and_keeps_locks(tmp_path):
+    work = make_checkout(tmp_path / "w", CONFIG)
+    locks = work / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("results/w/tidy.csv\n")
+    job = orphan(work)
+    try:
+        for args in (["-n", "--cores", "1", "report"], ["--lint"], ["--list-rules"]):
+            t0 = time.monotonic()
+            done = snakemake(work, *args, timeout=40)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+            assert time.monotonic() - t0 < 30, f"snakemake {args} waited"
+            assert (locks / "0.input.lock").read_text() == "results/w/tidy.csv\n", args
+            assert job.poll() is None, f"snakemake {args} stopped a process"
+    finally:
+        job.kill()
+        job.wait()
+
+
+def test_a_killed_runs_locks_are_removed_by_its_watcher(tmp_path):
+    """The janitor waits for its run; once the run dies, its locks go and so does it."""
+    work = tmp_path / "w"
+    locks = work / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    run = subprocess.Popen(["sleep", "300"], cwd=work)
+    start = Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    janitor = subprocess.Popen(
+        [sys.executable, "-m", "perfpost.lifeline", str(run.pid), start, str(work)],
+        env=env_with_venv(),
+    )
+    try:
+        (locks / "0.output.lock").write_text("results/w/tidy.csv\n")
+        time.sleep(1.0)
+        assert janitor.poll() is None, "the watcher left while its run was alive"
+        assert (locks / "0.output.lock").exists()
+        run.kill()
+        run.wait()
+        assert janitor.wait(timeout=20) == 0
+        assert not list(locks.iterdir())
+    finally:
+        for p in (run, janitor):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@pytest.mark.e2e
+def test_a_run_leaves_no_watcher_behind(tmp_path):
+    work = make_checkout(tmp_path / "w", CONFIG)
+    done = snakemake(work, "--cores", "1", "report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = [
+            p
+            for p in os.listdir("/proc")
+            if p.isdigit()
+            and b"perfpost.lifeline" in _cmdline(int(p))
+            and str(work).encode() in _cmdline(int(p))
+        ]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, "a watcher outlived its run"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
