@@ -238,6 +238,28 @@ def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
     return diffs
 
 
+def overlap(cell_rows: pd.DataFrame) -> dict[str, Any]:
+    """How many runs measured at once on one host, from the records' own start and end
+    times: the post states what happened, not what was configured."""
+    most, where = 0, []
+    timed = cell_rows.dropna(subset=["start", "end"])
+    for host, rows in timed.groupby("host", sort=True):
+        events = []
+        for r in rows.itertuples(index=False):
+            t0 = pd.Timestamp(r.start).timestamp()
+            t1 = pd.Timestamp(r.end).timestamp()
+            events += [(t0, 1), (t1, -1)]  # an end sorts before a start at the same time
+        level = peak = 0
+        for _, step in sorted(events, key=lambda e: (e[0], e[1])):
+            level += step
+            peak = max(peak, level)
+        if peak > most:
+            most, where = peak, [str(host)]
+        elif peak == most:
+            where.append(str(host))
+    return {"most": most, "where": where if most > 1 else []}
+
+
 def _log_tails(cell_rows: pd.DataFrame) -> list[dict[str, Any]]:
     tails = []
     for row in cell_rows.itertuples(index=False):
@@ -408,6 +430,7 @@ def render(
         "n_cells": cells["cell"].nunique(),
         "n_runs": len(cells),
         "n_done": int((cells["status"] == records.DONE).sum()),
+        "overlap": overlap(cells),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
         "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ()), cells),

@@ -126,6 +126,15 @@ def host_resources(plan: Plan, workflow: Any) -> dict[str, Any]:
     return out
 
 
+def controller_resources(plan: Plan) -> dict[str, int]:
+    """What perfpost's own heavy steps (provisioning, tables, figures, posts) hold: every
+    slot of this machine when cells measure here, so none runs beside a measurement."""
+    from perfpost.hosts import LOCALHOST
+
+    limits = plan.host_limits()
+    return {resource_name(LOCALHOST): limits[LOCALHOST]} if LOCALHOST in limits else {}
+
+
 def _uses(host: str) -> Any:
     def uses(wildcards: Any) -> int:
         return int(wildcards.host == host)

@@ -80,6 +80,8 @@ for i, pattern in enumerate(pw.provision_patterns(PLAN)):
         localrule: True
         conda:
             "../../envs/perfpost.yaml"
+        resources:
+            **CONTROLLER,
         params:
             cache=lambda wildcards, output: pw.cache_of(output[0]),
         shell:

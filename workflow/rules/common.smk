@@ -19,6 +19,8 @@ except ConfigError as e:
 
 pw.ensure_on_path(sys.executable)
 HOST_RESOURCES = pw.host_resources(PLAN, workflow)
+# perfpost's own heavy steps wait until no cell measures on this machine, and hold it.
+CONTROLLER = pw.controller_resources(PLAN)
 
 
 wildcard_constraints:

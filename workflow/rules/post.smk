@@ -18,6 +18,8 @@ rule figures:
         paths.FIGURES_LOG,
     conda:
         "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
     params:
         exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     shell:
@@ -46,6 +48,8 @@ rule post:
         paths.POST_LOG,
     conda:
         "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
     params:
         exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
     shell:

@@ -26,6 +26,8 @@ rule tables:
         paths.TABLES_LOG,
     conda:
         "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
     params:
         axes=lambda wc: pw.axes_json(PLAN, wc.experiment),
         out_dir=lambda wc: paths.fill(paths.EXPERIMENT_DIR, experiment=wc.experiment),
