@@ -80,7 +80,7 @@ E = ("experiments", "w")
         (_set((*E, "repeats"), 0), "experiments.w.repeats", "minimum"),
         (_set((*E, "tool"), "fio"), "experiments.w.tool", "'fio' is not one of"),
         (_set((*E, "hosts"), ["nowhere"]), "experiments.w.hosts[0]", "unknown host"),
-        (_set((*E, "axes", "empty"), []), "experiments.w.axes.empty", ""),
+        (_set((*E, "axes", "empty"), []), "experiments.w.axes.empty", "should be non-empty"),
         (_set((*E, "params", "bs"), "4 parsecs"), "params.bs", "bad size"),
         (_set((*E, "params", "dir"), "{nope}"), "params.dir", "names no axis"),
         (_set((*E, "params", "oflag"), ["sideways"]), "params.oflag", "not one of"),

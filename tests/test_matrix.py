@@ -73,7 +73,7 @@ def test_ids_round_trip():
         ({"a": [1, 2]}, {"zip_groups": [["a", "c"]]}, "zip[0]", "'c' is not an axis"),
         ({"a": [1, 2]}, {"exclude": [{"a": 3}]}, "exclude[0].a", "'3' is not a value"),
         ({"a": [1, 2]}, {"exclude": [{"b": 1}]}, "exclude[0]", "'b' is not an axis"),
-        ({"a": [1]}, {"exclude": [{"a": 1}]}, "exp", "drop every cell"),
+        ({"a": [1]}, {"exclude": [{"a": 1}]}, "exp.exclude", "drop every cell"),
         ({"a": [1]}, {"exclude": [{}]}, "exclude[0]", "empty exclude"),
     ],
 )

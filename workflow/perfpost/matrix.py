@@ -183,5 +183,5 @@ def expand(
         values = tuple((n, chosen[n][1]) for n in order)
         cells.append(Cell(cell_id(labels), labels, values))
     if axes and not cells:
-        raise ConfigError(parent, "the exclude rules drop every cell")
+        raise ConfigError(f"{parent}.exclude", "the exclude rules drop every cell")
     return cells
