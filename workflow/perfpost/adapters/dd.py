@@ -380,16 +380,27 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
     if mode == "write":
         conv = params.get("conv", "none")
         flush = {
-            "fsync": "with `conv=fsync`, so dd's time includes flushing data and metadata to the "
-            "device",
-            "fdatasync": "with `conv=fdatasync`, so dd's time includes flushing the data",
+            "fsync": "with `conv=fsync`: one fsync after the last write, so dd's time includes "
+            "flushing data and metadata to the device once, while the writes themselves go "
+            "to the page cache",
+            "fdatasync": "with `conv=fdatasync`: one fdatasync after the last write, so dd's "
+            "time includes flushing the data to the device once",
         }.get(conv, "without a flush at the end, so the page cache may absorb the writes")
         lines.append(
             f"Each run writes {val('count')} blocks of {val('bs')} from `/dev/zero` into "
             f"a new file under {val('dir')}, {flush}."
         )
         if params.get("oflag"):
-            lines.append(f"Output flags: `oflag={','.join(params['oflag'])}`.")
+            flags = params["oflag"]
+            each = {
+                "dsync": "each write waits until its data reach the device",
+                "sync": "each write waits until its data and metadata reach the device",
+                "direct": "writes bypass the page cache",
+            }
+            said = "; ".join(each[f] for f in flags if f in each)
+            lines.append(
+                f"Output flags: `oflag={','.join(flags)}`" + (f" ({said})." if said else ".")
+            )
         lines.append("Throughput is the bytes dd wrote divided by dd's own elapsed time.")
     else:
         lines.append(
