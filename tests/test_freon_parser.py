@@ -335,3 +335,76 @@ def test_histogram_values_are_plain_numbers_not_durations():
     assert m["batch-size.mean"] == (20.0, "")
     assert m["batch-size.count"] == (3, "count")
 
+
+# ---------------------------------------------------------------------------- rate's clock
+
+
+def test_a_log_with_whole_second_stamps_names_host_wall_time_as_the_rates_clock():
+    m = metrics("cmdw-oldpattern.log", wall_time=2.5)
+    assert m["rate_source_host_wall_time"] == (1, "count")
+    assert "rate_source_freon_timestamps" not in m
+    assert m["rate"] == (pytest.approx(2000 / 2.5), "1/s")
+
+
+def test_a_log_with_millisecond_stamps_names_freons_timestamps_as_the_rates_clock():
+    m = metrics("cmdw-perchunk.log", wall_time=99.0)
+    assert m["rate_source_freon_timestamps"] == (1, "count")
+    assert "rate_source_host_wall_time" not in m
+
+
+def test_no_clock_no_rate_and_no_clock_named():
+    m = metrics("cmdw-oldpattern.log")
+    assert "rate" not in m
+    assert not {"rate_source_host_wall_time", "rate_source_freon_timestamps"} & set(m)
+
+
+EXPERIMENT = {"params": {"subcommand": "cmdw", "program": "vapor", "dir": "/tmp"}, "axes": {}}
+
+
+def tidy_rows(*runs: tuple[str, str, float]):
+    """The tidy table of real runs: (cell, log in tests/data/freon, host wall time)."""
+    from perfpost import tidy
+
+    records = []
+    for repeat, (cell, name, wall) in enumerate(runs, start=1):
+        parsed = freon.parse_cell({name: read(name)}, wall_time=wall)
+        records.append(
+            {
+                "experiment": "e",
+                "cell": cell,
+                "host": "h",
+                "repeat": repeat,
+                "labels": {},
+                "tool": "freon",
+                "status": "done",
+                "attempt": 1,
+                "exit_code": 0,
+                "metrics": [m.__dict__ for m in parsed],
+            }
+        )
+    return tidy.from_records(records)
+
+
+def test_the_method_names_host_wall_time_when_the_runs_used_it():
+    method = " ".join(freon.describe(EXPERIMENT, tidy_rows(("a", "cmdw-oldpattern.log", 2.5))))
+    assert "wall time on the host, JVM start included" in method
+    assert "millisecond log timestamps (start" not in method
+
+
+def test_the_method_names_freons_timestamps_when_the_runs_used_them():
+    method = " ".join(freon.describe(EXPERIMENT, tidy_rows(("a", "cmdw-perchunk.log", 9.0))))
+    assert "taken from freon's millisecond log timestamps" in method
+    assert "wall time" not in method
+
+
+def test_the_method_names_each_cells_clock_when_they_differ():
+    df = tidy_rows(
+        ("new", "cmdw-perchunk.log", 9.0),
+        ("old", "cmdw-oldpattern.log", 2.5),
+        ("old", "cmdw-perchunk.log", 9.0),
+    )
+    method = " ".join(freon.describe(EXPERIMENT, df))
+    stamps = "freon's millisecond log timestamps (start of the test to its summary) in `new`, "
+    assert stamps + "`old` (1 of 2 runs)" in method
+    assert "JVM start included (the log did not stamp" in method
+    assert "to the millisecond) in `old` (1 of 2 runs)." in method

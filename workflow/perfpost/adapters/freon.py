@@ -237,6 +237,14 @@ CONSOLE_NAMES = {
     "99.9% <": "p999",
     "value": "value",
 }
+# Where a run's time (``elapsed``, hence ``rate``) came from, named by a metric of value 1 in
+# its record, so the post says which clock each run used.
+RATE_SOURCES = {
+    "rate_source_freon_timestamps": "freon's millisecond log timestamps (start of the test "
+    "to its summary)",
+    "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
+}
+
 
 def _ts(line: str) -> float | None:
     m = _TS.match(line)
@@ -539,13 +547,17 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
         Metric("successful_executions", float(log.success), "count"),
         Metric("operations", float(log.success), "count"),
     ]
-    elapsed = None
+    elapsed, clock = None, None
     if log.precise_ts and log.start_ts is not None and log.end_ts is not None:
-        elapsed = log.end_ts - log.start_ts
+        elapsed, clock = log.end_ts - log.start_ts, "rate_source_freon_timestamps"
     elif wall_time:
-        elapsed = wall_time
+        elapsed, clock = wall_time, "rate_source_host_wall_time"
     if elapsed and elapsed > 0:
-        out += [Metric("elapsed", elapsed, "s"), Metric("rate", log.success / elapsed, "1/s")]
+        out += [
+            Metric("elapsed", elapsed, "s"),
+            Metric("rate", log.success / elapsed, "1/s"),
+            Metric(clock, 1.0, "count"),
+        ]
     return out
 
 
@@ -576,18 +588,71 @@ def parse_text(text: str, source: str) -> list[Metric]:
     return parse_cell({source: text})
 
 
-def describe(experiment: Mapping[str, Any]) -> list[str]:
+def rate_sources(results: Any) -> dict[str, dict[str, int]]:
+    """Per cell, how many finished runs took their time from each clock (:data:`RATE_SOURCES`),
+    read from the tidy rows of those runs."""
+    if results is None or len(results) == 0:
+        return {}
+    rows = results[results["metric"].isin(list(RATE_SOURCES))]
+    if "status" in rows:
+        rows = rows[rows["status"] == "done"]
+    out: dict[str, dict[str, int]] = {}
+    for cell, metric in zip(rows["cell"], rows["metric"], strict=True):
+        counts = out.setdefault(str(cell), {})
+        counts[metric] = counts.get(metric, 0) + 1
+    return out
+
+
+def _rate_sentence(results: Any) -> str:
+    """Which clock the rate's time came from: the one the runs used, per cell where they
+    differ. freon prints millisecond stamps only with a log4j pattern that has them."""
+    rounded = "freon's `Total execution time` is rounded to whole seconds"
+    stamps, wall = RATE_SOURCES.values()
+    by_cell = rate_sources(results)
+    used = {m for counts in by_cell.values() for m in counts}
+    if used == {"rate_source_freon_timestamps"}:
+        return (
+            f"The rate is successful operations divided by the run's own time, taken from "
+            f"{stamps}: {rounded}."
+        )
+    if used == {"rate_source_host_wall_time"}:
+        return (
+            f"The rate is successful operations divided by {wall}: freon's log did not "
+            "stamp both the start of the test and its summary to the millisecond (a log4j "
+            f"pattern with whole seconds or no date, or the terminal form), and {rounded}."
+        )
+    if not used:
+        return (
+            f"The rate is successful operations divided by the run's time: from {stamps} "
+            f"where the log has them, else {wall} ({rounded})."
+        )
+
+    def cells(metric: str) -> str:
+        named = []
+        for cell, counts in by_cell.items():
+            if metric in counts:
+                n, total = counts[metric], sum(counts.values())
+                named.append(f"`{cell}`" + (f" ({n} of {total} runs)" if n < total else ""))
+        return ", ".join(named)
+
+    return (
+        "The rate is successful operations divided by the run's time, which came from "
+        f"different clocks: {stamps} in {cells('rate_source_freon_timestamps')}; {wall} "
+        "(the log did not stamp the test's start and summary to the millisecond) in "
+        f"{cells('rate_source_host_wall_time')}. "
+        f"The tidy data names each run's clock (`rate_source_*` rows); {rounded}."
+    )
+
+
+def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
+    """The test method in prose; with ``results`` (the tidy rows), the clock each rate used."""
     p = experiment["params"]
     program, sub = p.get("program", "freon"), p.get("subcommand", "?")
     lines = [
         f"Each run is `ozone {program} {sub}` with the options in the commands below; "
         "generic settings (`-D`) go before the subcommand."
     ]
-    lines.append(
-        "The rate is successful operations divided by the run's own time, taken from "
-        "freon's millisecond log timestamps (start of the test to its summary): "
-        "freon's `Total execution time` is rounded to whole seconds."
-    )
+    lines.append(_rate_sentence(results))
     if p.get("env"):
         lines.append("Environment: " + ", ".join(f"`{k}={v}`" for k, v in p["env"].items()) + ".")
     return lines
