@@ -60,7 +60,7 @@ def test_parse_freon_prints_timer_and_summary_rows():
     result = run("parse", "freon", log)
     assert result.returncode == 0, result.stderr
     rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
-    assert rows["file-create.mean"]["unit"] == "ms"
+    assert rows["file-create.mean"]["unit"] == "s"
     assert rows["successful_executions"]["value"] == "300.0"
     assert rows["rate"]["unit"] == "1/s"
     killed = str(ROOT / "tests" / "data" / "freon" / "cmdw-killed.log")

@@ -135,7 +135,7 @@ def test_freon_metrics_series_and_post(freon_run):
         "total_execution_time",
         "sync_time",
     } <= set(done["metric"])
-    assert set(done[done["metric"] == "chunk-write.mean"]["unit"]) == {"ms"}
+    assert set(done[done["metric"] == "chunk-write.mean"]["unit"]) == {"s"}
     assert set(done[done["metric"] == "rate"]["unit"]) == {"1/s"}
     series = pd.read_csv(work / "results" / "cmdw" / "series.csv")
     assert set(series["host"]) == {"localhost", "h1"}

@@ -42,9 +42,10 @@ def test_timer_summary_and_counts_from_log4j_logs(name, timer):
     text = read(name)
     m = metrics(name, wall_time=9.0)
     fields = timer_line(text)
+    assert fields["duration_unit"] == "milliseconds"
     assert m[f"{timer}.count"] == (float(fields["count"]), "count")
     for f in ("min", "max", "mean", "stddev", "median", "p75", "p95", "p98", "p99", "p999"):
-        assert m[f"{timer}.{f}"] == (pytest.approx(float(fields[f])), "ms")
+        assert m[f"{timer}.{f}"] == (pytest.approx(float(fields[f]) / 1000), "s")
     assert m[f"{timer}.mean_rate"] == (pytest.approx(float(fields["mean_rate"])), "1/s")
     total = int(re.search(r"Total execution time \(sec\): (\d+)", text).group(1))
     ok = int(re.search(r"Successful executions: (\d+)", text).group(1))
@@ -82,8 +83,9 @@ def test_terminal_form_bar_timers_block_and_bare_summary():
     m = metrics("cmdw.tty.log", wall_time=4.0)
     assert m["chunk-write.count"] == (30000, "count")
     assert m["chunk-write.mean_rate"] == (17914.97, "1/s")
-    assert m["chunk-write.p999"] == (5.06, "ms")
-    assert m["chunk-write.p75"] == (0.02, "ms")
+    # "99.9% <= 5.06 milliseconds", "75% <= 0.02 milliseconds" in the block above
+    assert m["chunk-write.p999"] == (0.00506, "s")
+    assert m["chunk-write.p75"] == (0.00002, "s")
     assert m["successful_executions"] == (30000, "count")
     assert m["total_execution_time"] == (2, "s")
     series = freon.parse_series({"t": text})
@@ -183,3 +185,226 @@ def test_a_cut_logs_series_is_the_start_of_the_whole_logs(name, back):
     full = freon.parse_series({"x": text})
     cut = freon.parse_series({"x": text[: max(len(text) - back, 0)]})
     assert cut == full[: len(cut)]
+
+
+# ---------------------------------------------------------------------------- units by meaning
+
+REAL_TIMER = (
+    "type=TIMER, name=chunk-write, count=20000, min=0.028633, max=9.34011, "
+    "mean=0.09449854474708165, stddev=0.4741752491083686, median=0.04052, p75=0.051857, "
+    "p95=0.085247, p98=0.164034, p99=2.554076, p999=4.127715, mean_rate=12472.57758045686, "
+    "m1=0.0, m5=0.0, m15=0.0, rate_unit=events/second, duration_unit=milliseconds"
+)
+
+
+def with_timer(line: str) -> str:
+    """cmdw-perchunk.log, a real run, with its TIMER message replaced by ``line``."""
+    text = read("cmdw-perchunk.log")
+    assert REAL_TIMER in text
+    return text.replace(REAL_TIMER, line)
+
+
+def timer_metrics(line: str) -> dict[str, tuple[float, str]]:
+    return {m.name: (m.value, m.unit) for m in freon.parse_text(with_timer(line), "x.log")}
+
+
+def test_a_timer_in_microseconds_and_events_per_millisecond_is_read_in_s_and_1_per_s():
+    # Read by substring, "microseconds" contained "seconds" (0.708 us became 708 ms) and
+    # "events/millisecond" was taken per second.
+    line = (
+        "type=TIMER, name=chunk-write, count=20000, min=0.25, max=1500.0, mean=0.708, "
+        "stddev=0.5, median=0.5, p75=0.75, p95=1.0, p98=2.0, p99=4.0, p999=8.0, "
+        "mean_rate=12.5, m1=0.0, m5=0.0, m15=0.0, rate_unit=events/millisecond, "
+        "duration_unit=microseconds"
+    )
+    m = timer_metrics(line)
+    # 0.708 us = 0.708 / 1,000,000 s; 1500 us = 1.5 ms = 0.0015 s; 12.5 per ms = 12,500 per s
+    assert m["chunk-write.mean"] == (pytest.approx(7.08e-7, rel=1e-15), "s")
+    assert m["chunk-write.max"] == (0.0015, "s")
+    assert m["chunk-write.min"] == (2.5e-7, "s")
+    assert m["chunk-write.mean_rate"] == (12500.0, "1/s")
+    assert m["chunk-write.m1"] == (0.0, "1/s")
+    assert m["chunk-write.count"] == (20000, "count")
+
+
+# 2.5 of each unit, in seconds, worked out by hand: exact, since each conversion rounds once.
+DURATIONS = [
+    ("nanoseconds", 2.5e-9),
+    ("microseconds", 2.5e-6),
+    ("milliseconds", 0.0025),
+    ("seconds", 2.5),
+    ("minutes", 150.0),
+    ("hours", 9000.0),
+]
+# 2.5 events per each unit, per second.
+RATES = [
+    ("nanosecond", 2.5e9),
+    ("microsecond", 2.5e6),
+    ("millisecond", 2500.0),
+    ("second", 2.5),
+    ("minute", 2.5 / 60),
+    ("hour", 2.5 / 3600),
+]
+
+
+@pytest.mark.parametrize(("unit", "seconds"), DURATIONS)
+def test_every_duration_unit_a_timer_line_can_name_converts_exactly(unit, seconds):
+    line = REAL_TIMER.replace("mean=0.09449854474708165", "mean=2.5").replace(
+        "duration_unit=milliseconds", f"duration_unit={unit}"
+    )
+    assert timer_metrics(line)["chunk-write.mean"] == (seconds, "s")
+
+
+@pytest.mark.parametrize(("unit", "per_second"), RATES)
+def test_every_rate_unit_a_timer_line_can_name_converts_exactly(unit, per_second):
+    line = REAL_TIMER.replace("mean_rate=12472.57758045686", "mean_rate=2.5").replace(
+        "rate_unit=events/second", f"rate_unit=events/{unit}"
+    )
+    assert timer_metrics(line)["chunk-write.mean_rate"] == (per_second, "1/s")
+
+
+@pytest.mark.parametrize(("duration", "rate"), list(zip(DURATIONS, RATES, strict=True)))
+def test_the_terminal_timers_block_converts_every_unit_too(duration, rate):
+    (dunit, seconds), (runit, per_second) = duration, rate
+    text = read("cmdw.tty.log")
+    old_mean, old_rate = "mean = 0.04 milliseconds", "mean rate = 17914.97 calls/second"
+    assert old_mean in text
+    assert old_rate in text
+    text = text.replace(old_mean, f"mean = 2.5 {dunit}")
+    text = text.replace(old_rate, f"mean rate = 2.5 calls/{runit}")
+    m = {x.name: (x.value, x.unit) for x in freon.parse_cell({"t": text}, wall_time=4.0)}
+    assert m["chunk-write.mean"] == (seconds, "s")
+    assert m["chunk-write.mean_rate"] == (per_second, "1/s")
+
+
+def test_the_terminal_forms_mean_of_28_51_milliseconds_is_0_02851_s():
+    text = read("cmdw.tty.log").replace("mean = 0.04 milliseconds", "mean = 28.51 milliseconds")
+    m = {x.name: (x.value, x.unit) for x in freon.parse_cell({"t": text}, wall_time=4.0)}
+    assert m["chunk-write.mean"] == (pytest.approx(0.02851, rel=1e-15), "s")
+    assert m["chunk-write.m5"] == (0.0, "1/s")  # "5-minute rate = 0.00 calls/second"
+
+
+def test_a_real_timer_line_in_ms_is_stored_in_seconds():
+    # dfsg.log, line 7, as freon printed it (duration_unit=milliseconds,
+    # rate_unit=events/second): mean=9.699696631494367, p99=22.536881, max=43.896784,
+    # mean_rate=163.58154338650726, count=300. Divided by 1000 by hand:
+    m = metrics("dfsg.log")
+    assert m["file-create.mean"] == (pytest.approx(0.009699696631494367, rel=1e-15), "s")
+    assert m["file-create.p99"] == (pytest.approx(0.022536881, rel=1e-15), "s")
+    assert m["file-create.max"] == (pytest.approx(0.043896784, rel=1e-15), "s")
+    assert m["file-create.mean_rate"] == (pytest.approx(163.58154338650726, rel=1e-15), "1/s")
+    assert m["file-create.count"] == (300, "count")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("duration_unit=milliseconds", "duration_unit=fortnights", "'fortnights'"),
+        ("duration_unit=milliseconds", "duration_unit=millis", "'millis'"),
+        ("rate_unit=events/second", "rate_unit=events/sec", "'sec'"),
+        ("rate_unit=events/second", "rate_unit=bytes/second", "'bytes/second'"),
+        (", duration_unit=milliseconds", "", "names no duration_unit"),
+    ],
+)
+def test_a_unit_perfpost_does_not_know_is_an_error_naming_it_and_its_line(old, new, named):
+    text = with_timer(REAL_TIMER.replace(old, new))
+    with pytest.raises(ParseError) as e:
+        freon.parse_text(text, "x.log")
+    assert named in str(e.value)
+    assert e.value.line == 12  # the TIMER line of cmdw-perchunk.log
+    assert e.value.source == "x.log"
+
+
+def test_a_terminal_timer_value_in_an_unknown_unit_is_an_error():
+    text = read("cmdw.tty.log").replace("mean = 0.04 milliseconds", "mean = 0.04 jiffies")
+    with pytest.raises(ParseError, match="'jiffies'"):
+        freon.parse_cell({"t": text}, wall_time=4.0)
+
+
+def test_histogram_values_are_plain_numbers_not_durations():
+    # Slf4jReporter prints a HISTOGRAM's snapshot as it is (sizes, counts): no unit to convert.
+    extra = (
+        "2026-11-22 05:04:47,659 [shutdown-hook-0] INFO metrics: type=HISTOGRAM, "
+        "name=batch-size, count=3, min=10, max=30, mean=20.0, stddev=8.16, median=20.0, "
+        "p75=30.0, p95=30.0, p98=30.0, p99=30.0, p999=30.0\n"
+    )
+    text = read("cmdw-perchunk.log")
+    at = text.index("2026-11-22 05:04:47,660")
+    m = {x.name: (x.value, x.unit) for x in freon.parse_text(text[:at] + extra + text[at:], "x")}
+    assert m["batch-size.min"] == (10.0, "")
+    assert m["batch-size.mean"] == (20.0, "")
+    assert m["batch-size.count"] == (3, "count")
+
+
+# ---------------------------------------------------------------------------- rate's clock
+
+
+def test_a_log_with_whole_second_stamps_names_host_wall_time_as_the_rates_clock():
+    m = metrics("cmdw-oldpattern.log", wall_time=2.5)
+    assert m["rate_source_host_wall_time"] == (1, "count")
+    assert "rate_source_freon_timestamps" not in m
+    assert m["rate"] == (pytest.approx(2000 / 2.5), "1/s")
+
+
+def test_a_log_with_millisecond_stamps_names_freons_timestamps_as_the_rates_clock():
+    m = metrics("cmdw-perchunk.log", wall_time=99.0)
+    assert m["rate_source_freon_timestamps"] == (1, "count")
+    assert "rate_source_host_wall_time" not in m
+
+
+def test_no_clock_no_rate_and_no_clock_named():
+    m = metrics("cmdw-oldpattern.log")
+    assert "rate" not in m
+    assert not {"rate_source_host_wall_time", "rate_source_freon_timestamps"} & set(m)
+
+
+EXPERIMENT = {"params": {"subcommand": "cmdw", "program": "vapor", "dir": "/tmp"}, "axes": {}}
+
+
+def tidy_rows(*runs: tuple[str, str, float]):
+    """The tidy table of real runs: (cell, log in tests/data/freon, host wall time)."""
+    from perfpost import tidy
+
+    records = []
+    for repeat, (cell, name, wall) in enumerate(runs, start=1):
+        parsed = freon.parse_cell({name: read(name)}, wall_time=wall)
+        records.append(
+            {
+                "experiment": "e",
+                "cell": cell,
+                "host": "h",
+                "repeat": repeat,
+                "labels": {},
+                "tool": "freon",
+                "status": "done",
+                "attempt": 1,
+                "exit_code": 0,
+                "metrics": [m.__dict__ for m in parsed],
+            }
+        )
+    return tidy.from_records(records)
+
+
+def test_the_method_names_host_wall_time_when_the_runs_used_it():
+    method = " ".join(freon.describe(EXPERIMENT, tidy_rows(("a", "cmdw-oldpattern.log", 2.5))))
+    assert "wall time on the host, JVM start included" in method
+    assert "millisecond log timestamps (start" not in method
+
+
+def test_the_method_names_freons_timestamps_when_the_runs_used_them():
+    method = " ".join(freon.describe(EXPERIMENT, tidy_rows(("a", "cmdw-perchunk.log", 9.0))))
+    assert "taken from freon's millisecond log timestamps" in method
+    assert "wall time" not in method
+
+
+def test_the_method_names_each_cells_clock_when_they_differ():
+    df = tidy_rows(
+        ("new", "cmdw-perchunk.log", 9.0),
+        ("old", "cmdw-oldpattern.log", 2.5),
+        ("old", "cmdw-perchunk.log", 9.0),
+    )
+    method = " ".join(freon.describe(EXPERIMENT, df))
+    stamps = "freon's millisecond log timestamps (start of the test to its summary) in `new`, "
+    assert stamps + "`old` (1 of 2 runs)" in method
+    assert "JVM start included (the log did not stamp" in method
+    assert "to the millisecond) in `old` (1 of 2 runs)." in method

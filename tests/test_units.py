@@ -1,6 +1,19 @@
+import re
+
 import pytest
 
-from perfpost.units import UnitError, format_bytes, human_unit_factor, parse_size, rate_scale, sig
+from perfpost.units import (
+    UnitError,
+    format_bytes,
+    format_seconds,
+    human_unit_factor,
+    parse_size,
+    rate_scale,
+    seconds_scale,
+    sig,
+    to_per_second,
+    to_seconds,
+)
 
 
 @pytest.mark.parametrize(
@@ -44,3 +57,90 @@ def test_rate_scale_picks_one_unit_for_a_column():
     assert format_bytes(102_400_000) == "102 MB"
     assert sig(0.74912, 3) == "0.749"
     assert sig(20712.3, 3) == "20,712"
+
+
+# ---------------------------------------------------------------------------- time units
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "seconds"),
+    [
+        ("0.708", "microseconds", 7.08e-7),  # not "seconds": the whole word decides
+        ("28.51", "milliseconds", 0.02851),
+        ("5.06", "milliseconds", 0.00506),  # the printed decimal, not its double, is scaled
+        ("2", "nanoseconds", 2e-9),
+        ("1.5", "minutes", 90.0),
+        ("2", "hours", 7200.0),
+        ("1", "day", 86400.0),
+        (3.0, "second", 3.0),
+    ],
+)
+def test_to_seconds_reads_the_whole_unit_word(value, unit, seconds):
+    assert to_seconds(value, unit) == seconds
+
+
+@pytest.mark.parametrize(
+    ("unit", "per_second"),
+    [
+        ("events/second", 3.0),
+        ("calls/second", 3.0),
+        ("events/millisecond", 3000.0),
+        ("events/microsecond", 3e6),
+        ("events/nanosecond", 3e9),
+        ("events/minute", 0.05),
+        ("calls/hour", 3 / 3600),
+    ],
+)
+def test_to_per_second_reads_the_whole_rate_unit(unit, per_second):
+    assert to_per_second("3", unit) == per_second
+
+
+@pytest.mark.parametrize(
+    "unit", ["", "ms", "msec", "secs", "millis", "Milliseconds", "microseconds ", "fortnights"]
+)
+def test_a_time_unit_that_is_not_a_whole_known_word_is_refused_by_name(unit):
+    with pytest.raises(UnitError, match=re.escape(repr(unit))):
+        to_seconds("1", unit)
+
+
+@pytest.mark.parametrize("unit", ["second", "events", "bytes/second", "events/sec", "events/"])
+def test_a_rate_unit_that_is_not_events_or_calls_per_a_time_unit_is_refused(unit):
+    with pytest.raises(UnitError, match="unknown"):
+        to_per_second("1", unit)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0.0007, "700 us"),
+        (0.02851, "28.5 ms"),
+        (7.08e-7, "708 ns"),
+        (0.0123, "12.3 ms"),
+        (1.5, "1.5 s"),
+        (123.4, "123 s"),
+        (0.0, "0 s"),
+    ],
+)
+def test_times_are_shown_with_the_prefix_that_suits_them(seconds, shown):
+    from perfpost import report
+
+    assert format_seconds(seconds) == shown
+    assert report._fmt(seconds, "s") == shown
+    assert report._value(seconds, "s", None) == shown
+
+
+def test_a_column_of_times_gets_one_unit_from_its_median():
+    from perfpost import plots
+
+    assert seconds_scale([0.028, 0.0285, 0.031]) == ("ms", 1e-3)
+    assert seconds_scale([7e-7, 0.0007, 0.0009]) == ("us", 1e-6)
+    assert seconds_scale([2.0, 30.0]) == ("s", 1.0)
+    assert plots._unit("s", [0.028, 0.0285, 0.031]) == ("ms", 1e-3)
+    assert format_seconds(0.0007, ("ms", 1e-3)) == "0.7 ms"
+
+
+def test_byte_seconds_are_shown_in_si_units():
+    from perfpost import plots, report
+
+    assert report._fmt(15_256_780_800.0, "B*s") == "15.3 GB*s"
+    assert plots._unit("B*s", [1.5e10]) == ("GB*s", 1e9)

@@ -40,7 +40,8 @@ def test_terminal_records_give_elapsed_time_and_resources_as_yarn_counts_them(na
     m = {x.name: (x.value, x.unit) for x in rec.metrics()}
     assert m["app_elapsed"] == (app["elapsedTime"] / 1000, "s")
     assert m["app_vcore_seconds"] == (app["vcoreSeconds"], "vcore*s")
-    assert m["app_memory_seconds"] == (app["memorySeconds"], "MB*s")
+    # YARN's MB-seconds in byte-seconds: its MB is a MiB (ResourceInformation.MEMORY_MB, "Mi")
+    assert m["app_memory_seconds"] == (app["memorySeconds"] * 1048576, "B*s")
     assert m["app_launch_delay"][0] == (app["launchTime"] - app["startedTime"]) / 1000
     assert m["app_elapsed"][0] == (app["finishedTime"] - app["startedTime"]) / 1000
 
@@ -265,14 +266,56 @@ def test_any_value_in_a_record_is_refused_or_read_as_the_record_says(name, chang
         assert all(math.isfinite(v) and v >= 0 for v in m.values()), m
         # Every number is the record's own, in seconds.
         assert m["app_elapsed"] == int(app["elapsedTime"]) / 1000
-        for metric, key in (
-            ("app_vcore_seconds", "vcoreSeconds"),
-            ("app_memory_seconds", "memorySeconds"),
+        for metric, key, per in (
+            ("app_vcore_seconds", "vcoreSeconds", 1),
+            ("app_memory_seconds", "memorySeconds", 2**20),  # MB-seconds (MiB) in B*s
         ):
             if metric in m:
-                assert m[metric] == int(app[key])
+                assert m[metric] == int(app[key]) * per
         if "app_launch_delay" in m:
             delay = (int(app["launchTime"]) - int(app["startedTime"])) / 1000
             assert m["app_launch_delay"] == delay
         return
     assert message.startswith("r.json: ")
+
+
+def test_the_succeeded_records_memory_seconds_are_byte_seconds():
+    # app-succeeded.json: "memorySeconds":14550 (MB-seconds; YARN's MB is 2^20 bytes), so
+    # 14550 * 1,048,576 = 15,256,780,800 byte-seconds.
+    m = {
+        x.name: (x.value, x.unit) for x in yarnapp.parse(text("app-succeeded.json"), "a").metrics()
+    }
+    assert m["app_memory_seconds"] == (15_256_780_800, "B*s")
+    assert m["app_vcore_seconds"] == (27, "vcore*s")
+
+
+def test_teragen_on_yarn_counters_in_milliseconds_are_stored_in_seconds():
+    # yarn-success.log, as Hadoop 3.4.2 printed it: "Total vcore-milliseconds taken by all map
+    # tasks=8900", "Total megabyte-milliseconds taken by all map tasks=4556800",
+    # "CPU time spent (ms)=1650", "GC time elapsed (ms)=115". By hand: 8.9 vcore-s;
+    # 4556.8 MB-s * 1,048,576 B/MB = 4,777,312,256 + 838,860.8 = 4,778,151,116.8 B*s (512 MB
+    # containers: 4556800 / 8900 = 512); 1.65 s; 0.115 s.
+    m = {x.name: (x.value, x.unit) for x in teragen.parse_cell({"s": text("yarn-success.log")})}
+    assert m["map_vcore_seconds"] == (8.9, "vcore*s")
+    assert m["map_memory_seconds"] == (4_778_151_116.8, "B*s")
+    assert m["cpu_time"] == (1.65, "s")
+    assert m["gc_time"] == (0.115, "s")
+
+
+def test_hadoop_2_counter_labels_in_seconds_land_in_the_same_metrics():
+    # Hadoop 2.6/2.7 labelled the same counters "vcore-seconds" and "megabyte-seconds".
+    old = (
+        text("yarn-success.log")
+        .replace(
+            "Total vcore-milliseconds taken by all map tasks=8900",
+            "Total vcore-seconds taken by all map tasks=9",
+        )
+        .replace(
+            "Total megabyte-milliseconds taken by all map tasks=4556800",
+            "Total megabyte-seconds taken by all map tasks=4557",
+        )
+    )
+    assert "vcore-seconds taken by all map tasks=9" in old
+    m = {x.name: (x.value, x.unit) for x in teragen.parse_cell({"s": old})}
+    assert m["map_vcore_seconds"] == (9, "vcore*s")
+    assert m["map_memory_seconds"] == (4557 * 1_048_576, "B*s")

@@ -238,7 +238,8 @@ def _cmd_post(args: argparse.Namespace) -> int:
     from perfpost import adapters, report, tidy
 
     exp = json.loads(args.experiment)
-    exp["method"] = adapters.get(exp["tool"]).describe(exp)
+    tidy_df = tidy.read(args.tidy)
+    exp["method"] = adapters.get(exp["tool"]).describe(exp, tidy.results(tidy_df))
     envs = {}
     for path in args.env:
         data = json.loads(Path(path).read_text())
@@ -248,7 +249,7 @@ def _cmd_post(args: argparse.Namespace) -> int:
     out = Path(args.out)
     report.render(
         exp,
-        tidy.read(args.tidy),
+        tidy_df,
         cells,
         envs,
         figures,

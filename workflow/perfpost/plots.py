@@ -46,10 +46,18 @@ def choose_x(axis_labels: dict[str, list[Any]], preferred: str | None) -> str | 
 
 
 def _unit(unit: str, values: list[float]) -> tuple[str, float]:
+    """The axis unit for values in a base unit: the prefix that suits their median for
+    rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds."""
+    from perfpost.units import seconds_scale
+
     if unit == "B/s":
         return rate_scale(values)
+    if unit == "s":
+        return seconds_scale(values)
     if unit == "B":
         return ("MB", 1e6)
+    if unit == "B*s":
+        return ("GB*s", 1e9)
     return (unit, 1.0)
 
 

@@ -25,7 +25,7 @@ from perfpost.units import format_bytes, format_seconds, metric_label, rate_scal
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOG_TAIL_LINES = 4
-DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s", "vcore*s": "", "MB*s": ""}
+DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s", "vcore*s": "", "B*s": ""}
 
 
 def git_revision() -> str | None:
@@ -44,12 +44,16 @@ def git_revision() -> str | None:
 
 
 def _fmt(value: float, unit: str, scale: tuple[str, float] | None = None) -> str:
+    """A table cell: B/s in the column's unit (named in the header); bytes, byte-seconds and
+    seconds carry the prefix that suits each value (``28.5 ms``, ``700 us``, ``14.8 GB*s``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if unit == "B/s" and scale:
         return sig(value / scale[1])
     if unit == "B":
         return format_bytes(value)
+    if unit == "B*s":
+        return f"{format_bytes(value)}*s"
     if unit == "s":
         return format_seconds(value)
     return sig(value)
@@ -318,8 +322,11 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
 
 
 def _value(value: float, unit: str, scale: tuple[str, float] | None) -> str:
+    """A value in a sentence, with its unit: the scale's, else the one that suits it."""
     if scale:
         return f"{sig(value / scale[1])} {scale[0]}"
+    if unit in ("B", "B*s", "s"):
+        return _fmt(value, unit)
     shown = DISPLAY_UNITS.get(unit, unit)
     return f"{sig(value)} {shown}".strip()
 

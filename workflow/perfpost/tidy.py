@@ -4,7 +4,7 @@ Columns (schema version :data:`TIDY_SCHEMA_VERSION`), in this order:
 
 - ``experiment``, ``cell`` (the cell id), ``host``, ``repeat``
 - one column per matrix axis, holding the axis label (numbers when every label is one)
-- ``tool``, ``metric``, ``value``, ``unit`` (base units: B, s, B/s, count, 1/s)
+- ``tool``, ``metric``, ``value``, ``unit`` (base units only: :data:`perfpost.units.BASE_UNITS`)
 - ``status``: ``done``, ``failed`` or ``skipped``; only ``done`` rows are results
 - ``attempt``: which attempt of the cell the row comes from
 
@@ -22,8 +22,10 @@ import pandas as pd
 
 from perfpost.columns import FIXED_COLUMNS, TAIL_COLUMNS
 from perfpost.records import write_json_atomic
+from perfpost.units import BASE_UNITS
 
-TIDY_SCHEMA_VERSION = 1
+# 2: freon timers in s (were ms), YARN memory-seconds in B*s (were MB*s), unit list named.
+TIDY_SCHEMA_VERSION = 2
 
 COLUMN_DOCS = {
     "experiment": "experiment name from the config",
@@ -158,11 +160,18 @@ def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataF
 
 
 def schema_doc(axes: list[str]) -> dict[str, Any]:
+    """The columns, and every unit a ``value`` may be in, so a reader of tidy.csv needs no
+    other document to know that ``s`` is seconds and ``B*s`` byte-seconds."""
     return {
         "schema_version": TIDY_SCHEMA_VERSION,
         "columns": [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS],
         "axes": axes,
-        "docs": COLUMN_DOCS,
+        "docs": {
+            **COLUMN_DOCS,
+            "value": "metric value in the base unit named in `unit` (no prefixes: s, not ms)",
+            "unit": "one of the units listed under `units` (an empty unit: none printed)",
+        },
+        "units": dict(BASE_UNITS),
     }
 
 

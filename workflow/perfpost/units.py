@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 _BINARY = {"": 1, "c": 1, "w": 2, "b": 512, "k": 1024, "K": 1024, "KiB": 1024}
 _POWERS = "KMGTPE"
@@ -22,6 +23,86 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 class UnitError(ValueError):
     """A size or rate that cannot be read."""
+
+
+# Every unit a tidy value is stored in: tidy.csv's ``unit`` column holds only these, and
+# tidy.schema.json and the README list them from here. No prefixes (no ms, MB, MB*s): the
+# post chooses the prefix a reader sees (:func:`seconds_scale`, :func:`rate_scale`).
+BASE_UNITS: dict[str, str] = {
+    "B": "bytes",
+    "s": "seconds",
+    "B/s": "bytes per second",
+    "1/s": "operations or events per second",
+    "count": "a number of things (operations, records, tasks, runs)",
+    "B*s": "byte-seconds: memory held times the seconds it was held (YARN's MB-seconds x 2^20)",
+    "vcore*s": "vcore-seconds: virtual cores held times the seconds they were held",
+    "": "none: a number the tool printed without a unit (a gauge, a histogram, a field of "
+    "an instrumented client)",
+}
+
+# Bytes in YARN's memory "MB", which is a MiB (ResourceInformation.MEMORY_MB has units "Mi";
+# a container of 1024 MB has 2^30 bytes): MB-seconds times this are byte-seconds.
+YARN_MB = 2**20
+
+# Seconds in one java.util.concurrent.TimeUnit, by the word Dropwizard's reporters print for
+# it: plural for durations (``duration_unit=milliseconds``, ``mean = 28.51 milliseconds``),
+# singular in rates (``rate_unit=events/second``, ``calls/second``). Exact fractions, so a
+# conversion rounds once.
+SECONDS_PER: dict[str, Fraction] = {
+    "nanosecond": Fraction(1, 10**9),
+    "microsecond": Fraction(1, 10**6),
+    "millisecond": Fraction(1, 10**3),
+    "second": Fraction(1),
+    "minute": Fraction(60),
+    "hour": Fraction(3600),
+    "day": Fraction(86400),
+}
+# The things a Dropwizard rate counts: a timer's calls, a meter's events.
+RATE_NOUNS = ("events", "calls")
+
+
+def _time_unit(word: str) -> Fraction:
+    key = word[:-1] if word.endswith("s") and word[:-1] in SECONDS_PER else word
+    if key not in SECONDS_PER:
+        known = ", ".join(f"{w}s" for w in SECONDS_PER)
+        raise UnitError(f"unknown time unit {word!r} (known: {known})")
+    return SECONDS_PER[key]
+
+
+def _times(value: float | str, factor: Fraction) -> float:
+    """``value`` times ``factor``, rounded once: the decimal text as the tool printed it
+    (``5.06``) is taken exactly, so 5.06 ms is the double nearest 0.00506 s."""
+    number = float(value)
+    if not math.isfinite(number) or number == 0:
+        return number * float(factor)  # no digits worth keeping (and 1e-999999 stays cheap)
+    exact = Fraction(number)
+    if isinstance(value, str):
+        try:
+            exact = Fraction(value.strip())
+        except ValueError:  # a form float reads and Fraction does not: its double is exact
+            pass
+    product = exact * factor
+    try:
+        return float(product)
+    except OverflowError:
+        return math.inf if product > 0 else -math.inf
+
+
+def to_seconds(value: float | str, unit: str) -> float:
+    """``value`` durations of ``unit`` (the whole word: ``microseconds``, ``minute``) in s;
+    give the number as printed (a string) to convert it exactly."""
+    return _times(value, _time_unit(unit))
+
+
+def to_per_second(value: float | str, unit: str) -> float:
+    """A rate printed per ``unit`` (``events/millisecond``, ``calls/second``) in 1/s."""
+    noun, slash, per = unit.partition("/")
+    if not slash or noun not in RATE_NOUNS:
+        raise UnitError(
+            f"unknown rate unit {unit!r} (known: {' or '.join(RATE_NOUNS)} per a time unit, "
+            "e.g. events/second)"
+        )
+    return _times(value, 1 / _time_unit(per))
 
 
 def parse_size(text: str | int) -> int:
@@ -82,13 +163,32 @@ def rate_scale(values: list[float]) -> tuple[str, float]:
     return "B/s", 1.0
 
 
-def format_seconds(s: float) -> str:
-    """Seconds with precision that suits their size (``0.0123 s``, ``1.23 s``, ``123 s``)."""
+SECONDS_SCALES = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def seconds_scale(values: list[float]) -> tuple[str, float]:
+    """One unit for a whole column of times in s, chosen by its median as :func:`rate_scale`
+    does: a 0.0007 s timer reads ``700 us``, a 0.0285 s one ``28.5 ms``; 1 s and up stay s."""
+    finite = sorted(abs(v) for v in values if v is not None and not math.isnan(v))
+    if not finite or finite[len(finite) // 2] == 0:
+        return "s", 1.0
+    mid = finite[len(finite) // 2]
+    for unit, factor in SECONDS_SCALES:
+        if mid >= factor:
+            return unit, factor
+    return SECONDS_SCALES[-1]
+
+
+def format_seconds(s: float, scale: tuple[str, float] | None = None) -> str:
+    """Seconds in the unit that suits their size (``12.3 ms``, ``1.23 s``, ``123 s``), or in
+    ``scale`` (from :func:`seconds_scale`) so a column reads in one unit."""
     if s is None or math.isnan(s):
         return "n/a"
-    if s >= 100:
-        return f"{s:.0f} s"
-    return f"{s:.3g} s"
+    unit, factor = scale or seconds_scale([s])
+    v = s / factor
+    if abs(v) >= 100:
+        return f"{v:.0f} {unit}"
+    return f"{v:.3g} {unit}"
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -118,10 +218,12 @@ METRIC_LABELS = {
     "operations": "Operations",
     "app_elapsed": "Elapsed time (YARN)",
     "app_vcore_seconds": "vcore-seconds (YARN)",
-    "app_memory_seconds": "MB-seconds (YARN)",
+    "app_memory_seconds": "memory-seconds (YARN)",
     "app_launch_delay": "AM launch delay (YARN)",
     "map_vcore_seconds": "map vcore-seconds",
-    "map_mb_seconds": "map MB-seconds",
+    "map_memory_seconds": "map memory-seconds",
+    "rate_source_freon_timestamps": "runs timed by freon's timestamps",
+    "rate_source_host_wall_time": "runs timed by host wall time",
 }
 
 

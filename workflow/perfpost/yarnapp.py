@@ -1,5 +1,6 @@
 """The ResourceManager's record of one YARN application: what the teragen post read from
-``/ws/v1/cluster/apps/<application id>`` for each run (elapsed time and vcore-seconds).
+``/ws/v1/cluster/apps/<application id>`` for each run (elapsed time, vcore-seconds and
+memory-seconds, the latter kept in byte-seconds).
 
 Pure functions over the JSON text. The record is *final* once the application reached a
 terminal state and released its containers: the RM goes on adding to ``memorySeconds`` and
@@ -17,6 +18,7 @@ from typing import Any
 
 from perfpost.adapters.base import Metric
 from perfpost.errors import ParseError
+from perfpost.units import YARN_MB
 
 NAME = "yarn-app"
 LOG = "yarn-app.json"
@@ -62,11 +64,13 @@ class AppRecord:
         return f"{self.state}/{self.final_status}"
 
     def metrics(self) -> list[Metric]:
+        """Base units: s, vcore*s, and B*s for YARN's MB-seconds (memory held over time)."""
         out = [Metric("app_elapsed", self.elapsed_ms / 1000, "s")]
         if self.vcore_seconds is not None:
             out.append(Metric("app_vcore_seconds", float(self.vcore_seconds), "vcore*s"))
         if self.memory_seconds is not None:
-            out.append(Metric("app_memory_seconds", float(self.memory_seconds), "MB*s"))
+            byte_seconds = float(self.memory_seconds * YARN_MB)  # exact integer product first
+            out.append(Metric("app_memory_seconds", byte_seconds, "B*s"))
         if self.launched_ms and 0 < self.started_ms <= self.launched_ms:
             # From submission to the application master's launch: time spent waiting.
             out.append(Metric("app_launch_delay", (self.launched_ms - self.started_ms) / 1000, "s"))

@@ -14,7 +14,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Metric:
-    """One measured value in base units (B, s, B/s, count, 1/s)."""
+    """One measured value in a base unit (:data:`perfpost.units.BASE_UNITS`: s, never ms),
+    so tidy tables compare across tools; the post picks the prefix a reader sees."""
 
     name: str
     value: float

@@ -363,8 +363,9 @@ def parse_text(text: str, source: str) -> list[Metric]:
     return parse_cell({source: text})
 
 
-def describe(experiment: Mapping[str, Any]) -> list[str]:
-    """The test method in prose, from the experiment's config (axes named where they vary)."""
+def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
+    """The test method in prose, from the experiment's config (axes named where they vary);
+    ``results`` (the tidy rows) changes nothing here: dd's times are always dd's own."""
     params, axes = experiment["params"], experiment["axes"]
 
     def val(key: str, default: Any = None) -> str:

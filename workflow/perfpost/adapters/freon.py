@@ -7,7 +7,8 @@ cell's own scratch directory on the host (for ``hdds.datanode.dir`` and friends)
 The parser reads every form freon prints, by the messages themselves so that any log4j
 prefix works (ISO8601 or ``yyyy-MM-dd HH:mm:ss`` dates, with or without thread, class and
 line): ``Progress:`` lines (a time series), ``type=TIMER, name=...`` lines (metrics
-``<timer>.<field>``: durations in ms, rates in 1/s), the summary (``Total execution time``,
+``<timer>.<field>``: durations in s, rates in 1/s, converted from the units the line names by
+their whole words), the summary (``Total execution time``,
 ``Failures``, ``Successful executions``), the terminal form (``\\r``-redrawn progress bar,
 ``-- Timers --`` block, bare summary lines), and ``name.field: value`` lines printed by
 instrumented clients. A log without freon's summary (killed, cut off) is an error.
@@ -23,6 +24,7 @@ from typing import Any
 
 from perfpost.adapters.base import Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.errors import ConfigError, ParseError
+from perfpost.units import UnitError, to_per_second, to_seconds
 
 NAME = "freon"
 PLOT_METRICS = ("rate", "rate_adjusted")
@@ -235,8 +237,13 @@ CONSOLE_NAMES = {
     "99.9% <": "p999",
     "value": "value",
 }
-TO_MS = {"milliseconds": 1.0, "seconds": 1000.0, "microseconds": 1e-3, "nanoseconds": 1e-6}
-TO_PER_S = {"second": 1.0, "minute": 1 / 60, "hour": 1 / 3600, "millisecond": 1000.0}
+# Where a run's time (``elapsed``, hence ``rate``) came from, named by a metric of value 1 in
+# its record, so the post says which clock each run used.
+RATE_SOURCES = {
+    "rate_source_freon_timestamps": "freon's millisecond log timestamps (start of the test "
+    "to its summary)",
+    "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
+}
 
 
 def _ts(line: str) -> float | None:
@@ -251,13 +258,6 @@ def _ts(line: str) -> float | None:
     return stamp + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
-def _unit_factor(unit: str, table: dict[str, float]) -> float:
-    for name, factor in table.items():
-        if name in unit:
-            return factor
-    return 1.0
-
-
 class _Log:
     """One pass over a freon log, collecting everything it says."""
 
@@ -270,6 +270,7 @@ class _Log:
         self.total = self.failures = self.success = self.expected = None
         self.start_ts = self.end_ts = None
         self.precise_ts = False
+        self.unit_errors: list[tuple[int, str]] = []  # units no conversion knows, by line
         self.failed_marker = 0
         self.last_line = 0
         self.summary_line = 0
@@ -388,7 +389,7 @@ class _Log:
             self._progress.append((float(secs), int(m.group(2)), int(m.group(3))))
             return block, timer
         if m := _METRIC.search(msg):
-            self._logged_metric(m)
+            self._units(no, self._logged_metric, m)
             return None, None
         if m := _TOTAL.search(msg):
             self.total = int(m.group(1))
@@ -414,7 +415,7 @@ class _Log:
             if block and re.match(r"^[\w.-]+$", stripped) and "=" not in stripped:
                 return block, stripped  # a metric's name inside a console block
             if block and timer and (m := _CONSOLE.match(stripped)):
-                self._console_metric(timer, m)
+                self._units(no, self._console_metric, block, timer, m)
                 return block, timer
             if m := _INSTRUMENTED.match(stripped):
                 self._metric(f"{m.group(1)}.{m.group(2)}", float(m.group(3)), "")
@@ -429,39 +430,60 @@ class _Log:
                 self.bare.append((no, stripped))
         return None if logged else block, None if logged else timer
 
+    def _units(self, no: int, read: Any, *args: Any) -> None:
+        """Read one metric line; a unit no conversion knows is kept as an error of its line."""
+        try:
+            read(*args)
+        except UnitError as e:
+            self.unit_errors.append((no, str(e)))
+
     def _logged_metric(self, m: re.Match[str]) -> None:
-        name = m.group("name").strip()
+        """A Dropwizard Slf4jReporter line. Only a TIMER's fields are durations: a HISTOGRAM's
+        min, mean, ... are plain numbers (sizes, counts) and keep no unit."""
+        kind, name = m.group("type"), m.group("name").strip()
         fields = dict(_FIELD.findall(m.group("fields")))
-        rate = _unit_factor(fields.get("rate_unit", "events/second"), TO_PER_S)
-        duration = _unit_factor(fields.get("duration_unit", "milliseconds"), TO_MS)
+        values = {}  # the numbers, as printed: converted exactly from their decimal text
         for key, raw in fields.items():
             try:
-                value = float(raw)
+                float(raw)
             except ValueError:
                 continue
-            if key in DURATION_FIELDS:
-                self._metric(f"{name}.{key}", value * duration, "ms")
+            values[key] = raw
+        timed = kind == "TIMER" and DURATION_FIELDS & values.keys()
+        if timed and "duration_unit" not in fields:
+            raise UnitError(f"{kind} {name} names no duration_unit")
+        if RATE_FIELDS & values.keys() and "rate_unit" not in fields:
+            raise UnitError(f"{kind} {name} names no rate_unit")
+        for key, raw in values.items():
+            if key in DURATION_FIELDS and kind == "TIMER":
+                seconds = to_seconds(raw, fields["duration_unit"].strip())
+                self._metric(f"{name}.{key}", seconds, "s")
             elif key in RATE_FIELDS:
-                self._metric(f"{name}.{key}", value * rate, "1/s")
+                per_second = to_per_second(raw, fields["rate_unit"].strip())
+                self._metric(f"{name}.{key}", per_second, "1/s")
             elif key == "count":
-                self._metric(f"{name}.count", value, "count")
+                self._metric(f"{name}.count", float(raw), "count")
             else:
-                self._metric(f"{name}.{key}", value, "")
+                self._metric(f"{name}.{key}", float(raw), "")
 
-    def _console_metric(self, timer: str, m: re.Match[str]) -> None:
-        label, value, unit = m.group(1).strip(), float(m.group(2)), m.group(3)
+    def _console_metric(self, block: str, timer: str, m: re.Match[str]) -> None:
+        """A line of ConsoleReporter's terminal form (``mean = 28.51 milliseconds``,
+        ``mean rate = 105.75 calls/second``); in its Histograms block values have no unit."""
+        label, raw, unit = m.group(1).strip(), m.group(2), m.group(3)
+        value = float(raw)
         key = CONSOLE_NAMES.get(label.rstrip("=").strip() if label.endswith("<") else label)
         if key is None:
             key = re.sub(r"\W+", "_", label).strip("_")
-        if key in DURATION_FIELDS:
-            self._metric(f"{timer}.{key}", value * _unit_factor(unit, TO_MS), "ms")
-        elif key in RATE_FIELDS:
-            per = unit.split("/")[-1] if "/" in unit else "second"
-            self._metric(f"{timer}.{key}", value * _unit_factor(per, TO_PER_S), "1/s")
+        if key in RATE_FIELDS:
+            self._metric(f"{timer}.{key}", to_per_second(raw, unit), "1/s")
+        elif key in DURATION_FIELDS and block == "Timers":
+            self._metric(f"{timer}.{key}", to_seconds(raw, unit), "s")
+        elif unit:
+            raise UnitError(f"unknown unit {unit!r} of {timer} {label}")
         elif key == "count":
             self._metric(f"{timer}.count", value, "count")
         else:
-            self._metric(f"{timer}.{key}", value, unit)
+            self._metric(f"{timer}.{key}", value, "")
 
 
 def _read(text: str, source: str) -> _Log:
@@ -514,6 +536,9 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
             f"freon reported failures: {reason}",
             log.errors[0][0] if log.errors else log.failed_marker or None,
         )
+    if log.unit_errors:
+        no, why = log.unit_errors[0]
+        raise ParseError(source, f"metric line in a unit perfpost cannot convert: {why}", no)
     out = list(log.metrics.values())
     out += [
         Metric("log_errors", float(len(log.errors)), "count"),
@@ -522,13 +547,17 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
         Metric("successful_executions", float(log.success), "count"),
         Metric("operations", float(log.success), "count"),
     ]
-    elapsed = None
+    elapsed, clock = None, None
     if log.precise_ts and log.start_ts is not None and log.end_ts is not None:
-        elapsed = log.end_ts - log.start_ts
+        elapsed, clock = log.end_ts - log.start_ts, "rate_source_freon_timestamps"
     elif wall_time:
-        elapsed = wall_time
+        elapsed, clock = wall_time, "rate_source_host_wall_time"
     if elapsed and elapsed > 0:
-        out += [Metric("elapsed", elapsed, "s"), Metric("rate", log.success / elapsed, "1/s")]
+        out += [
+            Metric("elapsed", elapsed, "s"),
+            Metric("rate", log.success / elapsed, "1/s"),
+            Metric(clock, 1.0, "count"),
+        ]
     return out
 
 
@@ -559,18 +588,71 @@ def parse_text(text: str, source: str) -> list[Metric]:
     return parse_cell({source: text})
 
 
-def describe(experiment: Mapping[str, Any]) -> list[str]:
+def rate_sources(results: Any) -> dict[str, dict[str, int]]:
+    """Per cell, how many finished runs took their time from each clock (:data:`RATE_SOURCES`),
+    read from the tidy rows of those runs."""
+    if results is None or len(results) == 0:
+        return {}
+    rows = results[results["metric"].isin(list(RATE_SOURCES))]
+    if "status" in rows:
+        rows = rows[rows["status"] == "done"]
+    out: dict[str, dict[str, int]] = {}
+    for cell, metric in zip(rows["cell"], rows["metric"], strict=True):
+        counts = out.setdefault(str(cell), {})
+        counts[metric] = counts.get(metric, 0) + 1
+    return out
+
+
+def _rate_sentence(results: Any) -> str:
+    """Which clock the rate's time came from: the one the runs used, per cell where they
+    differ. freon prints millisecond stamps only with a log4j pattern that has them."""
+    rounded = "freon's `Total execution time` is rounded to whole seconds"
+    stamps, wall = RATE_SOURCES.values()
+    by_cell = rate_sources(results)
+    used = {m for counts in by_cell.values() for m in counts}
+    if used == {"rate_source_freon_timestamps"}:
+        return (
+            f"The rate is successful operations divided by the run's own time, taken from "
+            f"{stamps}: {rounded}."
+        )
+    if used == {"rate_source_host_wall_time"}:
+        return (
+            f"The rate is successful operations divided by {wall}: freon's log did not "
+            "stamp both the start of the test and its summary to the millisecond (a log4j "
+            f"pattern with whole seconds or no date, or the terminal form), and {rounded}."
+        )
+    if not used:
+        return (
+            f"The rate is successful operations divided by the run's time: from {stamps} "
+            f"where the log has them, else {wall} ({rounded})."
+        )
+
+    def cells(metric: str) -> str:
+        named = []
+        for cell, counts in by_cell.items():
+            if metric in counts:
+                n, total = counts[metric], sum(counts.values())
+                named.append(f"`{cell}`" + (f" ({n} of {total} runs)" if n < total else ""))
+        return ", ".join(named)
+
+    return (
+        "The rate is successful operations divided by the run's time, which came from "
+        f"different clocks: {stamps} in {cells('rate_source_freon_timestamps')}; {wall} "
+        "(the log did not stamp the test's start and summary to the millisecond) in "
+        f"{cells('rate_source_host_wall_time')}. "
+        f"The tidy data names each run's clock (`rate_source_*` rows); {rounded}."
+    )
+
+
+def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
+    """The test method in prose; with ``results`` (the tidy rows), the clock each rate used."""
     p = experiment["params"]
     program, sub = p.get("program", "freon"), p.get("subcommand", "?")
     lines = [
         f"Each run is `ozone {program} {sub}` with the options in the commands below; "
         "generic settings (`-D`) go before the subcommand."
     ]
-    lines.append(
-        "The rate is successful operations divided by the run's own time, taken from "
-        "freon's millisecond log timestamps (start of the test to its summary): "
-        "freon's `Total execution time` is rounded to whole seconds."
-    )
+    lines.append(_rate_sentence(results))
     if p.get("env"):
         lines.append("Environment: " + ", ".join(f"`{k}={v}`" for k, v in p["env"].items()) + ".")
     return lines

@@ -12,7 +12,8 @@ Hadoop versions (``vcore-milliseconds`` vs ``vcore-seconds``) still land in one 
 
 On YARN, with ``resourcemanager`` set, the host then reads the application's record from the
 ResourceManager's REST API (:mod:`perfpost.yarnapp`): its elapsed time and the vcore- and
-MB-seconds of every container, the application master's included, as the teragen post did.
+memory-seconds of every container, the application master's included, as the teragen post did
+(memory-seconds in byte-seconds, B*s: YARN's MB are MiB).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from perfpost import yarnapp
 from perfpost.adapters.base import Fetch, Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.errors import ConfigError, ParseError
+from perfpost.units import YARN_MB
 
 NAME = "teragen"
 PLOT_METRICS = ("elapsed", "throughput", "app_elapsed", "app_vcore_seconds")
@@ -235,23 +237,38 @@ _EXCEPTION = re.compile(
 )
 _TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")
 
-# (metric, unit, factor, group pattern, counter pattern): by meaning, across Hadoop versions.
+# (metric, unit, (numerator, denominator), group pattern, counter pattern): by meaning,
+# across Hadoop versions; each counter's own unit (the "(ms)" of its label, "milliseconds"
+# or "seconds", "megabyte", which is YARN's MiB) converted to the base unit by whole-number
+# factors.
 MEANINGS = (
-    ("bytes_written", "B", 1, r"Output Format", r"^Bytes Written$"),
-    ("records", "count", 1, r"", r"^Map output records$"),
-    ("map_tasks", "count", 1, r"", r"^Launched map tasks$"),
-    ("cpu_time", "s", 1e-3, r"", r"^CPU time spent \(ms\)$"),
-    ("gc_time", "s", 1e-3, r"", r"^GC time elapsed \(ms\)$"),
+    ("bytes_written", "B", (1, 1), r"Output Format", r"^Bytes Written$"),
+    ("records", "count", (1, 1), r"", r"^Map output records$"),
+    ("map_tasks", "count", (1, 1), r"", r"^Launched map tasks$"),
+    ("cpu_time", "s", (1, 1000), r"", r"^CPU time spent \(ms\)$"),
+    ("gc_time", "s", (1, 1000), r"", r"^GC time elapsed \(ms\)$"),
     (
         "map_vcore_seconds",
         "vcore*s",
-        1e-3,
+        (1, 1000),
         r"",
         r"^Total vcore-milliseconds taken by all map tasks$",
     ),
-    ("map_vcore_seconds", "vcore*s", 1, r"", r"^Total vcore-seconds taken by all map tasks$"),
-    ("map_mb_seconds", "MB*s", 1e-3, r"", r"^Total megabyte-milliseconds taken by all map tasks$"),
-    ("map_mb_seconds", "MB*s", 1, r"", r"^Total megabyte-seconds taken by all map tasks$"),
+    ("map_vcore_seconds", "vcore*s", (1, 1), r"", r"^Total vcore-seconds taken by all map tasks$"),
+    (
+        "map_memory_seconds",
+        "B*s",
+        (YARN_MB, 1000),
+        r"",
+        r"^Total megabyte-milliseconds taken by all map tasks$",
+    ),
+    (
+        "map_memory_seconds",
+        "B*s",
+        (YARN_MB, 1),
+        r"",
+        r"^Total megabyte-seconds taken by all map tasks$",
+    ),
 )
 
 
@@ -339,7 +356,8 @@ def _by_meaning(counters: Mapping[str, Mapping[str, int]]) -> list[Metric]:
                 continue
             for name, value in values.items():
                 if re.search(name_re, name) and metric not in out:
-                    out[metric] = Metric(metric, value * factor, unit)
+                    num, den = factor  # exact integers: one rounding, in the division
+                    out[metric] = Metric(metric, value * num / den, unit)
     return list(out.values())
 
 
@@ -441,7 +459,9 @@ def fetches(params: Mapping[str, Any], texts: Mapping[str, str]) -> tuple[Fetch,
     )
 
 
-def describe(experiment: Mapping[str, Any]) -> list[str]:
+def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
+    """The test method in prose; ``results`` (the tidy rows) changes nothing here: every time
+    teragen reports has one source, named below."""
     p = experiment["params"]
     size = p.get("size", f"{p.get('rows')} rows")
     lines = [
@@ -458,7 +478,8 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
             "After each run the host read the application's record from the ResourceManager "
             "REST API (`/ws/v1/cluster/apps/<application id>`, the id from the job id) once "
             "it was final: `app elapsed` is YARN's elapsedTime, and vcore-seconds and "
-            "MB-seconds count every container, the application master's included."
+            "memory-seconds (YARN's MB-seconds, shown in byte-seconds: its MB are MiB) count "
+            "every container, the application master's included."
         )
     lines.append(
         "`elapsed` is the whole run timed on the host (JVM start included), and throughput "
