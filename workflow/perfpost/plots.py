@@ -188,6 +188,12 @@ def _log_y(values: Sequence[float]) -> bool:
     return math.log10(max(finite) / min(finite)) > LOG_Y_DECADES
 
 
+def _plain(value: float) -> str:
+    """A tick value as people write it: ``0.1``, ``50``, ``1,000`` (no ``0.100``, no ``1e3``)."""
+    text = sig(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _scale_y(ax: Any, values: Sequence[float]) -> bool:
     """Linear from zero, or log (see :func:`_log_y`) with plain numbers on its ticks."""
     if not _log_y(values):
@@ -196,7 +202,7 @@ def _scale_y(ax: Any, values: Sequence[float]) -> bool:
     ax.set_yscale("log")
     span = math.log10(max(values) / min(values))
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if span < 3 else (1.0,)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: sig(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _plain(v)))
     ax.yaxis.set_minor_locator(NullLocator())  # unlabelled ticks cost time and say nothing
     return True
 
