@@ -203,6 +203,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         Path(args.out_dir),
         exp["plot"].get("facet"),
         roles=exp.get("compare", [None])[0] if exp.get("compare") else None,
+        zips=exp.get("zip") or [],
     )
     from perfpost import compare
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfpost import stats
+from perfpost import matrix, stats
 from perfpost.tidy import results
 from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
 
@@ -40,9 +40,11 @@ class Row:
 
 
 def _matches(df: pd.DataFrame, labels: Mapping[str, Any]) -> pd.Series:
+    """Rows whose axis labels are the ones named: a config value (``1``, ``true``) is read as
+    the matrix labels it (:func:`perfpost.matrix.label`), the text the tables hold."""
     mask = pd.Series(True, index=df.index)
-    for axis, label in labels.items():
-        mask &= df[axis].astype(str) == str(label)
+    for axis, value in labels.items():
+        mask &= df[axis].astype(str) == matrix.label(value)
     return mask
 
 

@@ -471,19 +471,22 @@ def _check_tool_params(
 
 def _check_comparisons(exp: Experiment, where: str) -> None:
     """Every comparison names real axes and labels and selects cells on both sides."""
+    comp_sides = ("baseline", "candidate")
     for i, comp in enumerate(exp.compare):
         here = f"{where}.compare[{i}]"
-        for side in ("baseline", "candidate"):
+        for side in comp_sides:
             for axis in comp[side]:
                 if axis not in exp.axes:
                     raise ConfigError(
                         f"{here}.{side}.{axis}",
                         f"{axis!r} is not an axis of this experiment (axes: {sorted(exp.axes)})",
                     )
+            # The label rule the tables and figures match on, so a comparison that passes
+            # here finds its runs there.
             chosen = [
                 c
                 for c in exp.cells
-                if all(str(exp.labels[c.id][a]) == str(v) for a, v in comp[side].items())
+                if all(exp.labels[c.id][a] == matrix.label(v) for a, v in comp[side].items())
             ]
             if not chosen:
                 raise ConfigError(
@@ -495,7 +498,8 @@ def _check_comparisons(exp: Experiment, where: str) -> None:
                     )
                     + ")",
                 )
-        if comp["baseline"] == comp["candidate"]:
+        base, cand = ({a: matrix.label(v) for a, v in comp[s].items()} for s in comp_sides)
+        if base == cand:
             raise ConfigError(here, "baseline and candidate select the same cells")
         for j, axis in enumerate(comp.get("by", [])):
             if axis not in exp.axes:

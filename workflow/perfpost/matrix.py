@@ -46,7 +46,13 @@ class Cell:
         return dict(self.values)
 
 
-def _label(value: Any) -> str:
+def label(value: Any) -> str:
+    """The label of an axis value: what cell ids, tables, comparisons and figures all match on.
+
+    One rule for every place that names a value (``1`` is ``"1"``, ``1.5`` is ``"1.5"``,
+    ``true`` is ``"true"``), so a comparison or a figure selects exactly the cells the config
+    named; a table that turned ``1`` into ``1.0`` would match nothing.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -60,20 +66,20 @@ def parse_axes(spec: Mapping[str, Any], where: str) -> list[Axis]:
         if not LABEL_RE.match(str(name)):
             raise ConfigError(path, "axis names use letters, digits and . _ + - only")
         if isinstance(raw, Mapping):
-            labels = tuple(str(k) for k in raw)
+            labels = tuple(label(k) for k in raw)
             values = tuple(raw.values())
         elif isinstance(raw, Sequence) and not isinstance(raw, str):
-            labels = tuple(_label(v) for v in raw)
+            labels = tuple(label(v) for v in raw)
             values = tuple(raw)
         else:
             raise ConfigError(path, "an axis is a list of values or a mapping label: value")
         if not labels:
             raise ConfigError(path, "axis has no values")
-        for label in labels:
-            if not LABEL_RE.match(label):
+        for text in labels:
+            if not LABEL_RE.match(text):
                 raise ConfigError(
                     path,
-                    f"value {label!r} cannot name a cell (letters, digits and . _ + - only); "
+                    f"value {text!r} cannot name a cell (letters, digits and . _ + - only); "
                     "give the axis as a mapping, e.g. `disk: /var/tmp/x`",
                 )
         dupes = sorted({x for x in labels if labels.count(x) > 1})
@@ -124,25 +130,25 @@ def _check_excludes(axes: list[Axis], excludes: Sequence[Mapping[str, Any]], whe
         for name, wanted in rule.items():
             if name not in by_name:
                 raise ConfigError(path, f"{name!r} is not an axis (axes: {sorted(by_name)})")
-            for label in _as_labels(wanted):
-                if label not in by_name[name].labels:
+            for text in _as_labels(wanted):
+                if text not in by_name[name].labels:
                     raise ConfigError(
                         f"{path}.{name}",
-                        f"{label!r} is not a value of axis {name!r} {list(by_name[name].labels)}",
+                        f"{text!r} is not a value of axis {name!r} {list(by_name[name].labels)}",
                     )
 
 
 def _as_labels(wanted: Any) -> list[str]:
     if isinstance(wanted, Sequence) and not isinstance(wanted, str):
-        return [_label(w) for w in wanted]
-    return [_label(wanted)]
+        return [label(w) for w in wanted]
+    return [label(wanted)]
 
 
 def cell_id(labels: Sequence[tuple[str, str]]) -> str:
     """``axis=label,...`` in axis order; ``default`` for an experiment without axes."""
     if not labels:
         return NO_AXES_ID
-    return ",".join(f"{name}={label}" for name, label in labels)
+    return ",".join(f"{name}={text}" for name, text in labels)
 
 
 def parse_cell_id(text: str) -> dict[str, str]:
@@ -151,10 +157,10 @@ def parse_cell_id(text: str) -> dict[str, str]:
         return {}
     out = {}
     for part in text.split(","):
-        name, sep, label = part.partition("=")
-        if not sep or not name or not label:
+        name, sep, text = part.partition("=")
+        if not sep or not name or not text:
             raise ValueError(f"not a cell id: {text!r}")
-        out[name] = label
+        out[name] = text
     return out
 
 

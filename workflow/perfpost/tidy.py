@@ -3,7 +3,8 @@
 Columns (schema version :data:`TIDY_SCHEMA_VERSION`), in this order:
 
 - ``experiment``, ``cell`` (the cell id), ``host``, ``repeat``
-- one column per matrix axis, holding the axis label (numbers when every label is one)
+- one column per matrix axis, holding the axis label as text (``1``, ``1.5``, ``10k``), never
+  re-typed as a number: comparisons and figures match on the label the config wrote
 - ``tool``, ``metric``, ``value``, ``unit`` (base units only: :data:`perfpost.units.BASE_UNITS`)
 - ``status``: ``done``, ``failed`` or ``skipped``; only ``done`` rows are results
 - ``attempt``: which attempt of the cell the row comes from
@@ -21,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from perfpost.columns import FIXED_COLUMNS, TAIL_COLUMNS
+from perfpost.matrix import label
 from perfpost.records import write_json_atomic
 from perfpost.units import BASE_UNITS
 
@@ -60,9 +62,8 @@ CELL_COLUMNS = (
 )
 
 
-def _numeric_if_possible(series: pd.Series) -> pd.Series:
-    converted = pd.to_numeric(series, errors="coerce")
-    return converted if converted.notna().all() else series
+def _as_label(value: Any) -> str | None:
+    return None if value is None else label(value)
 
 
 def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = None) -> pd.DataFrame:
@@ -79,7 +80,7 @@ def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = Non
             "cell": r["cell"],
             "host": r["host"],
             "repeat": r["repeat"],
-            **{a: r["labels"].get(a) for a in axes},
+            **{a: _as_label(r["labels"].get(a)) for a in axes},
             "tool": r["tool"],
             "status": r["status"],
             "attempt": r["attempt"],
@@ -99,8 +100,6 @@ def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = Non
             )
     columns = [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS]
     df = pd.DataFrame(rows, columns=columns)
-    for a in axes:
-        df[a] = _numeric_if_possible(df[a])
     df["repeat"] = df["repeat"].astype("int64")
     df["attempt"] = df["attempt"].astype("int64")
     df["value"] = df["value"].astype("float64")
@@ -195,8 +194,34 @@ def write(
     write_json_atomic(schema, schema_doc(axes))
 
 
+def _text_labels(df: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Axis columns as text, whatever a reader inferred (a table written before labels were
+    kept as text has ``1`` as an integer column)."""
+    for a in axes:
+        if a in df.columns and not pd.api.types.is_string_dtype(df[a]):
+            df[a] = [_as_label(v) if pd.notna(v) else None for v in df[a]]
+    return df
+
+
+def _csv_axes(path: Path, header: list[str]) -> list[str]:
+    """The axis columns of a tidy CSV: from the schema file written beside it, else the
+    columns between the fixed ones and the tail (the order :func:`from_records` writes)."""
+    schema = path.with_name(path.name.removesuffix(".csv") + ".schema.json")
+    if schema.exists():
+        try:
+            axes = json.loads(schema.read_text()).get("axes", [])
+        except (ValueError, AttributeError) as e:
+            raise ValueError(f"{schema}: not a tidy schema file: {e}") from None
+        return [a for a in axes if a in header]
+    if header[: len(FIXED_COLUMNS)] != list(FIXED_COLUMNS) or TAIL_COLUMNS[0] not in header:
+        return []
+    return header[len(FIXED_COLUMNS) : header.index(TAIL_COLUMNS[0])]
+
+
 def read(path: str | Path) -> pd.DataFrame:
-    """A tidy table written by :func:`write`, refusing other schema versions."""
+    """A tidy table written by :func:`write`, refusing other schema versions. Axis columns come
+    back as the text labels they were written as: left to itself, pandas would read ``1`` as
+    an integer and ``1.5`` as a float, and ``NA`` as a missing value."""
     path = Path(path)
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -208,8 +233,15 @@ def read(path: str | Path) -> pd.DataFrame:
                 f"{path}: tidy schema version {doc.get('schema_version')}, "
                 f"expected {TIDY_SCHEMA_VERSION}"
             )
-        return pd.read_parquet(path)
-    return pd.read_csv(path)
+        return _text_labels(pd.read_parquet(path), list(doc.get("axes", [])))
+    header = list(pd.read_csv(path, nrows=0).columns)
+    axes = _csv_axes(path, header)
+    df = pd.read_csv(path, usecols=[c for c in header if c not in axes])
+    if axes:
+        # Read as text, and only an empty field is a missing label: `NA` or `null` is a value.
+        labels = pd.read_csv(path, usecols=axes, dtype=str, keep_default_na=False, na_values=[""])
+        df = pd.concat([df, labels], axis=1)[header]
+    return df
 
 
 def results(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,257 @@
+"""Figures as a reader sees them, drawn by the workflow's own step (`perfpost figures`):
+the onefile post's rate figure (default config) has one series per layout with the zipped
+chunk count travelling with the size, legends lie inside the image, the note names only what
+is drawn, and rates spanning decades get a log axis."""
+
+import json
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from perfpost import cli, plots, tidy
+from perfpost.config import build_plan, load_plan
+from perfpost.workflow import experiment_json
+from tests.conftest import ROOT
+
+# Rates (chunk writes per second) from the reference post "Writing one file per chunks vs.
+# one file per blocks", two repeats per layout and chunk size, for the default config's cells.
+ONEFILE_RATES = {
+    ("FILE_PER_CHUNK", "1k"): (124198.8, 116521.0),
+    ("FILE_PER_CHUNK", "10k"): (65106.3, 65901.6),
+    ("FILE_PER_CHUNK", "100k"): (9746.2, 9723.2),
+    ("FILE_PER_CHUNK", "1M"): (976.7, 979.6),
+    ("FILE_PER_BLOCK", "1k"): (329674.5, 395181.4),
+    ("FILE_PER_BLOCK", "10k"): (93419.5, 93696.4),
+    ("FILE_PER_BLOCK", "100k"): (9718.6, 9722.7),
+    ("FILE_PER_BLOCK", "1M"): (974.7, 975.9),
+}
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Every figure perfpost closes after saving it, kept open for inspection."""
+    kept, close = [], plt.close
+    monkeypatch.setattr(plt, "close", kept.append)
+    yield kept
+    for fig in kept:
+        close(fig)
+
+
+def _records(plan, name, value_of, metric="rate", unit="1/s"):
+    exp = plan.experiments[name]
+    return [
+        {
+            "experiment": name,
+            "cell": cell.id,
+            "host": "localhost",
+            "repeat": repeat,
+            "labels": cell.label_map,
+            "tool": exp.tool,
+            "status": "done",
+            "attempt": 1,
+            "exit_code": 0,
+            "metrics": [{"name": metric, "value": value_of(cell.label_map, repeat), "unit": unit}],
+        }
+        for cell in exp.cells
+        for repeat in range(1, exp.repeats + 1)
+    ]
+
+
+def _draw(tmp_path, plan, name, records, series=None):
+    """Tables and figures for ``records``, by the workflow's steps' own code."""
+    axes = list(plan.experiments[name].axes)
+    out = tmp_path / name
+    df = tidy.from_records(records, axes)
+    tidy.write(df, out / "tidy.csv", out / "tidy.parquet", out / "tidy.schema.json", axes)
+    argv = ["figures", "--experiment", experiment_json(plan, name)]
+    argv += ["--tidy", str(out / "tidy.parquet"), "--out-dir", str(out / "figures")]
+    if series is not None:
+        series.to_csv(out / "series.csv", index=False)
+        argv += ["--series", str(out / "series.csv")]
+    args = cli.build_parser().parse_args(argv)
+    assert args.func(args) == 0
+    return json.loads((out / "figures" / "figures.json").read_text())
+
+
+def _onefile(tmp_path, figures, series=None):
+    plan = load_plan(ROOT / "config" / "config.yaml")
+    records = _records(
+        plan,
+        "onefile",
+        lambda labels, repeat: ONEFILE_RATES[labels["layout"], labels["size"]][repeat - 1],
+    )
+    _draw(tmp_path, plan, "onefile", records, series)
+    return next(f for f in figures if f.get_suptitle().endswith(": Rate"))
+
+
+def _legend_texts(fig) -> list[str]:
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def _note(fig) -> str:
+    """What the figure says about its marks: legend titles and entries, and free text."""
+    titles = [legend.get_title().get_text() for legend in fig.legends]
+    free = [t.get_text() for t in fig.texts if t.get_text() != fig.get_suptitle()]
+    return " ".join([*titles, *_legend_texts(fig), *free])
+
+
+def _joining_lines(fig) -> list:
+    return [line for ax in fig.axes for line in ax.lines if len(line.get_xdata()) > 1]
+
+
+def test_the_onefile_rate_figure_has_one_series_per_layout(tmp_path, figures):
+    fig = _onefile(tmp_path, figures)
+    (ax,) = fig.axes
+    # chunks is zipped with size: it changes with it, so it is not a series of its own.
+    assert _legend_texts(fig) == ["layout=FILE_PER_CHUNK", "layout=FILE_PER_BLOCK"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "1k\nchunks=40000",
+        "10k\nchunks=20000",
+        "100k\nchunks=5000",
+        "1M\nchunks=600",
+    ]
+    # Each layout's line joins its four medians; every run is a point.
+    assert sorted(len(line.get_xdata()) for line in _joining_lines(fig)) == [4, 4]
+    runs = sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == "runs")
+    assert runs == 16
+
+
+def test_the_onefile_rates_get_a_log_axis(tmp_path, figures):
+    fig = _onefile(tmp_path, figures)
+    (ax,) = fig.axes
+    # 975 to 395,181 chunks/s: 2.6 decades; linear, everything under 10,000 is flat.
+    assert ax.get_yscale() == "log"
+    assert "log scale" in ax.get_ylabel()
+
+
+def _inside(fig) -> list[str]:
+    """Legends that reach outside the saved image, by their rendered geometry."""
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    assert legends
+    out = []
+    for legend in legends:
+        ext = legend.get_window_extent(renderer)
+        if ext.x0 < box.x0 or ext.y0 < box.y0 or ext.x1 > box.x1 or ext.y1 > box.y1:
+            out.append(f"{fig.get_suptitle()!r}: legend {ext} outside the figure {box}")
+    return out
+
+
+def test_legends_lie_inside_the_image(tmp_path, figures):
+    cfg = {
+        "experiments": {
+            "long": {
+                "tool": "dd",
+                "repeats": 2,
+                "params": {"dir": "{storage}", "count": 8},
+                "axes": {
+                    "storage": {
+                        "memdisk-on-the-first-socket": "/dev/shm/a",
+                        "nvme-scratch-volume-behind-lvm": "/var/tmp/b",
+                        "spinning-disk-in-a-raid6-array": "/var/tmp/c",
+                    },
+                    "writeback": ["throttled-by-cgroup", "default-ratio", "none"],
+                    "conv": ["fsync", "fdatasync"],
+                    "bs": ["4k", "1M"],
+                },
+                "plot": {"x": "storage"},
+            }
+        }
+    }
+    plan = build_plan(cfg)
+    records = _records(
+        plan, "long", lambda labels, r: 1e8 * (1 + r / 10), metric="throughput", unit="B/s"
+    )
+    _draw(tmp_path, plan, "long", records)
+    cells = [c.id for c in load_plan(ROOT / "config" / "config.yaml").experiments["onefile"].cells]
+    series = pd.DataFrame(
+        [
+            {"experiment": "onefile", "cell": cell, "host": "localhost", "repeat": 1}
+            | {"series": "chunk-write", "t": t, "completed": t, "total": 10, "rate": 1000.0 * t}
+            for cell in cells
+            for t in range(1, 6)
+        ]
+    )
+    _onefile(tmp_path, figures, series)
+    # 12 series named by three axes each; 8 cells in the rate-over-time figure.
+    assert any(len(_legend_texts(f)) == 12 for f in figures)
+    assert any(len(_legend_texts(f)) == 8 for f in figures)
+    outside = [msg for fig in figures for msg in _inside(fig)]
+    assert not outside, outside
+
+
+def test_the_note_names_lines_only_where_lines_are_drawn(tmp_path, figures):
+    cfg = {
+        "experiments": {
+            "cat": {
+                "tool": "dd",
+                "repeats": 2,
+                "params": {"dir": "{storage}", "bs": "4k", "count": 8},
+                "axes": {
+                    "storage": {"shm": "/dev/shm/a", "disk": "/var/tmp/b"},
+                    "conv": ["fsync", "none"],
+                },
+                "plot": {"x": "storage"},
+            }
+        }
+    }
+    plan = build_plan(cfg)
+    records = _records(plan, "cat", lambda labels, r: 1e8 * r, metric="throughput", unit="B/s")
+    _draw(tmp_path, plan, "cat", records)
+    _onefile(tmp_path, figures)
+    assert len(figures) >= 2
+    for fig in figures:
+        says = "line" in _note(fig)
+        assert says == bool(_joining_lines(fig)), (fig.get_suptitle(), _note(fig))
+
+
+def _one_axis(tmp_path, figures, rates):
+    cfg = {
+        "experiments": {
+            "r": {
+                "tool": "dd",
+                "repeats": 2,
+                "params": {"dir": "/dev/shm/a", "bs": "4k", "count": 8},
+                "axes": {"jobs": list(rates)},
+            }
+        }
+    }
+    plan = build_plan(cfg)
+    records = _records(
+        plan,
+        "r",
+        lambda labels, r: rates[int(labels["jobs"])] * (1 + r / 100),
+        metric="throughput",
+        unit="B/s",
+    )
+    _draw(tmp_path, plan, "r", records)
+    return next(f for f in figures if f.get_suptitle().endswith(": Throughput"))
+
+
+def test_values_spanning_three_decades_get_a_log_axis(tmp_path, figures):
+    # 100 kB/s to 100 MB/s: three decades.
+    fig = _one_axis(tmp_path, figures, {1: 1e5, 2: 1e6, 4: 1e7, 8: 1e8})
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    assert "log scale" in ax.get_ylabel()
+    low, high = ax.get_ylim()
+    assert low < 1e5 / 1e6  # every run inside, in MB/s
+    assert high > 1e8 / 1e6
+
+
+def test_values_within_a_decade_keep_a_linear_axis_from_zero(tmp_path, figures):
+    fig = _one_axis(tmp_path, figures, {1: 2e8, 2: 3e8, 4: 5e8, 8: 9e8})
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "linear"
+    assert ax.get_ylim()[0] == 0
+    assert "log" not in ax.get_ylabel()
+
+
+def test_series_zipped_together_make_one_series_per_pair():
+    labels = {"bs": ["4k", "1M"], "count": [2048, 8], "storage": ["shm", "disk"]}
+    series = plots.series_axes(labels, "storage", None, [["bs", "count"]])
+    assert series == ["bs", "count"]
+    colours = plots.series_colours(labels, series, None, [["bs", "count"]])
+    assert list(colours) == [("4k", "2048"), ("1M", "8")]
