@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from perfpost.errors import PerfpostError
 
@@ -169,3 +170,30 @@ def open_host(spec: dict, env: dict[str, str] | None = None) -> Host:
     from perfpost.remote import RemoteHost  # Fabric is imported only when a remote host is used
 
     return RemoteHost(spec, env)
+
+
+def open_hosts(specs: list[Any], envs: list[dict[str, str]]) -> list[Host]:
+    """The hosts of cells (``CellSpec``), each with its env. A host that cannot even be
+    opened (an unreadable ssh_config, a bug) becomes an :class:`UnusableHost` saying why, so
+    its cell still ends with a failed record, and the other cells still run."""
+    from perfpost.runner import unforeseen
+
+    hosts: list[Host] = []
+    for spec, env in zip(specs, envs, strict=True):
+        try:
+            hosts.append(open_host(spec.host, env))
+        except Exception as e:
+            traceback.print_exc()
+            reason = f"cannot open host {spec.host['name']}: {unforeseen(e)}"
+            hosts.append(UnusableHost(spec.host["name"], reason))
+    return hosts
+
+
+def close_all(hosts: list[Host]) -> None:
+    """Close every host. A failure here comes after the records are written and must not
+    fail the job: Snakemake would delete its records."""
+    for h in hosts:
+        try:
+            h.close()
+        except Exception:
+            traceback.print_exc()

@@ -345,6 +345,13 @@ class RemoteHost:
             os.close(stdin_w)
         if _INTERRUPTED.is_set() and not force:
             raise KeyboardInterrupt("interrupted")
+        if result.exited is None or result.exited < 0:
+            # paramiko's "no exit status": the channel closed before the command ended (the
+            # host's sshd died or dropped the session); the command's outcome is unknown.
+            self._kill(pidfile)
+            raise HostError(
+                f"connection to {self.where} lost: the channel closed before the command ended"
+            )
         timed_out = result.exited == 124
         return CommandResult(
             None if timed_out else result.exited, result.stdout, result.stderr, timed_out=timed_out

@@ -25,7 +25,14 @@ from perfpost.config import CellSpec
 from perfpost.errors import ParseError, PerfpostError
 from perfpost.hostenv import Redactor
 from perfpost.hosts import CommandResult, Host
-from perfpost.records import DONE, FAILED, RECORD_SCHEMA_VERSION, SKIPPED, write_json_atomic
+from perfpost.records import (
+    DONE,
+    FAILED,
+    RECORD_SCHEMA_VERSION,
+    SKIPPED,
+    read_record,
+    write_json_atomic,
+)
 
 SHORT_TIMEOUT = 60.0
 
@@ -158,7 +165,7 @@ class _CellRun:
         try:
             self._remove_outputs()
         except Exception as e:  # the record says what went wrong, below
-            self.record.setdefault("warnings", []).append(f"removing outputs: {_unforeseen(e)}")
+            self.record.setdefault("warnings", []).append(f"removing outputs: {unforeseen(e)}")
         # The host's scratch (the tool's files and unmasked logs) goes before the record says
         # the attempt is over; what could not be removed is named in the record.
         left = self.cleanup()
@@ -189,7 +196,7 @@ class _CellRun:
             return self._finish(FAILED, str(e))
         except Exception as e:  # every cell ends with a record
             traceback.print_exc(file=sys.stderr)
-            return self._finish(FAILED, _unforeseen(e))
+            return self._finish(FAILED, unforeseen(e))
 
     def _get(self, fetch: Fetch) -> tuple[str | None, str | None]:
         """Poll ``fetch`` on the host until its record is final: (last body, why not)."""
@@ -433,9 +440,12 @@ class _CellRun:
         return self._finish(DONE)
 
 
-def _unforeseen(e: BaseException) -> str:
-    """The reason a record gives for an exception perfpost has no words of its own for."""
-    return f"internal error: {type(e).__name__}: {e}" if str(e) else type(e).__name__
+def unforeseen(e: BaseException) -> str:
+    """The reason a record gives for an exception: a host error's own words, else the
+    exception's type and message (perfpost had no words of its own for it)."""
+    if isinstance(e, PerfpostError):
+        return str(e)
+    return f"internal error: {type(e).__name__}: {e}" if str(e) else f"internal error: {e!r}"
 
 
 START_MARGIN = 1.0  # seconds between the last host being ready and the common start
@@ -483,7 +493,7 @@ def run_together(
         traceback.print_exc(file=sys.stderr)
         for c in cells:
             if c.record["status"] is None:
-                c._finish(FAILED, _unforeseen(e))
+                c._finish(FAILED, unforeseen(e))
     finally:
         with ThreadPoolExecutor(max_workers=len(cells)) as pool:
             list(pool.map(lambda c: c.cleanup(), cells))
@@ -495,3 +505,36 @@ def run_cell(
 ) -> dict[str, Any]:
     """Run ``spec`` on ``host``; returns the record that was written to ``record_path``."""
     return _CellRun(spec, Path(record_path), host, redactor).run()
+
+
+def record_failure(
+    spec: CellSpec, record_path: str | Path, reason: str, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """Write a failed record for a cell that could not even be set up to run (the last
+    resort of ``perfpost run-cell``: a cell never ends without a record)."""
+    path = Path(record_path)
+    if path.exists():
+        return read_record(path)  # a finished result is never overwritten
+    attempt = path.parent.name.rpartition("-")[2]
+    record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "perfpost_version": __version__,
+        "experiment": spec.experiment,
+        "cell": spec.cell,
+        "labels": spec.labels,
+        "host": spec.host.get("name"),
+        "repeat": spec.repeat,
+        "attempt": int(attempt) if attempt.isdigit() else None,
+        "tool": spec.tool,
+        "params": spec.params,
+        "status": FAILED,
+        "reason": reason,
+        "logs": [],
+        "steps": [],
+        "metrics": [],
+    }
+    if spec.cell_env():
+        record["env"] = hostenv.public(spec.cell_env())
+    record = (redactor or Redactor()).data(record)
+    write_json_atomic(path, record)
+    return record
