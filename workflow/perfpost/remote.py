@@ -435,8 +435,8 @@ class RemoteHost:
         try:
             self.conn.close()
         except dead:
-            # Fabric closes SFTP first and stops at its error: end the transport (its thread
-            # and socket) too.
+            # Fabric's close stops at its first error on a dead socket: end the transport (its
+            # thread and socket) too.
             with contextlib.suppress(*dead):
                 self.conn.client.close()
         finally:
