@@ -167,7 +167,7 @@ def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, t
     the cell must not turn that close into a failed job: Snakemake deletes a failed job's
     output, and the record with its reason would be lost."""
     host = RemoteHost(host_spec(testbed, "h3"))
-    assert host.fetch("/etc/hostname", tmp_path / "hostname")  # an SFTP channel to close too
+    assert host.fetch("/etc/hostname", tmp_path / "hostname")  # the connection is in use
     # The host's sshd and sessions are frozen, so they cannot close the connection first,
     # and this end can no longer send: closing hits a dead socket, as after a crash.
     frozen = [*_descendants(testbed.host("h3").pid), testbed.host("h3").pid]
@@ -176,7 +176,7 @@ def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, t
     try:
         host.conn.transport.sock.shutdown(socket.SHUT_WR)
         host.close()
-        assert not host.conn.is_connected  # the transport ended too, not only SFTP
+        assert not host.conn.is_connected  # the transport ended too
     finally:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)

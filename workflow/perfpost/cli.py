@@ -83,21 +83,26 @@ def _attempts(outs: list[str], run: Any, retries: int) -> None:
 
 
 def _cmd_run_cell(args: argparse.Namespace) -> int:
+    import traceback
+
     from perfpost import provision
     from perfpost.config import CellSpec
-    from perfpost.hosts import open_host
-    from perfpost.runner import run_cell
+    from perfpost.hosts import close_all, open_hosts
+    from perfpost.runner import record_failure, run_cell, unforeseen
 
     spec = CellSpec.from_json(args.spec)
     provision.refresh_launcher(spec.params.get("launcher"))
     (env,), redactor = _secret_guard([spec])
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
-        host = open_host(spec.host, env)
+        hosts = open_hosts([spec], [env])
         try:
-            record = run_cell(spec, outs[0], host, redactor)
+            record = run_cell(spec, outs[0], hosts[0], redactor)
+        except Exception as e:
+            traceback.print_exc()
+            record = record_failure(spec, outs[0], unforeseen(e), redactor)
         finally:
-            host.close()
+            close_all(hosts)
         line = f"{spec.experiment} {spec.cell} {spec.host['name']} r{spec.repeat}"
         line += f" attempt {record['attempt']}: {record['status']}"
         print(line + (f" ({record['reason']})" if record["reason"] else ""), flush=True)
@@ -108,10 +113,12 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
 
 
 def _cmd_run_together(args: argparse.Namespace) -> int:
+    import traceback
+
     from perfpost import provision
     from perfpost.config import CellSpec
-    from perfpost.hosts import open_host
-    from perfpost.runner import run_together
+    from perfpost.hosts import close_all, open_hosts
+    from perfpost.runner import record_failure, run_together, unforeseen
 
     specs = [CellSpec.from_json(json.dumps(s)) for s in json.loads(args.specs)]
     for s in specs:
@@ -121,12 +128,17 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     envs, redactor = _secret_guard(specs)
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
-        hosts = [open_host(s.host, e) for s, e in zip(specs, envs, strict=True)]
+        hosts = open_hosts(specs, envs)
         try:
             done = run_together(specs, outs, hosts, redactor)
+        except Exception as e:
+            traceback.print_exc()
+            done = [
+                record_failure(s, o, unforeseen(e), redactor)
+                for s, o in zip(specs, outs, strict=True)
+            ]
         finally:
-            for h in hosts:
-                h.close()
+            close_all(hosts)
         for rec in done:
             line = (
                 f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']} "

@@ -6,6 +6,12 @@ benchmark's description and shows in records and posts. A value marked secret
 variable ``VAR`` when the cell runs, reaches the host's commands through their standard input
 (never a command line), and is replaced by ``***`` in every log, record and post perfpost
 writes. The cell spec, which Snakemake stores in its metadata, holds only the variable's name.
+
+Nothing else of perfpost's environment reaches a command: on ``localhost`` it starts from
+:data:`BASE_ENV` only, so the source variable of a secret (``PERF_S3_KEY``) or any other
+variable perfpost happens to have is not handed to experiments that did not declare it. Over
+SSH a command gets the login environment sshd gives (perfpost sends no variables), plus
+``env``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,21 @@ from perfpost.errors import PerfpostError
 from perfpost.records import write_bytes_atomic
 
 MASK = "***"
+
+# What a localhost command inherits from perfpost's environment, when set there: where to find
+# programs (PATH, and the JVM through JAVA_HOME), who and where it is (HOME, USER, LOGNAME,
+# TMPDIR), and the locale (LANG; LC_ALL is then set to C so tools print numbers one way).
+# Everything else a command needs is declared with `env:`. TERM is left out: no command has
+# a terminal.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "JAVA_HOME")
+
+
+def base(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The part of ``environ`` a localhost command starts from: :data:`BASE_ENV` and
+    ``LC_ALL=C``, nothing else."""
+    out = {name: environ[name] for name in BASE_ENV if name in environ}
+    out["LC_ALL"] = "C"
+    return out
 
 
 def is_secret(value: Any) -> bool:
@@ -75,6 +96,19 @@ class Redactor:
             text = text.replace(s, MASK)
         return text
 
+    def bytes(self, data: bytes) -> bytes:
+        """Masked bytes: secrets are matched as their UTF-8 encoding, whatever else the
+        output holds (a tool's log need not be valid text)."""
+        for s in self.secrets:
+            data = data.replace(s.encode(), MASK.encode())
+        return data
+
+    def write(self, path: str | Path, data: str | bytes) -> None:
+        """Write a log perfpost keeps: masked in memory first, then written atomically, so
+        no file under results ever holds a secret, not even for a moment."""
+        raw = data.encode() if isinstance(data, str) else data
+        write_bytes_atomic(path, self.bytes(raw))
+
     def data(self, value: Any) -> Any:
         if not self.secrets:
             return value
@@ -85,25 +119,6 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
-
-    def tree(self, root: str | Path) -> list[Path]:
-        """Mask secrets in every file under ``root`` (rewritten atomically); returns the
-        files that held one."""
-        if not self.secrets:
-            return []
-        needles = [s.encode() for s in self.secrets]
-        changed = []
-        for path in sorted(Path(root).rglob("*")):
-            if not path.is_file() or path.is_symlink():
-                continue
-            data = path.read_bytes()
-            if not any(n in data for n in needles):
-                continue
-            for n in needles:
-                data = data.replace(n, MASK.encode())
-            write_bytes_atomic(path, data)
-            changed.append(path)
-        return changed
 
 
 class RedactingStream:

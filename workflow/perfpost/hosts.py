@@ -8,12 +8,14 @@ outlives its cell. Remote hosts implement the same interface in :mod:`perfpost.r
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from perfpost.errors import PerfpostError
 
 LOCALHOST = "localhost"
 KILL_GRACE = 2.0
@@ -33,6 +35,8 @@ class Host(Protocol):
     def run(
         self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
     ) -> CommandResult: ...
+
+    def read(self, remote_path: str) -> bytes | None: ...
 
     def fetch(self, remote_path: str, local_path: Path) -> bool: ...
 
@@ -59,8 +63,10 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 class LocalHost:
     """This machine, through ``sh -c`` in a new process group.
 
-    ``env`` is exported for every script (read from a pipe, like on remote hosts); the same
-    pipe is the script's lifeline: if perfpost dies, its watcher kills the process group.
+    A script starts from :func:`perfpost.hostenv.base` (PATH, HOME and the like, not the rest
+    of perfpost's environment, which may hold a secret's source), and ``env`` is exported on
+    top (read from a pipe, like on remote hosts); the same pipe is the script's lifeline: if
+    perfpost dies, its watcher kills the process group.
     """
 
     name = LOCALHOST
@@ -72,7 +78,7 @@ class LocalHost:
         self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
     ) -> CommandResult:
         """``abandon`` runs if perfpost dies while the script does (to remove scratch)."""
-        from perfpost import hostscript
+        from perfpost import hostenv, hostscript
 
         lifeline_r, lifeline_w = os.pipe()
         try:
@@ -84,7 +90,7 @@ class LocalHost:
                 text=True,
                 errors="replace",
                 start_new_session=True,
-                env={**os.environ, "LC_ALL": "C"},
+                env=hostenv.base(),
             )
         except BaseException:
             os.close(lifeline_w)
@@ -111,13 +117,46 @@ class LocalHost:
             os.close(lifeline_w)
         return CommandResult(proc.returncode, out, err)
 
+    def read(self, remote_path: str) -> bytes | None:
+        """A file's bytes, into memory (the caller masks secrets before any copy is
+        written); None when it does not exist."""
+        try:
+            return Path(remote_path).read_bytes()
+        except FileNotFoundError:
+            return None
+
     def fetch(self, remote_path: str, local_path: Path) -> bool:
         """Copy a file from the host; False when it does not exist."""
-        if not os.path.exists(remote_path):
+        data = self.read(remote_path)
+        if data is None:
             return False
         local_path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(remote_path, local_path)
+        local_path.write_bytes(data)
         return True
+
+    def close(self) -> None:
+        pass
+
+
+class UnusableHost:
+    """A host that could not even be opened (its spec or SSH config is unusable): every
+    command fails with ``reason``, so the cell still ends with a failed record saying why."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.where = name
+        self.reason = reason
+
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult:
+        raise PerfpostError(self.reason)
+
+    def read(self, remote_path: str) -> bytes | None:
+        raise PerfpostError(self.reason)
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        raise PerfpostError(self.reason)
 
     def close(self) -> None:
         pass
@@ -131,3 +170,30 @@ def open_host(spec: dict, env: dict[str, str] | None = None) -> Host:
     from perfpost.remote import RemoteHost  # Fabric is imported only when a remote host is used
 
     return RemoteHost(spec, env)
+
+
+def open_hosts(specs: list[Any], envs: list[dict[str, str]]) -> list[Host]:
+    """The hosts of cells (``CellSpec``), each with its env. A host that cannot even be
+    opened (an unreadable ssh_config, a bug) becomes an :class:`UnusableHost` saying why, so
+    its cell still ends with a failed record, and the other cells still run."""
+    from perfpost.runner import unforeseen
+
+    hosts: list[Host] = []
+    for spec, env in zip(specs, envs, strict=True):
+        try:
+            hosts.append(open_host(spec.host, env))
+        except Exception as e:
+            traceback.print_exc()
+            reason = f"cannot open host {spec.host['name']}: {unforeseen(e)}"
+            hosts.append(UnusableHost(spec.host["name"], reason))
+    return hosts
+
+
+def close_all(hosts: list[Host]) -> None:
+    """Close every host. A failure here comes after the records are written and must not
+    fail the job: Snakemake would delete its records."""
+    for h in hosts:
+        try:
+            h.close()
+        except Exception:
+            traceback.print_exc()

@@ -149,8 +149,26 @@ def sync_script() -> str:
     )
 
 
+LEFT_MARKER = "@perfpost-left"
+
+
 def cleanup_script(*paths: str) -> str:
-    return f"rm -rf -- {' '.join(_check_scratch(p) for p in paths)}\n"
+    """Remove the cell's scratch: the tool's files and its unmasked logs must not stay on
+    the host. A tool may leave directories it cannot write (read-only caches): those are made
+    writable and removed again. Whatever is still there is named on a ``@perfpost-left`` line.
+    """
+    quoted = " ".join(_check_scratch(p) for p in paths)
+    return (
+        f"rm -rf -- {quoted} 2>/dev/null || {{ chmod -R u+rwx -- {quoted} 2>/dev/null; "
+        f"rm -rf -- {quoted}; }}\n"
+        f'for p in {quoted}; do [ -e "$p" ] && echo "{LEFT_MARKER} $p"; done; exit 0\n'
+    )
+
+
+def parse_left(stdout: str) -> list[str]:
+    """The paths a :func:`cleanup_script` could not remove."""
+    prefix = f"{LEFT_MARKER} "
+    return [ln[len(prefix) :] for ln in stdout.splitlines() if ln.startswith(prefix)]
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,24 @@
 
 One connection per host serves every command of a job (TCP_NODELAY and keepalive on). Host
 keys are verified against known_hosts: Fabric accepts any key by default, perfpost does not,
-unless the inventory opts in with ``trust_new_keys`` (new keys are then saved, changed keys are
-still refused). Every command runs under the host's ``timeout`` in a process group of its
-own; on a timeout or an interrupt perfpost kills that group, so no tool outlives its cell.
-Connection failures become :class:`HostError` with a reason fit for the cell's record.
+unless the inventory opts in with ``trust_new_keys`` (a new key is then appended to
+known_hosts as one line, changed keys are still refused). Every command runs under the host's
+``timeout`` in a process group of its own; on a timeout or an interrupt perfpost kills that
+group, so no tool outlives its cell. Files come back over a plain exec channel (``cat``), not
+SFTP, which a host may not offer. Connection failures become :class:`HostError` with a reason
+fit for the cell's record.
+
+A command gets the login environment sshd gives (perfpost sends no variables of its own) and
+the cell's ``env``, read from standard input; no secret is written to a file on the host.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import fcntl
+import hashlib
+import hmac
 import os
 import shlex
 import socket
@@ -26,6 +35,8 @@ from perfpost.hosts import CommandResult
 KILL_AFTER = 5  # seconds between the timeout's TERM and KILL
 CLIENT_GRACE = 30  # how much later the client gives up if the host's own timeout never fires
 CONNECT_TIMEOUT = 15
+READ_TIMEOUT = 120  # seconds a file copy may go without a byte before the host counts as lost
+_MISSING = "@perfpost-no-such-file"
 
 
 # Remote commands running now (pidfile -> host), so an interrupt can kill them: Invoke
@@ -67,6 +78,115 @@ def _known_hosts_paths(spec: dict[str, Any]) -> list[Path]:
 
 def _key_name(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
+
+
+def _names_match(names: str, hostname: str) -> bool:
+    """Whether a known_hosts line's first field names ``hostname``: plainly (comma-separated)
+    or hashed (``|1|salt|hmac``, as ``HashKnownHosts`` writes)."""
+    for name in names.split(","):
+        if name == hostname:
+            return True
+        if name.startswith("|1|"):
+            try:
+                salt, digest = (base64.b64decode(x) for x in name[3:].split("|", 1))
+            except (ValueError, TypeError):
+                continue
+            mine = hmac.new(salt, hostname.encode(), hashlib.sha1).digest()
+            if hmac.compare_digest(mine, digest):
+                return True
+    return False
+
+
+def _known_lines(text: str) -> list[tuple[str, str, str, str]]:
+    """(marker, names, key type, base64 key) of every host key line; comments, blank and
+    unreadable lines are skipped (and kept in the file as they are)."""
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        marker = fields.pop(0) if fields[0].startswith("@") else ""
+        if len(fields) >= 3:
+            out.append((marker, fields[0], fields[1], fields[2]))
+    return out
+
+
+class KeyChanged(HostError):
+    """The host offers a key that known_hosts does not hold for it, or holds as revoked."""
+
+
+def trust_key(path: Path, hostname: str, keytype: str, key: str) -> bool:
+    """Append ``hostname keytype key`` to the known_hosts file ``path``, as OpenSSH writes a
+    new host (``[host]:port`` for a port other than 22), unless it is there already.
+
+    The file is never rewritten: every other line (``@cert-authority``, ``@revoked``,
+    comments, hashed names) stays as it is, in its order. An exclusive lock is held while
+    the file is re-read and appended to, so parallel cells trusting hosts at once neither
+    lose a line nor add one twice. A key that differs from the one already recorded for
+    the host, or is revoked, raises :class:`KeyChanged`. Returns whether a line was added.
+    """
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "r+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)  # released when the file is closed
+        data = fh.read()
+        known = _known_lines(data.decode(errors="replace"))
+        if any(m == "@revoked" and (t, k) == (keytype, key) for m, _, t, k in known):
+            raise KeyChanged(f"host key rejected: the key of {hostname} is revoked in {path}")
+        mine = [(t, k) for m, names, t, k in known if not m and _names_match(names, hostname)]
+        if (keytype, key) in mine:
+            return False  # another cell added it meanwhile
+        if mine:
+            raise KeyChanged(
+                f"host key rejected: {hostname} offers a {keytype} key that is not the one "
+                f"in {path}; if the host was reinstalled, remove the old line "
+                f"(ssh-keygen -R '{hostname}') and add the new key after checking it"
+            )
+        sep = b"" if not data or data.endswith(b"\n") else b"\n"
+        fh.write(sep + f"{hostname} {keytype} {key}\n".encode())
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True
+
+
+class AppendNewKeys:
+    """paramiko's missing-host-key policy for ``trust_new_keys``: the new key is appended to
+    known_hosts by :func:`trust_key` (paramiko's own AutoAddPolicy rewrites the whole file,
+    dropping the lines it cannot read, and races with other cells)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        trust_key(self.path, hostname, key.get_name(), key.get_base64())
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
+
+def _load_known_hosts(client: Any, path: Path) -> None:
+    """Load the plain host keys of ``path`` into ``client``. paramiko's own loader stops at
+    the first line it cannot read (``@cert-authority``); those lines are skipped here, and a
+    key a ``@revoked`` line names is not loaded."""
+    from paramiko.hostkeys import HostKeyEntry
+
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return
+    known = _known_lines(text)
+    revoked = {(t, k) for m, _, t, k in known if m == "@revoked"}
+    keys = client.get_host_keys()
+    for marker, names, keytype, key in known:
+        if marker or (keytype, key) in revoked:
+            continue
+        try:
+            entry = HostKeyEntry.from_line(f"{names} {keytype} {key}")
+        except Exception:  # an unknown key type: OpenSSH skips it too
+            continue
+        if entry is None:
+            continue
+        for name in entry.hostnames:
+            keys.add(name, entry.key.get_name(), entry.key)
 
 
 class RemoteHost:
@@ -111,19 +231,15 @@ class RemoteHost:
         return f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
 
     def _verify_keys(self, conn: Any) -> None:
-        from paramiko import AutoAddPolicy, RejectPolicy
+        from paramiko import RejectPolicy
 
         client = conn.client
         files = _known_hosts_paths(self.spec)
         for path in files:
-            if path.exists():
-                client.load_host_keys(str(path))
+            _load_known_hosts(client, path)
         if self.spec.get("trust_new_keys"):
             # An explicit opt-in: record a new host's key (a changed key is still refused).
-            files[0].parent.mkdir(parents=True, exist_ok=True)
-            files[0].touch(exist_ok=True)
-            client.load_host_keys(str(files[0]))
-            client.set_missing_host_key_policy(AutoAddPolicy())
+            client.set_missing_host_key_policy(AppendNewKeys(files[0]))
         else:
             client.set_missing_host_key_policy(RejectPolicy())
 
@@ -229,6 +345,13 @@ class RemoteHost:
             os.close(stdin_w)
         if _INTERRUPTED.is_set() and not force:
             raise KeyboardInterrupt("interrupted")
+        if result.exited is None or result.exited < 0:
+            # paramiko's "no exit status": the channel closed before the command ended (the
+            # host's sshd died or dropped the session); the command's outcome is unknown.
+            self._kill(pidfile)
+            raise HostError(
+                f"connection to {self.where} lost: the channel closed before the command ended"
+            )
         timed_out = result.exited == 124
         return CommandResult(
             None if timed_out else result.exited, result.stdout, result.stderr, timed_out=timed_out
@@ -258,17 +381,49 @@ class RemoteHost:
         except Exception:  # best effort: the host may be gone
             pass
 
-    def fetch(self, remote_path: str, local_path: Path) -> bool:
-        """Copy a file from the host over SFTP; False when it does not exist."""
+    def read(self, remote_path: str) -> bytes | None:
+        """A file's bytes, into memory, with ``cat`` on an exec channel of its own (no SFTP,
+        which a host may have disabled); None when it does not exist."""
         self._connect()
-        local_path.parent.mkdir(parents=True, exist_ok=True)
+        q = shlex.quote(remote_path)
+        script = f"[ -e {q} ] || {{ echo {_MISSING} >&2; exit 1; }}; exec cat -- {q}"
+        out, err = bytearray(), bytearray()
         try:
-            self.conn.get(remote_path, local=str(local_path))
-        except FileNotFoundError:
-            local_path.unlink(missing_ok=True)
+            transport = self.conn.client.get_transport()
+            if transport is None or not transport.is_active():
+                raise EOFError("the connection is closed")
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT)
+            try:
+                channel.settimeout(READ_TIMEOUT)
+                channel.exec_command(f"sh -c {shlex.quote(script)}")
+                channel.shutdown_write()
+                while chunk := channel.recv(1 << 16):
+                    out += chunk
+                    while channel.recv_stderr_ready():
+                        err += channel.recv_stderr(1 << 16)
+                while chunk := channel.recv_stderr(1 << 16):
+                    err += chunk
+                code = channel.recv_exit_status()
+            finally:
+                channel.close()
+        except Exception as e:  # socket, SSH or timeout: the host is lost
+            raise HostError(
+                f"cannot copy {remote_path} from {self.where}: {e or type(e).__name__}"
+            ) from None
+        if code == 0:
+            return bytes(out)
+        said = err.decode(errors="replace").strip()
+        if said == _MISSING:
+            return None
+        raise HostError(f"cannot copy {remote_path} from {self.where}: exit code {code}: {said}")
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        """Copy a file from the host; False when it does not exist."""
+        data = self.read(remote_path)
+        if data is None:
             return False
-        except OSError as e:
-            raise HostError(f"cannot copy {remote_path} from {self.where}: {e}") from None
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        local_path.write_bytes(data)
         return True
 
     def close(self) -> None:
@@ -280,8 +435,8 @@ class RemoteHost:
         try:
             self.conn.close()
         except dead:
-            # Fabric closes SFTP first and stops at its error: end the transport (its thread
-            # and socket) too.
+            # Fabric's close stops at its first error on a dead socket: end the transport (its
+            # thread and socket) too.
             with contextlib.suppress(*dead):
                 self.conn.client.close()
         finally:

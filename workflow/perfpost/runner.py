@@ -2,14 +2,18 @@
 
 Order: tool version, prepare (unmeasured), drop the page cache if asked, the measured step
 (timed on the host), the ``after`` steps (``sync``), fetch the raw logs, clean up, parse. The
-raw logs are kept whatever happens; the record is written last and atomically.
+raw logs are kept whatever happens; the record is written last and atomically. Whatever goes
+wrong on the way (a host error, or an exception nobody foresaw), the cell ends with a record:
+failed, with the reason. Secrets are masked in memory before any log or record is written.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import sys
 import time
+import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +25,14 @@ from perfpost.config import CellSpec
 from perfpost.errors import ParseError, PerfpostError
 from perfpost.hostenv import Redactor
 from perfpost.hosts import CommandResult, Host
-from perfpost.records import DONE, FAILED, RECORD_SCHEMA_VERSION, SKIPPED, write_json_atomic
+from perfpost.records import (
+    DONE,
+    FAILED,
+    RECORD_SCHEMA_VERSION,
+    SKIPPED,
+    read_record,
+    write_json_atomic,
+)
 
 SHORT_TIMEOUT = 60.0
 
@@ -108,7 +119,7 @@ class _CellRun:
         abandon = hostscript.cleanup_script(self.workdir, self.logdir)
         result = self.host.run(script, timeout, abandon=abandon)
         if result.stderr:
-            (self.raw / f"{name}.stderr").write_text(result.stderr)
+            self._keep(f"{name}.stderr", result.stderr)
         self.steps.append(
             {"step": name, "exit_code": result.exit_code, "timed_out": result.timed_out}
         )
@@ -134,8 +145,33 @@ class _CellRun:
                     f"see {paths.RAW}/{name}.stderr"
                 )
 
+    def _keep(self, name: str, data: str | bytes) -> Path:
+        """Write a raw log of the attempt, its secrets masked before it touches the disk."""
+        path = self.raw / name
+        self.redactor.write(path, data)
+        return path
+
+    def _read_log(self, remote_path: str, name: str) -> str | None:
+        """Copy a log from the host into raw/ (masked on the way) and return its text as kept,
+        or None when the host has no such file."""
+        data = self.host.read(remote_path)
+        if data is None:
+            return None
+        data = self.redactor.bytes(data)
+        self._keep(name, data)
+        self.record["logs"].append(f"{paths.RAW}/{name}")
+        return data.decode(errors="replace")
+
     def _finish(self, status: str, reason: str | None = None) -> dict[str, Any]:
-        self._remove_outputs()
+        try:
+            self._remove_outputs()
+        except Exception as e:  # the record says what went wrong, below
+            self.record.setdefault("warnings", []).append(f"removing outputs: {unforeseen(e)}")
+        # The host's scratch (the tool's files and unmasked logs) goes before the record says
+        # the attempt is over; what could not be removed is named in the record.
+        left = self.cleanup()
+        if left:
+            self.record.setdefault("warnings", []).append(left)
         self.record["status"] = status
         self.record["reason"] = reason
         # JSON has no NaN: a value that could not be computed is left out, never invented.
@@ -144,25 +180,24 @@ class _CellRun:
             for m in self.record["metrics"]
             if isinstance(m["value"], int | float) and math.isfinite(m["value"])
         ]
-        # Secrets are masked in the logs before the record says the attempt is over.
-        self.redact_logs()
         self.record = self.redactor.data(self.record)
         write_json_atomic(self.record_path, self.record)
         return self.record
 
-    def redact_logs(self) -> None:
-        if self.raw.is_dir():
-            self.redactor.tree(self.raw)
-
     def _guard(self, phase: Any, *args: Any) -> dict[str, Any] | None:
         """Run one phase; a host failure (unreachable, key rejected, connection lost) fails
-        the cell with that reason, keeping whatever logs it had."""
+        the cell with that reason, keeping whatever logs it had. So does any other exception
+        (a bug, a library's surprise): its traceback goes to the job's log, its message to the
+        record, and the other cells go on."""
         if self.record["status"] is not None:
             return self.record
         try:
             return phase(*args)
         except PerfpostError as e:
             return self._finish(FAILED, str(e))
+        except Exception as e:  # every cell ends with a record
+            traceback.print_exc(file=sys.stderr)
+            return self._finish(FAILED, unforeseen(e))
 
     def _get(self, fetch: Fetch) -> tuple[str | None, str | None]:
         """Poll ``fetch`` on the host until its record is final: (last body, why not)."""
@@ -195,7 +230,8 @@ class _CellRun:
         for fetch in fetches(self.spec.params, texts) if fetches else ():
             body, why = self._get(fetch)
             if body is not None:
-                (self.raw / fetch.name).write_text(body)
+                body = self.redactor.text(body)
+                self._keep(fetch.name, body)
                 self.record["logs"].append(f"{paths.RAW}/{fetch.name}")
             if why is not None:
                 return metrics, f"{fetch.what} not read: {why}"
@@ -228,13 +264,21 @@ class _CellRun:
             said += f"; {outcome}"
         return said
 
-    def cleanup(self) -> None:
+    def cleanup(self) -> str | None:
+        """Remove the cell's scratch on the host (once); what is left there, if anything."""
+        if getattr(self, "_cleaned", False):
+            return None
+        self._cleaned = True
         try:
-            self.host.run(
+            got = self.host.run(
                 hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT, force=True
             )
-        except PerfpostError:
-            pass  # a host that is gone has nothing left to clean
+        except Exception:  # a host that is gone has nothing left to clean
+            return None
+        left = hostscript.parse_left(got.stdout)
+        if left:
+            return f"scratch left on the host, remove it by hand: {' '.join(left)}"
+        return None
 
     def run(self) -> dict[str, Any]:
         try:
@@ -243,7 +287,6 @@ class _CellRun:
             return self._guard(self.conclude) or self.record
         finally:
             self.cleanup()
-            self.redact_logs()
 
     def start(self) -> dict[str, Any] | None:
         """Tool version, preparation and the page cache: everything before the measurement.
@@ -271,11 +314,8 @@ class _CellRun:
             spec.timeout,
         )
         if prep.exit_code != 0:
-            log = self.raw / "prepare.log"
-            detail = prep.stderr
-            if self.host.fetch(f"{self.logdir}/prepare.log", log):
-                detail = log.read_text(errors="replace") or detail
-                self.record["logs"].append(f"{paths.RAW}/prepare.log")
+            detail = self.redactor.text(prep.stderr)
+            detail = self._read_log(f"{self.logdir}/prepare.log", "prepare.log") or detail
             why = "timed out" if prep.timed_out else f"exit code {prep.exit_code}"
             detail = _tail(detail, 2)
             return self._finish(FAILED, f"preparing the cell failed ({why}): {detail}".strip())
@@ -328,9 +368,9 @@ class _CellRun:
         spec, plan, measured, timing = self.spec, self.plan, self.measured, self.timing
         texts: dict[str, str] = {}
         for proc in plan.measure:
-            if proc.log and self.host.fetch(f"{self.logdir}/{proc.log}", self.raw / proc.log):
-                texts[proc.log] = (self.raw / proc.log).read_bytes().decode(errors="replace")
-                self.record["logs"].append(f"{paths.RAW}/{proc.log}")
+            text = self._read_log(f"{self.logdir}/{proc.log}", proc.log) if proc.log else None
+            if text is not None:
+                texts[proc.log] = text
 
         if measured.timed_out:
             reason = f"timed out after {spec.timeout:g} s"
@@ -401,6 +441,14 @@ class _CellRun:
         return self._finish(DONE)
 
 
+def unforeseen(e: BaseException) -> str:
+    """The reason a record gives for an exception: a host error's own words, else the
+    exception's type and message (perfpost had no words of its own for it)."""
+    if isinstance(e, PerfpostError):
+        return str(e)
+    return f"internal error: {type(e).__name__}: {e}" if str(e) else f"internal error: {e!r}"
+
+
 START_MARGIN = 1.0  # seconds between the last host being ready and the common start
 
 
@@ -431,21 +479,26 @@ def run_together(
         if ready:
             start_at = time.time() + START_MARGIN
             _each(ready, "measure", start_at)
-            starts = [c.timing.start for c in ready if c.timing]
+            # A host lost during the measured step has its record already, and no timing.
+            measured = [c for c in ready if c.record["status"] is None]
+            starts = [c.timing.start for c in measured if c.timing]
             skew = max(starts) - min(starts) if starts else 0.0
             for c in ready:
                 c.record["planned_start"] = start_at
                 c.record["started_with"] = [x.spec.host["name"] for x in ready]
-                if c.timing:
+                if getattr(c, "timing", None):
                     c.record["start_offset"] = c.timing.start - start_at
                 c.record["start_skew"] = skew
-            _each(ready, "conclude")
-        return [c.record for c in cells]
+            _each(measured, "conclude")
+    except Exception as e:  # every cell ends with a record
+        traceback.print_exc(file=sys.stderr)
+        for c in cells:
+            if c.record["status"] is None:
+                c._finish(FAILED, unforeseen(e))
     finally:
         with ThreadPoolExecutor(max_workers=len(cells)) as pool:
             list(pool.map(lambda c: c.cleanup(), cells))
-        for c in cells:
-            c.redact_logs()
+    return [c.record for c in cells]
 
 
 def run_cell(
@@ -453,3 +506,36 @@ def run_cell(
 ) -> dict[str, Any]:
     """Run ``spec`` on ``host``; returns the record that was written to ``record_path``."""
     return _CellRun(spec, Path(record_path), host, redactor).run()
+
+
+def record_failure(
+    spec: CellSpec, record_path: str | Path, reason: str, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """Write a failed record for a cell that could not even be set up to run (the last
+    resort of ``perfpost run-cell``: a cell never ends without a record)."""
+    path = Path(record_path)
+    if path.exists():
+        return read_record(path)  # a finished result is never overwritten
+    attempt = path.parent.name.rpartition("-")[2]
+    record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "perfpost_version": __version__,
+        "experiment": spec.experiment,
+        "cell": spec.cell,
+        "labels": spec.labels,
+        "host": spec.host.get("name"),
+        "repeat": spec.repeat,
+        "attempt": int(attempt) if attempt.isdigit() else None,
+        "tool": spec.tool,
+        "params": spec.params,
+        "status": FAILED,
+        "reason": reason,
+        "logs": [],
+        "steps": [],
+        "metrics": [],
+    }
+    if spec.cell_env():
+        record["env"] = hostenv.public(spec.cell_env())
+    record = (redactor or Redactor()).data(record)
+    write_json_atomic(path, record)
+    return record

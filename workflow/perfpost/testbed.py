@@ -304,15 +304,21 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PermitRootLogin prohibit-password
-Subsystem sftp internal-sftp
-MaxStartups 200:30:400
+{subsystem}MaxStartups 200:30:400
 MaxSessions 200
 LogLevel ERROR
 """
 
 
-def start(n: int, directory: str | Path, mode: str = "auto", user: str | None = None) -> Testbed:
-    """Start ``n`` sshd hosts named h1..hN; returns the testbed (also saved in ``directory``)."""
+def start(
+    n: int,
+    directory: str | Path,
+    mode: str = "auto",
+    user: str | None = None,
+    sftp: bool = True,
+) -> Testbed:
+    """Start ``n`` sshd hosts named h1..hN; returns the testbed (also saved in ``directory``).
+    With ``sftp=False`` the hosts offer no SFTP subsystem, as hardened servers do."""
     root = os.geteuid() == 0
     if mode == "auto":
         mode = "netns" if root and shutil.which("ip") else "loopback"
@@ -400,6 +406,7 @@ def start(n: int, directory: str | Path, mode: str = "auto", user: str | None = 
                     hostkey=hostkey,
                     dir=hdir,
                     authorized=authorized,
+                    subsystem="Subsystem sftp internal-sftp\n" if sftp else "",
                 )
             )
             keyname = address if port == 22 else f"[{address}]:{port}"
@@ -433,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--dir", default=".testbed")
     s.add_argument("--mode", choices=["auto", "netns", "loopback"], default="auto")
     s.add_argument("--user", help="login user (default: you)")
+    s.add_argument("--no-sftp", action="store_true", help="hosts without the SFTP subsystem")
     s = sub.add_parser("stop", help="stop the hosts and remove their interfaces")
     s.add_argument("--dir", default=".testbed")
     for name in ("down", "up"):
@@ -442,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "start":
-            bed = start(args.n, args.dir, args.mode, args.user)
+            bed = start(args.n, args.dir, args.mode, args.user, sftp=not args.no_sftp)
             for h in bed.hosts:
                 print(
                     f"{h.name}: {bed.user}@{h.address}:{h.port}"
