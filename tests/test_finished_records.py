@@ -76,6 +76,8 @@ def test_runtime_settings_rerun_nothing_and_a_new_measurement_keeps_old_records(
     ):
         write(work, changed)
         assert planned_records(work) == []
+        dry = snakemake(work, "-n", "--cores", "2", "report")
+        assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-2000:]
     timeout = config(target)
     timeout["experiments"]["w"]["timeout"] = 90
     write(work, timeout)

@@ -156,10 +156,13 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
 
 def _cmd_env(args: argparse.Namespace) -> int:
     from perfpost import envinfo
+    from perfpost.config import RUNTIME_ENV
     from perfpost.hosts import open_host
     from perfpost.records import write_json_atomic
 
     host_spec = json.loads(args.host)
+    known = json.loads(os.environ.get(RUNTIME_ENV) or "{}").get("hosts", {})
+    host_spec = {**known.get(host_spec["name"], {}), **host_spec}
     try:
         host = open_host(host_spec)
         try:

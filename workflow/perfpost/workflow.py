@@ -376,7 +376,12 @@ def outcome(plan: Plan) -> str:
 
 
 def host_json(plan: Plan, host: str) -> str:
-    return json.dumps({"name": host, **plan.hosts[host]}, sort_keys=True)
+    """The env rule's host: its name and variables only; how to reach it comes from the
+    run's settings (a changed ``connect_timeout`` is no reason to capture it again)."""
+    from perfpost.config import MEASUREMENT_HOST_KEYS
+
+    spec = {"name": host, **plan.hosts[host]}
+    return json.dumps({k: v for k, v in spec.items() if k in MEASUREMENT_HOST_KEYS}, sort_keys=True)
 
 
 def axes_json(plan: Plan, experiment: str) -> str:
