@@ -20,7 +20,10 @@ CV_WARN = 0.10
 
 
 def summarize(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Per ``by`` + metric: n, median, mean, min, max, std and CV of finished cells' values."""
+    """Per ``by`` + metric: n, median, mean, min, max, std and CV of finished cells' values.
+
+    std and CV need two runs: with one they are NaN (shown as n/a), never 0, which would read
+    as "perfectly repeatable"."""
     done = results(df)
     keys = [*by, "metric", "unit"]
     if done.empty:
@@ -28,8 +31,7 @@ def summarize(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     g = done.groupby(keys, sort=False, dropna=False)["value"]
     out = g.agg(n="count", median="median", mean="mean", min="min", max="max", std="std")
     out = out.reset_index()
-    out["std"] = out["std"].fillna(0.0)
-    out["cv"] = (out["std"] / out["mean"]).where(out["mean"] != 0)
+    out["cv"] = (out["std"] / out["mean"]).where((out["mean"] != 0) & (out["n"] > 1))
     return out
 
 
