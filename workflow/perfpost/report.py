@@ -318,10 +318,16 @@ COMPARISON_COLUMNS = [
     "n_cand",
     "median_base",
     "median_cand",
-    "diff",
+    "change",
     "ci_low",
     "ci_high",
+    "ci_level",
     "p_value",
+    "p_adjusted",
+    "tests",
+    "p_min",
+    "detectable",
+    "method",
     "verdict",
 ]
 
