@@ -259,11 +259,13 @@ def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
             f"{delta} | {_ci(r)} | {_p(r.p_value)} | {_p(r.p_adjusted)} | "
             f"{r.n_base}+{r.n_cand} |"
         )
+    tested = max((row.result.tests for row in rows), default=0)
     lines.append("")
     lines.append(
-        f'"~": no claim: Holm-adjusted p above {stats.ALPHA:g} over the {len(rows)} rows, or too '
-        "few runs for any 95% interval. Medians over repeats and hosts. change: Hodges-Lehmann "
-        "estimate of candidate / baseline - 1 with its exact 95% interval; p: two-sided "
+        f'"~": no claim: p above {stats.ALPHA:g} after Holm\'s correction over the {tested} '
+        f"row{'' if tested == 1 else 's'} with enough runs, or too few runs for any 95% "
+        "interval. Medians over repeats and hosts. change: Hodges-Lehmann estimate of "
+        "candidate / baseline - 1 with its distribution-free 95% interval; p: two-sided "
         "Mann-Whitney U."
     )
     return "\n".join(lines) + "\n"
