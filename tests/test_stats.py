@@ -303,3 +303,16 @@ def test_comparisons_csv_columns_are_the_records():
     assert rec["p_adjusted"] == rec["p_value"]  # a family of one
     assert rec["tests"] == 1
     assert np.isfinite(rec["detectable"])
+
+
+def test_with_tied_values_a_claim_also_needs_the_interval_to_exclude_zero():
+    base, cand = [1.0, 3, 3, 4, 5, 5], [3.0, 5, 5, 6, 6, 7, 8]
+    p = mannwhitneyu(cand, base, method="asymptotic").pvalue
+    assert p < 0.05  # the tie-corrected approximation alone would claim
+    _, low, _ = brute_interval([math.log(v) for v in base], [math.log(v) for v in cand])
+    assert low == 0  # but a ratio of 1 (two equal runs) is inside the interval
+    r = stats.compare(base, cand, higher_is_better=True)
+    assert r.p_value == pytest.approx(p)
+    assert r.ci_low == pytest.approx(0, abs=1e-12)
+    assert r.verdict == "no significant difference"
+    assert "spans zero" in compare.sentence(row(base, cand, r))

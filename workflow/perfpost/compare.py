@@ -160,12 +160,24 @@ def sentence(row: Row) -> str:
             f"{_p(r.p_min)}, above {r.alpha:g}); {label} {medians} ({_pct(r.change)})."
         )
     if r.verdict == stats.NO_DIFFERENCE:
-        spans = r.ci_low is not None and r.ci_low <= 0 <= (r.ci_high or 0)
-        why = "spans zero" if spans else "excludes zero, but not after Holm's correction"
+        excludes = r.ci_low is not None and (r.ci_low > 0 or (r.ci_high or 0) < 0)
+        if r.change != r.change:  # a shift over a baseline median of 0: no relative size
+            why = "has no relative size: the baseline median is 0"
+        elif not excludes:
+            why = "spans zero"
+        elif r.p_value is not None and r.p_value <= r.alpha:
+            why = "excludes zero, but not after Holm's correction"
+        else:  # tied values: the normal approximation's p decides
+            why = f"excludes zero, but with tied values p is above {r.alpha:g}"
+        detect = ""
+        if r.detectable is not None and r.detectable == r.detectable:
+            detect = (
+                "; these runs could not have detected a difference smaller than about "
+                f"{r.detectable:.1%}"
+            )
         return (
             f"{head}: no significant difference in {label} ({_pct(r.change)}, {level} CI "
-            f"{_ci(r)} {why}; {medians}; {n}; {_tests(r)}); these runs could not have "
-            f"detected a difference smaller than about {r.detectable:.1%}."
+            f"{_ci(r)} {why}; {medians}; {n}; {_tests(r)}){detect}."
         )
     if r.verdict in ("better", "worse"):
         word = "faster" if r.verdict == "better" else "slower"
