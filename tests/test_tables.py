@@ -199,3 +199,85 @@ def test_environment_parser_reads_lsblk_and_cpuinfo_topology():
             "transport": "sas",
         }
     ]
+
+
+def _tidy(values: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
+    """A tidy table by hand: {cell's bs: {metric: one value per repeat}}."""
+    units = {"throughput": "B/s", "elapsed": "s"}
+    rows = [
+        {
+            "experiment": "t",
+            "cell": f"bs={bs}",
+            "host": "localhost",
+            "repeat": i + 1,
+            "bs": bs,
+            "tool": "dd",
+            "metric": metric,
+            "value": v,
+            "unit": units[metric],
+            "status": "done",
+            "attempt": 1,
+        }
+        for bs, metrics in values.items()
+        for metric, vs in metrics.items()
+        for i, v in enumerate(vs)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_a_cell_with_one_run_has_no_cv():
+    df = _tidy({"4k": {"throughput": [5e8]}, "1M": {"throughput": [1e9, 1.1e9]}})
+    s = stats.summarize(df, ["bs"]).set_index("bs")
+    assert math.isnan(s.loc["4k", "cv"])  # one run: no spread to speak of, not 0%
+    assert s.loc["1M", "cv"] == pytest.approx(math.sqrt(0.5e8**2 * 2) / 1.05e9)
+
+
+def test_the_cv_warning_names_the_shaky_cell_when_the_table_has_two_metrics(tmp_path):
+    from perfpost import report
+
+    # 4k's throughput: mean 103.33 MB/s, sample sd sqrt((3.33^2 + 26.67^2 + 23.33^2) / 2)
+    # = 25.17 MB/s: CV 24.4%. 1M's: CV 0.5%. 64k ran once.
+    df = _tidy(
+        {
+            "4k": {"throughput": [100e6, 130e6, 80e6], "elapsed": [1.0, 0.77, 1.25]},
+            "1M": {"throughput": [200e6, 201e6, 199e6], "elapsed": [0.5, 0.5, 0.5]},
+            "64k": {"throughput": [150e6], "elapsed": [0.67]},
+        }
+    )
+    exp = {
+        "name": "t",
+        "title": "t",
+        "tags": [],
+        "description": "",
+        "tool": "dd",
+        "params": {},
+        "axes": {"bs": ["4k", "1M", "64k"]},
+        "hosts": ["localhost"],
+        "repeats": 3,
+        "after": [],
+        "sync_threshold": 1.0,
+        "exclude": [],
+        "zip": [],
+        "plot": {},
+        "compare": [],
+        "method": [],
+    }
+    cells = pd.DataFrame(columns=list(tidy.CELL_COLUMNS))
+    post = report.render(exp, df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv")
+    summary = post.split("## Summary")[1].split("## ")[0]
+    (warning,) = [ln for ln in summary.splitlines() if "with care" in ln]
+    assert "bs=4k (CV 24.4%)" in warning
+    assert "1M" not in warning
+    assert "64k" not in warning
+    table = post.split("## Results")[1]
+    (header,) = [ln for ln in table.splitlines() if ln.startswith("| bs |")]
+    cv_col = [c.strip() for c in header.split("|")].index("CV")
+    by_cell = {
+        cols[1]: cols[cv_col]
+        for ln in table.splitlines()
+        if ln.startswith("| ") and not ln.startswith("| bs")
+        for cols in [[c.strip() for c in ln.split("|")]]
+    }
+    assert by_cell["4k"] == "24.4% (!)"
+    assert by_cell["1M"] == "0.5%"
+    assert by_cell["64k"] == "n/a"

@@ -565,8 +565,8 @@ BASELINE_COLOUR, CANDIDATE_COLOUR = COLOURS[0], COLOURS[1]  # the same in every 
 
 def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, str] | None:
     """One declared comparison: left, every run of baseline and candidate per group (bars
-    are medians); right, the relative difference of medians with its 95% interval, the
-    zero line showing where no claim can be made."""
+    are medians); right, the change the post states (Hodges-Lehmann estimate of candidate /
+    baseline - 1) with its 95% interval, coloured only where a difference is claimed."""
     rows = [r for r in rows if r.base_values or r.cand_values]
     if not rows:
         return None
@@ -604,9 +604,9 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
     left.legend(fontsize=8, frameon=False, title="bars: medians", title_fontsize=8)
     for i, r in enumerate(rows):
         res = r.result
-        if res.diff != res.diff:  # NaN: nothing to show
+        if res.change != res.change:  # NaN: nothing to show
             continue
-        y = res.diff * 100
+        y = res.change * 100
         colour = "0.5" if not res.significant else CANDIDATE_COLOUR
         if res.ci_low is not None:
             err = [[y - res.ci_low * 100], [res.ci_high * 100 - y]]
@@ -616,9 +616,9 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
     right.axhline(0, color="0.3", linewidth=0.8)
     right.set_xticks(range(len(groups)))
     right.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
-    right.set_ylabel("candidate vs baseline, median (%)")
+    right.set_ylabel("change, candidate vs baseline (%)")
     right.grid(axis="y", alpha=0.3)
-    right.set_title("95% CI; grey: no claim", fontsize=8, color="0.4")
+    right.set_title("Hodges-Lehmann, 95% CI; grey: no claim", fontsize=8, color="0.4")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return _save(fig, out_base, out_base.name)

@@ -80,6 +80,7 @@ def results_table(
         if m == present[0]:
             header += ["min .. max", "CV"]
     rows = []
+    shaky = []  # the cells marked (!), named in the summary's "read with care" line
     # One pass over the summary, then lookups: a mask per row and metric was quadratic
     # (4 s for a 1,000-cell matrix).
     cells: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
@@ -105,16 +106,22 @@ def results_table(
                     f"{_fmt(s['min'], s['unit'], units[m])} .. "
                     f"{_fmt(s['max'], s['unit'], units[m])}"
                 )
+                # CV needs two runs (summarize leaves it NaN with one): n/a, never 0.0%.
                 cv = s["cv"]
-                flag = (
-                    " (!)" if cv is not None and not math.isnan(cv) and cv > stats.CV_WARN else ""
-                )
-                row.append("n/a" if cv is None or math.isnan(cv) else f"{cv:.1%}{flag}")
+                if cv is None or math.isnan(cv):
+                    row.append("n/a")
+                elif cv > stats.CV_WARN:
+                    row.append(f"{cv:.1%} (!)")
+                    name = ", ".join(f"{a}={v}" for a, v in zip(by, key, strict=True))
+                    shaky.append(f"{name or 'all runs'} (CV {cv:.1%})")
+                else:
+                    row.append(f"{cv:.1%}")
         rows.append(row)
     return {
         "header": header,
         "rows": rows,
-        "shaky": any(r[-1].endswith("(!)") for r in rows if present),
+        "shaky": shaky,
+        "cv_metric": metric_label(present[0]).lower() if present else "",
     }
 
 
@@ -340,10 +347,16 @@ COMPARISON_COLUMNS = [
     "n_cand",
     "median_base",
     "median_cand",
-    "diff",
+    "change",
     "ci_low",
     "ci_high",
+    "ci_level",
     "p_value",
+    "p_adjusted",
+    "tests",
+    "p_min",
+    "detectable",
+    "method",
     "verdict",
 ]
 
