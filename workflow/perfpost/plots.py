@@ -464,7 +464,9 @@ def plot_metric(
 def _save(fig: Any, out_base: Path, metric: str) -> dict[str, str]:
     """PNG for the post, SVG beside it for print; returns their names."""
     out_base.parent.mkdir(parents=True, exist_ok=True)
-    png, svg = out_base.with_suffix(".png"), out_base.with_suffix(".svg")
+    # Not with_suffix: a metric's name may hold a dot (freon's chunk-write.mean).
+    png = out_base.parent / f"{out_base.name}.png"
+    svg = out_base.parent / f"{out_base.name}.svg"
     fig.savefig(png)
     fig.savefig(svg)
     plt.close(fig)

@@ -21,7 +21,14 @@ import pandas as pd
 
 from perfpost import __version__, adapters, commands, compare, records, stats
 from perfpost.records import write_text_atomic
-from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
+from perfpost.units import (
+    format_bytes,
+    format_seconds,
+    metric_label,
+    rate_scale,
+    seconds_scale,
+    sig,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOG_TAIL_LINES = 4
@@ -144,19 +151,16 @@ def run_table(
     ).reset_index()
     units = dict(zip(done["metric"], done["unit"], strict=False))
     present = [m for m in metrics if m in wide.columns]
+    # Times read in one unit per column (700 us, not 0.001 s): the column's own scale.
+    scales = {m: seconds_scale(list(wide[m])) for m in present if units[m] == "s"}
+    shown = {
+        m: scales[m][0] if m in scales else DISPLAY_UNITS.get(units[m], units[m]) for m in present
+    }
     header = [
         "test",
         "host",
         "repeat",
-        *(
-            f"{metric_label(m)}"
-            + (
-                f" ({DISPLAY_UNITS.get(units[m], units[m])})"
-                if DISPLAY_UNITS.get(units[m], units[m])
-                else ""
-            )
-            for m in present
-        ),
+        *(f"{metric_label(m)}" + (f" ({shown[m]})" if shown[m] else "") for m in present),
     ]
     jobs: dict[tuple[str, str, int], tuple[str, str]] = {}
     if cells is not None and cells["job_id"].notna().any():
@@ -164,8 +168,9 @@ def run_table(
         for c in cells[cells["status"] == records.DONE].itertuples(index=False):
             jobs[(c.cell, c.host, int(c.repeat))] = (str(c.job_id), str(c.job_status))
     rows = []
-    for row in wide.itertuples(index=False):
-        d = row._asdict()
+    # Records, not itertuples: a metric's name may hold a dot or a dash (chunk-write.mean),
+    # which named tuples rename.
+    for d in wide.to_dict("records"):
         job = jobs.get((d["cell"], d["host"], int(d["repeat"])))
         rows.append(
             [
@@ -173,7 +178,7 @@ def run_table(
                 d["host"],
                 str(d["repeat"]),
                 *([f"`{job[0]}`", job[1]] if jobs else []),
-                *(sig(d[m], 4) if units[m] != "s" else f"{d[m]:.3f}" for m in present),
+                *(sig(d[m] / scales[m][1], 4) if m in scales else sig(d[m], 4) for m in present),
             ]
         )
     return {"header": header, "rows": rows}
