@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from perfpost.config import build_plan, load_yaml
 from perfpost.errors import ConfigError
+from perfpost.plan.config import build_plan, load_yaml
 
 BASE = {
     "experiments": {

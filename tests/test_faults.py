@@ -169,7 +169,7 @@ def test_an_interrupted_run_resumes_with_nothing_lost_or_half_done(
 def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_path):
     """SIGKILL to snakemake and every perfpost job: nothing is left to clean up on the hosts'
     side, yet the dd there stops, because its SSH channel (the lifeline) closed."""
-    from perfpost.remote import RemoteHost
+    from perfpost.run.remote import RemoteHost
     from tests.test_remote import processes
 
     inv = yaml.safe_load(Path(testbed.inventory).read_text())

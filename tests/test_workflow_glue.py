@@ -4,9 +4,9 @@ the rules behind re-running only what failed or was deleted."""
 from pathlib import Path
 
 from perfpost import paths
-from perfpost.config import build_plan
+from perfpost.glue import records_to_name, request_rerun, wanted_attempt
+from perfpost.plan.config import build_plan
 from perfpost.records import write_json_atomic
-from perfpost.workflow import records_to_name, request_rerun, wanted_attempt
 
 
 def leave(root: Path, host: str, attempt: int, status: str | None) -> None:

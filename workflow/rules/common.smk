@@ -3,8 +3,8 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from perfpost import config as pconfig
-from perfpost import paths, workflow as pw
+from perfpost.plan import config as pconfig
+from perfpost import paths, glue
 from perfpost.errors import ConfigError
 
 try:
@@ -17,10 +17,10 @@ try:
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
-pw.ensure_on_path(sys.executable)
-HOST_RESOURCES = pw.host_resources(PLAN, workflow)
+glue.ensure_on_path(sys.executable)
+HOST_RESOURCES = glue.host_resources(PLAN, workflow)
 # perfpost's own heavy steps wait until no cell measures on this machine, and hold it.
-CONTROLLER = pw.controller_resources(PLAN)
+CONTROLLER = glue.controller_resources(PLAN)
 
 
 wildcard_constraints:

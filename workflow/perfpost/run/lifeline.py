@@ -220,7 +220,7 @@ def start_janitor(workdir: str | None = None) -> None:
     workdir = os.path.realpath(workdir or os.getcwd())
     pid = os.getpid()
     subprocess.Popen(
-        [sys.executable, "-m", "perfpost.lifeline", str(pid), str(_starttime(pid)), workdir],
+        [sys.executable, "-m", "perfpost.run.lifeline", str(pid), str(_starttime(pid)), workdir],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -1,8 +1,22 @@
-"""What every tool adapter provides: a pure command builder and a pure log parser.
+"""What every tool provides: a pure command builder and a pure log parser.
 
-An adapter never runs anything. It turns a cell's parameters into a :class:`Plan` (argument
-lists, quoted later by :mod:`perfpost.hostscript`) and turns the raw logs of that plan back
-into :class:`Metric` values. The runner does the I/O; that keeps adapters testable on text.
+A tool never runs anything. It turns a cell's parameters into a :class:`Plan` (argument
+lists, quoted later by :mod:`perfpost.run.hostscript`) and turns the raw logs of that plan back
+into :class:`Metric` values. The runner does the I/O; that keeps tools testable on text.
+
+A tool is a package ``perfpost/tools/<name>/`` whose module has:
+
+- ``NAME``, ``PARAMS_SCHEMA`` (its ``params:`` in the config) and ``check_params``;
+- ``RUNTIME``: the :class:`perfpost.provision.Runtime` perfpost fetches for it (its one
+  version, its pom, log4j settings and launcher, kept in the same folder), or None;
+- ``complete_params(params, host, tools)``: a cell's parameters with what its host adds
+  (the launcher of a provisioned runtime), and ``install_marker(params, host, tools)``: the
+  file a provisioned runtime's install leaves when the host uses one (``tools`` is the
+  config's ``tools:``);
+- ``plan``, ``version_argv``, ``parse_cell``, ``parse_text``, ``error_reason`` (the command
+  builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
+  ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
+  over time.
 """
 
 from __future__ import annotations
@@ -10,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from perfpost import provision
+from perfpost.hostenv import LOCALHOST
 
 
 @dataclass(frozen=True)
@@ -85,3 +102,33 @@ def env_prefix(params: Mapping[str, Any], java_var: str, workdir: str) -> list[s
     if params.get("java_opts"):
         env.setdefault(java_var, params["java_opts"])
     return ["env", *(f"{k}={fill_work(v, workdir)}" for k, v in env.items())] if env else []
+
+
+def provisioned_launcher(
+    runtime: provision.Runtime, host_key: str, host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> tuple[str, bool]:
+    """The host's command for a runtime's tool (the inventory's ``host_key``: ``ozone``,
+    ``yarn``), and whether it is one perfpost provisions: ``provisioned`` on localhost unless
+    the host names a command, the command of that name on PATH elsewhere."""
+    value = host.get(host_key, "provisioned" if host["name"] == LOCALHOST else host_key)
+    if value != "provisioned":
+        return value, False
+    settings = tools.get(runtime.name, {})
+    version = settings.get("version", runtime.version)
+    return str(provision.launcher(runtime, version, settings.get("cache"))), True
+
+
+def provisioned_marker(
+    runtime: provision.Runtime,
+    host_key: str,
+    params: Mapping[str, Any],
+    host: Mapping[str, Any],
+    tools: Mapping[str, Any],
+) -> str | None:
+    """The file the runtime's install leaves, when a cell with ``params`` on ``host`` runs a
+    provisioned one (not when the experiment names its own ``launcher``)."""
+    if "launcher" in params or not provisioned_launcher(runtime, host_key, host, tools)[1]:
+        return None
+    settings = tools.get(runtime.name, {})
+    version = settings.get("version", runtime.version)
+    return str(provision.marker(runtime, version, settings.get("cache")))

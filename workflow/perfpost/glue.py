@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import paths, records
-from perfpost.config import CellSpec, Plan
 from perfpost.errors import PerfpostError
+from perfpost.plan.config import CellSpec, Plan
+
+# The workflow's `retries` (profile or command line), set for the cell jobs when a run starts.
+RETRIES_ENV = "PERFPOST_RETRIES"
 
 
 def ensure_on_path(python: str) -> None:
@@ -39,8 +42,8 @@ def strict_configfile(path: str) -> str:
     if os.path.exists(path):
         from snakemake.exceptions import WorkflowError
 
-        from perfpost.config import load_yaml
         from perfpost.errors import ConfigError
+        from perfpost.plan.config import load_yaml
 
         try:
             load_yaml(path)
@@ -57,7 +60,7 @@ def start_run(plan: Plan, workflow: Any) -> None:
     watch this run and stop with it, and learn the run's settings (:func:`export_retries`,
     :func:`export_runtime`); a watcher removes this run's locks should it be killed.
     """
-    from perfpost import lifeline
+    from perfpost.run import lifeline
 
     for line in lifeline.recover(locks=False):
         print(f"perfpost: {line}", file=sys.stderr)
@@ -75,8 +78,6 @@ def export_retries(workflow: Any) -> None:
     rules; an environment variable reaches every job without a function per job, which cost
     0.1 ms each on 10,000 cells.
     """
-    from perfpost.cli import RETRIES_ENV
-
     settings = getattr(workflow, "execution_settings", None)
     os.environ[RETRIES_ENV] = str(int(getattr(settings, "retries", 0) or 0))
 
@@ -85,7 +86,7 @@ def export_runtime(plan: Plan) -> None:
     """Hand the cell jobs how to reach each host and how long a command may run: settings
     that do not change a measurement, so they are no Snakemake param (a changed param
     re-runs a finished cell in place)."""
-    from perfpost.config import RUNTIME_ENV, runtime_json
+    from perfpost.plan.config import RUNTIME_ENV, runtime_json
 
     os.environ[RUNTIME_ENV] = runtime_json(plan)
 
@@ -129,7 +130,7 @@ def host_resources(plan: Plan, workflow: Any) -> dict[str, Any]:
 def controller_resources(plan: Plan) -> dict[str, int]:
     """What perfpost's own heavy steps (provisioning, tables, figures, posts) hold: every
     slot of this machine when cells measure here, so none runs beside a measurement."""
-    from perfpost.hosts import LOCALHOST
+    from perfpost.hostenv import LOCALHOST
 
     limits = plan.host_limits()
     return {resource_name(LOCALHOST): limits[LOCALHOST]} if LOCALHOST in limits else {}
@@ -179,10 +180,19 @@ def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
 def provision_patterns(plan: Plan) -> list[str]:
     """Output patterns of the provisioning rule, <cache>/{tool}-{version}/COMPLETE, one per
     cache the config names (the tools may share one)."""
-    from perfpost import provision
+    from perfpost import provision, tools
 
-    caches = {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in provision.TOOLS}
+    # The default cache is always one: runtimes no experiment configures live there.
+    caches = {provision.cache_dir(None)}
+    caches |= {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in tools.runtimes()}
     return sorted(str(c / "{tool}-{version}" / provision.COMPLETE) for c in caches)
+
+
+def provisioned_names() -> str:
+    """A wildcard pattern for the runtimes the tools have perfpost provision."""
+    from perfpost import tools
+
+    return "|".join(re.escape(n) for n in sorted(tools.runtimes()))
 
 
 def cache_of(marker: str) -> str:
@@ -378,7 +388,7 @@ def outcome(plan: Plan) -> str:
 def host_json(plan: Plan, host: str) -> str:
     """The env rule's host: its name and variables only; how to reach it comes from the
     run's settings (a changed ``connect_timeout`` is no reason to capture it again)."""
-    from perfpost.config import MEASUREMENT_HOST_KEYS
+    from perfpost.plan.config import MEASUREMENT_HOST_KEYS
 
     spec = {"name": host, **plan.hosts[host]}
     return json.dumps({k: v for k, v in spec.items() if k in MEASUREMENT_HOST_KEYS}, sort_keys=True)

@@ -6,8 +6,8 @@ and sees a private, empty /tmp; otherwise the hosts listen on loopback ports. ``
 ``inventory.yaml`` (perfpost's ``hosts:`` and ``ssh:`` config) and ``known_hosts`` into the
 testbed directory; ``stop`` kills every process it started and removes every interface.
 
-    python -m perfpost.testbed start -n 3 --dir .testbed
-    python -m perfpost.testbed stop --dir .testbed
+    python -m tests.testbed start -n 3 --dir .testbed
+    python -m tests.testbed stop --dir .testbed
 
 Traffic only ever goes to loopback or to the namespaces made here.
 """

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfpost.tidy import results
+from perfpost.analysis.tidy import results
 
 CV_WARN = 0.10
 

@@ -22,8 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from perfpost import matrix, stats
-from perfpost.tidy import results
+from perfpost.analysis import stats
+from perfpost.analysis.tidy import results
+from perfpost.plan import matrix
 from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
 
 

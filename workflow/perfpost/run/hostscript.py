@@ -16,10 +16,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from perfpost.adapters.base import Proc
 from perfpost.errors import PerfpostError
+from perfpost.tools.base import Proc
 
 MARKER = "@perfpost"
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a host returns for a script, local or over SSH."""
+
+    exit_code: int | None  # None when killed at the timeout
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
 UNPRIVILEGED = "@perfpost-unprivileged"
 SCRATCH_PREFIX = "perfpost-"
 

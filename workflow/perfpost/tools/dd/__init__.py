@@ -20,11 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfpost.adapters.base import Metric, Plan, Proc
 from perfpost.errors import ConfigError, ParseError
+from perfpost.tools.base import Metric, Plan, Proc
 from perfpost.units import UnitError, human_unit_factor, parse_size
 
 NAME = "dd"
+RUNTIME = None  # the host's own dd: nothing to fetch
 VERSION_ARGV = ("dd", "--version")
 PLOT_METRICS = ("throughput", "throughput_adjusted")
 TABLE_METRICS = ("throughput", "throughput_adjusted", "elapsed", "bytes", "sync_time")
@@ -105,6 +106,20 @@ WRITER_CHUNK = 1024 * 1024
 
 def reader_log(i: int) -> str:
     return f"reader-{i}.log"
+
+
+def complete_params(
+    params: dict[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> dict[str, Any]:
+    """dd needs nothing from its host beyond its parameters."""
+    return params
+
+
+def install_marker(
+    params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> str | None:
+    """dd is never provisioned."""
+    return None
 
 
 def check_params(params: Mapping[str, Any], where: str) -> None:

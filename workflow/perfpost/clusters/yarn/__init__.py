@@ -27,7 +27,19 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
+from perfpost import provision
 from perfpost.errors import PerfpostError
+
+# The Hadoop release whose ResourceManager and NodeManager perfpost fetches.
+VERSION = "3.4.2"
+RUNTIME = provision.Runtime(
+    name="yarn",
+    version=VERSION,
+    files=Path(__file__).resolve().parent,
+    version_property="hadoop.version",
+    launcher="yarn",
+    expect_jar="hadoop-yarn-server-resourcemanager-",
+)
 
 # Hadoop 3.4 on Java 17: the daemons and every task JVM need java.lang opened to Hadoop.
 OPENS = "--add-opens java.base/java.lang=ALL-UNNAMED"

@@ -29,8 +29,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from perfpost import matrix
-from perfpost.tidy import results
+from perfpost.analysis.tidy import results
+from perfpost.plan import matrix
 from perfpost.units import UnitError, metric_label, parse_size, rate_scale, sig
 
 COLOURS = plt.get_cmap("tab10").colors

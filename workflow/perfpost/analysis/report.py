@@ -19,7 +19,9 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from perfpost import __version__, adapters, commands, compare, records, stats
+from perfpost import __version__, records
+from perfpost import tools as adapters
+from perfpost.analysis import commands, compare, stats
 from perfpost.records import write_text_atomic
 from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
 

@@ -2,7 +2,7 @@
 
 A host runs a script with a timeout and returns its exit code and output; on timeout (or when
 perfpost itself is interrupted) the whole process group is killed, so no tool process
-outlives its cell. Remote hosts implement the same interface in :mod:`perfpost.remote`.
+outlives its cell. Remote hosts implement the same interface in :mod:`perfpost.run.remote`.
 """
 
 from __future__ import annotations
@@ -11,22 +11,16 @@ import os
 import signal
 import subprocess
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfpost.errors import PerfpostError
+from perfpost import hostenv
+from perfpost.errors import PerfpostError, unforeseen
+from perfpost.hostenv import LOCALHOST
+from perfpost.run import hostscript
+from perfpost.run.hostscript import CommandResult
 
-LOCALHOST = "localhost"
 KILL_GRACE = 2.0
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    exit_code: int | None  # None when killed at the timeout
-    stdout: str
-    stderr: str
-    timed_out: bool = False
 
 
 class Host(Protocol):
@@ -78,8 +72,6 @@ class LocalHost:
         self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
     ) -> CommandResult:
         """``abandon`` runs if perfpost dies while the script does (to remove scratch)."""
-        from perfpost import hostenv, hostscript
-
         lifeline_r, lifeline_w = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -167,7 +159,7 @@ def open_host(spec: dict, env: dict[str, str] | None = None) -> Host:
     exported for every script run there."""
     if spec["name"] == LOCALHOST:
         return LocalHost(env)
-    from perfpost.remote import RemoteHost  # Fabric is imported only when a remote host is used
+    from perfpost.run.remote import RemoteHost  # Fabric is imported only when a remote host is used
 
     return RemoteHost(spec, env)
 
@@ -176,8 +168,6 @@ def open_hosts(specs: list[Any], envs: list[dict[str, str]]) -> list[Host]:
     """The hosts of cells (``CellSpec``), each with its env. A host that cannot even be
     opened (an unreadable ssh_config, a bug) becomes an :class:`UnusableHost` saying why, so
     its cell still ends with a failed record, and the other cells still run."""
-    from perfpost.runner import unforeseen
-
     hosts: list[Host] = []
     for spec, env in zip(specs, envs, strict=True):
         try:

@@ -11,9 +11,9 @@ exception) and the ``Counters:`` block, matching counters by meaning so the labe
 Hadoop versions (``vcore-milliseconds`` vs ``vcore-seconds``) still land in one metric.
 
 On YARN, with ``resourcemanager`` set, the host then reads the application's record from the
-ResourceManager's REST API (:mod:`perfpost.yarnapp`): its elapsed time and the vcore- and
-memory-seconds of every container, the application master's included, as the teragen post did
-(memory-seconds in byte-seconds, B*s: YARN's MB are MiB).
+ResourceManager's REST API (:mod:`perfpost.tools.teragen.yarnapp`): its elapsed time and the
+vcore- and memory-seconds of every container, the application master's included, as the
+teragen post did (memory-seconds in byte-seconds, B*s: YARN's MB are MiB).
 """
 
 from __future__ import annotations
@@ -21,14 +21,29 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
-from perfpost import yarnapp
-from perfpost.adapters.base import Fetch, Metric, Plan, Proc, env_prefix, fill_work
+from perfpost import provision
 from perfpost.errors import ConfigError, ParseError
+from perfpost.tools import base
+from perfpost.tools.base import Fetch, Metric, Plan, Proc, env_prefix, fill_work
+from perfpost.tools.teragen import yarnapp
 from perfpost.units import YARN_MB
 
 NAME = "teragen"
+# The Hadoop release whose client perfpost fetches (config: tools.hadoop.version).
+VERSION = "3.4.2"
+RUNTIME = provision.Runtime(
+    name="hadoop",
+    version=VERSION,
+    files=Path(__file__).resolve().parent,
+    version_property="hadoop.version",
+    launcher="yarn",
+    expect_jar="hadoop-mapreduce-examples-",
+)
+# The host's inventory key naming its `yarn` command (`provisioned`: the fetched one).
+HOST_KEY = "yarn"
 PLOT_METRICS = ("elapsed", "throughput", "app_elapsed", "app_vcore_seconds")
 TABLE_METRICS = (
     "elapsed",
@@ -146,6 +161,30 @@ def rows(params: Mapping[str, Any]) -> int:
     if "rows" in params:
         return int(params["rows"])
     return max(parse_decimal_size(params["size"]) // ROW_BYTES, 1)
+
+
+def complete_params(
+    params: dict[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``params`` with the host's ``yarn`` command as ``launcher``, unless they name one; with
+    a provisioned client, its examples jar as ``jar`` unless they name one."""
+    if "launcher" in params:
+        return params
+    command, provisioned = base.provisioned_launcher(RUNTIME, HOST_KEY, host, tools)
+    params = {**params, "launcher": command}
+    if "jar" not in params and provisioned:
+        settings = tools.get(RUNTIME.name, {})
+        version = settings.get("version", RUNTIME.version)
+        lib = provision.home(RUNTIME.name, version, settings.get("cache")) / "lib"
+        params["jar"] = str(lib / f"hadoop-mapreduce-examples-{version}.jar")
+    return params
+
+
+def install_marker(
+    params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> str | None:
+    """The provisioned Hadoop client's COMPLETE file, when the host runs that one."""
+    return base.provisioned_marker(RUNTIME, HOST_KEY, params, host, tools)
 
 
 def check_params(params: Mapping[str, Any], where: str) -> None:

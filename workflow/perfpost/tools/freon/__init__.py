@@ -20,13 +20,29 @@ import datetime as dt
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from perfpost.adapters.base import Metric, Plan, Proc, env_prefix, fill_work
+from perfpost import provision
 from perfpost.errors import ConfigError, ParseError
+from perfpost.tools import base
+from perfpost.tools.base import Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.units import UnitError, to_per_second, to_seconds
 
 NAME = "freon"
+# The Ozone release whose freon and vapor perfpost fetches (config: tools.ozone.version).
+VERSION = "2.2.0"
+RUNTIME = provision.Runtime(
+    name="ozone",
+    version=VERSION,
+    files=Path(__file__).resolve().parent,
+    version_property="ozone.version",
+    launcher="ozone",
+    expect_jar="ozone-freon-",
+    standin_parent=True,
+)
+# The host's inventory key naming its `ozone` command (`provisioned`: the fetched one).
+HOST_KEY = "ozone"
 PLOT_METRICS = ("rate", "rate_adjusted")
 TABLE_METRICS = (
     "rate",
@@ -99,6 +115,22 @@ PARAMS_SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+
+def complete_params(
+    params: dict[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``params`` with the host's ``ozone`` command as ``launcher``, unless they name one."""
+    if "launcher" in params:
+        return params
+    return {**params, "launcher": base.provisioned_launcher(RUNTIME, HOST_KEY, host, tools)[0]}
+
+
+def install_marker(
+    params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> str | None:
+    """The provisioned Ozone's COMPLETE file, when the host runs that one."""
+    return base.provisioned_marker(RUNTIME, HOST_KEY, params, host, tools)
 
 
 def check_params(params: Mapping[str, Any], where: str) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from perfpost.columns import FIXED_COLUMNS, TAIL_COLUMNS
-from perfpost.matrix import label
+from perfpost.plan.matrix import label
 from perfpost.records import write_json_atomic
 from perfpost.units import BASE_UNITS
 

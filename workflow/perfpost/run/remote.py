@@ -28,9 +28,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from perfpost import hostscript
 from perfpost.errors import PerfpostError
-from perfpost.hosts import CommandResult
+from perfpost.run import hostscript
+from perfpost.run.hostscript import CommandResult
 
 KILL_AFTER = 5  # seconds between the timeout's TERM and KILL
 CLIENT_GRACE = 30  # how much later the client gives up if the host's own timeout never fires

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from perfpost.adapters.base import Metric
 from perfpost.errors import ParseError
+from perfpost.tools.base import Metric
 from perfpost.units import YARN_MB
 
 NAME = "yarn-app"

@@ -16,16 +16,17 @@ import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
-from perfpost import adapters, hostenv, matrix
+from perfpost import hostenv, tools
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
-from perfpost.hosts import LOCALHOST
+from perfpost.hostenv import LOCALHOST
+from perfpost.plan import matrix
 
-SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
 
 @dataclass(frozen=True)
@@ -194,35 +195,11 @@ class Plan:
     experiments: dict[str, Experiment]
     tools: dict[str, Any] = field(default_factory=dict)
 
-    # tool -> (provisioned runtime, the host's inventory key for its command, default version)
-    RUNTIMES: ClassVar[dict[str, tuple[str, str, str]]] = {
-        "freon": ("ozone", "ozone", "2.2.0"),
-        "teragen": ("hadoop", "yarn", "3.4.2"),
-    }
-
-    def launcher(self, tool: str, host: str) -> tuple[str, bool]:
-        """The host's command for ``tool``, and whether it is one perfpost provisions."""
-        from perfpost import provision
-
-        runtime, key, default = self.RUNTIMES[tool]
-        value = self.hosts[host].get(key, "provisioned" if host == LOCALHOST else key)
-        if value != "provisioned":
-            return value, False
-        rt = self.tools.get(runtime, {})
-        return str(provision.launcher(runtime, rt.get("version", default), rt.get("cache"))), True
-
     def provisioned_marker(self, experiment: str, host: str) -> str | None:
         """The file a provisioned runtime's install leaves, when this cell needs one."""
-        from perfpost import provision
-
         exp = self.experiments[experiment]
-        if exp.tool not in self.RUNTIMES or "launcher" in exp.params:
-            return None
-        if not self.launcher(exp.tool, host)[1]:
-            return None
-        runtime, _, default = self.RUNTIMES[exp.tool]
-        rt = self.tools.get(runtime, {})
-        return str(provision.marker(rt.get("version", default), rt.get("cache"), runtime))
+        host_spec = {"name": host, **self.hosts[host]}
+        return tools.get(exp.tool).install_marker(exp.params, host_spec, self.tools)
 
     def jobs(self) -> Iterator[CellSpec]:
         for exp in self.experiments.values():
@@ -234,22 +211,13 @@ class Plan:
     def spec(self, experiment: str, cell: str, host: str, repeat: int) -> CellSpec:
         exp = self.experiments[experiment]
         labels = exp.labels[cell]
-        params = exp.resolved[cell]
-        if exp.tool in self.RUNTIMES and "launcher" not in params:
-            command, provisioned = self.launcher(exp.tool, host)
-            params = {**params, "launcher": command}
-            if exp.tool == "teragen" and "jar" not in params and provisioned:
-                from perfpost import provision
-
-                rt = self.tools.get("hadoop", {})
-                version = rt.get("version", "3.4.2")
-                lib = provision.home("hadoop", version, rt.get("cache")) / "lib"
-                params["jar"] = str(lib / f"hadoop-mapreduce-examples-{version}.jar")
+        host_spec = {"name": host, **self.hosts[host]}
+        params = tools.get(exp.tool).complete_params(exp.resolved[cell], host_spec, self.tools)
         return CellSpec(
             experiment=experiment,
             cell=cell,
             labels=labels,
-            host={"name": host, **self.hosts[host]},
+            host=host_spec,
             repeat=int(repeat),
             tool=exp.tool,
             params=params,
@@ -376,7 +344,7 @@ def _render(value: Any, values: Mapping[str, Any], where: str) -> Any:
 
 def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, Any]:
     """The tool's parameters for one cell: axes fill same-named params and `{axis}` fields."""
-    adapter = adapters.get(exp.tool)
+    adapter = tools.get(exp.tool)
     known = adapter.PARAMS_SCHEMA["properties"]
     values = cell.value_map
     for name in values:
@@ -455,7 +423,7 @@ def _own(value: Any) -> Any:
 def _check_tool_params(
     exp: Experiment, params: dict[str, Any], where: str, checker: _ParamsChecker
 ) -> dict[str, Any]:
-    adapter = adapters.get(exp.tool)
+    adapter = tools.get(exp.tool)
     params = {k: _own(v) for k, v in params.items()}
     for key, sub in adapter.PARAMS_SCHEMA["properties"].items():
         if "default" in sub and key not in params:
@@ -533,7 +501,7 @@ def build_plan(config: dict[str, Any]) -> Plan:
         if not exp.title:
             exp.title = name
         try:
-            adapters.get(exp.tool)
+            tools.get(exp.tool)
         except KeyError as e:
             raise ConfigError(f"{where}.tool", str(e.args[0])) from None
         for i, host in enumerate(exp.hosts):
@@ -561,7 +529,7 @@ def build_plan(config: dict[str, Any]) -> Plan:
         for cell in exp.cells:
             exp.labels[cell.id] = cell.label_map
         _check_comparisons(exp, where)
-        checker = _ParamsChecker(adapters.get(exp.tool).PARAMS_SCHEMA)
+        checker = _ParamsChecker(tools.get(exp.tool).PARAMS_SCHEMA)
         for cell in exp.cells:
             params = resolve_params(exp, cell, where)
             exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]", checker)

@@ -19,12 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, adapters, hostenv, hostscript, paths
-from perfpost.adapters.base import Fetch, Metric
-from perfpost.config import CellSpec
-from perfpost.errors import ParseError, PerfpostError
+from perfpost import __version__, hostenv, paths, tools
+from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
-from perfpost.hosts import CommandResult, Host
+from perfpost.plan.config import CellSpec
 from perfpost.records import (
     DONE,
     FAILED,
@@ -33,6 +31,10 @@ from perfpost.records import (
     read_record,
     write_json_atomic,
 )
+from perfpost.run import hostscript
+from perfpost.run.hosts import Host
+from perfpost.run.hostscript import CommandResult
+from perfpost.tools.base import Fetch, Metric
 
 SHORT_TIMEOUT = 60.0
 
@@ -79,7 +81,7 @@ class _CellRun:
         self.raw = record_path.parent / paths.RAW
         self.host = host
         self.redactor = redactor or Redactor()
-        self.adapter = adapters.get(spec.tool)
+        self.adapter = tools.get(spec.tool)
         token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
         self.workdir = f"{spec.params['dir'].rstrip('/')}/{token}"
         self.logdir = f"/tmp/{token}-logs"
@@ -439,14 +441,6 @@ class _CellRun:
             metrics.append(Metric("sync_time", self.record["sync"]["seconds"], "s"))
         self.record["metrics"] = [m.__dict__ for m in metrics]
         return self._finish(DONE)
-
-
-def unforeseen(e: BaseException) -> str:
-    """The reason a record gives for an exception: a host error's own words, else the
-    exception's type and message (perfpost had no words of its own for it)."""
-    if isinstance(e, PerfpostError):
-        return str(e)
-    return f"internal error: {type(e).__name__}: {e}" if str(e) else f"internal error: {e!r}"
 
 
 START_MARGIN = 1.0  # seconds between the last host being ready and the common start
