@@ -16,7 +16,6 @@ instrumented clients. A log without freon's summary (killed, cut off) is an erro
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import re
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from typing import Any
 
 from perfpost import provision
 from perfpost.errors import ConfigError, ParseError
-from perfpost.tools import base
+from perfpost.tools import base, log4j
 from perfpost.tools.base import Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.units import UnitError, to_per_second, to_seconds
 
@@ -184,7 +183,6 @@ def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------------- parsing
 
-_TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?")
 _LEVEL = re.compile(r"^\S+ \S+\s+(?:\[[^\]]*\]\s+)?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s")
 _LOGGED = re.compile(
     r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\s+(?:\[[^\]]*\]\s+)?"
@@ -276,18 +274,6 @@ RATE_SOURCES = {
     "to its summary)",
     "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
 }
-
-
-def _ts(line: str) -> float | None:
-    m = _TS.match(line)
-    if not m:
-        return None
-    frac = m.group(3) or ""
-    try:
-        stamp = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}").timestamp()
-    except (ValueError, OverflowError):  # a date that does not exist (month 13) is no time
-        return None
-    return stamp + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
 class _Log:
@@ -390,7 +376,7 @@ class _Log:
                 taken = upto
             stamp = plain.group("ts")
             if stamp not in stamps:
-                stamps[stamp] = _ts(stamp)
+                stamps[stamp] = log4j.timestamp(stamp)
             out.append((stamps[stamp], int(plain.group("done")), int(plain.group("total"))))
         return out + self._progress[taken:]
 
@@ -408,7 +394,7 @@ class _Log:
             self.errors.append((no, msg))
         if logged and not _KEYWORDS.search(msg):
             return None, None
-        ts = _ts(line) if logged else None
+        ts = log4j.timestamp(line) if logged else None
         if m := _EXECUTING.search(msg):
             self.start_ts = ts
             self.precise_ts = bool(logged and re.match(r"^\S+ \d{2}:\d{2}:\d{2}[,.]\d", line))

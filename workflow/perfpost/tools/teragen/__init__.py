@@ -26,7 +26,7 @@ from typing import Any
 
 from perfpost import provision
 from perfpost.errors import ConfigError, ParseError
-from perfpost.tools import base
+from perfpost.tools import base, log4j
 from perfpost.tools.base import Fetch, Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.tools.teragen import yarnapp
 from perfpost.units import YARN_MB
@@ -274,7 +274,6 @@ _COUNTER_VALUE = re.compile(r"\d{1,19}")  # a Java long that counts: never below
 _EXCEPTION = re.compile(
     r"^(?:Exception in thread \"\w+\" )?([\w.$]+(?:Exception|Error))(?:: (.*))?$"
 )
-_TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")
 
 # (metric, unit, (numerator, denominator), group pattern, counter pattern): by meaning,
 # across Hadoop versions; each counter's own unit (the "(ms)" of its label, "milliseconds"
@@ -309,19 +308,6 @@ MEANINGS = (
         r"^Total megabyte-seconds taken by all map tasks$",
     ),
 )
-
-
-def _ms(line: str) -> float | None:
-    import datetime as dt
-
-    m = _TS.match(line)
-    if not m:
-        return None
-    try:
-        stamp = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}").timestamp()
-    except (ValueError, OverflowError):  # a date that does not exist (month 13) is no time
-        return None
-    return stamp + int(m.group(3)) / 1000
 
 
 class JobLog:
@@ -360,11 +346,11 @@ class JobLog:
             in_block = False
             if m := _RUNNING.search(line):
                 self.job_id = m.group(1)
-                self.start = _ms(line)
+                self.start = log4j.timestamp(line, digits=3)
             elif m := _DONE.search(line):
                 self.job_id = m.group(1)
                 self.succeeded_line = no
-                self.end = _ms(line)
+                self.end = log4j.timestamp(line, digits=3)
             elif m := _FAILED.search(line):
                 self.job_id = m.group(1)
                 self.failure = f"job {m.group(1)} {m.group(2)}: {m.group(3)}"
