@@ -36,6 +36,10 @@ def ensure_on_path(python: str) -> None:
         os.environ["PATH"] = os.pathsep.join([bindir, *current])
 
 
+# Config files already read strictly while this process reads the Snakefile.
+_READ_STRICTLY: set[str] = set()
+
+
 def strict_configfile(path: str) -> str:
     """``path``, once read with perfpost's strict loader: Snakemake's own reports a YAML
     mistake without its line and keeps the last of two equal keys."""
@@ -43,13 +47,25 @@ def strict_configfile(path: str) -> str:
         from snakemake.exceptions import WorkflowError
 
         from perfpost.errors import ConfigError
-        from perfpost.plan.config import load_yaml
 
         try:
-            load_yaml(path)
+            read_strictly([path])
         except ConfigError as e:
             raise WorkflowError(str(e)) from None
     return path
+
+
+def read_strictly(configfiles: list[str]) -> None:
+    """Read each config file with perfpost's strict loader (a mistake is a
+    :class:`ConfigError` naming its line), each once: the Snakefile's own before Snakemake
+    reads it (:func:`strict_configfile`), then those given with ``--configfile``."""
+    from perfpost.plan.config import load_yaml
+
+    for path in configfiles:
+        key = os.path.realpath(path)
+        if key not in _READ_STRICTLY:
+            load_yaml(path)
+            _READ_STRICTLY.add(key)
 
 
 def start_run(plan: Plan, workflow: Any) -> None:

@@ -10,8 +10,7 @@ from perfpost.errors import ConfigError
 try:
     # Snakemake's loader keeps the last of two equal keys (two experiments named alike):
     # read each config file strictly first, so such a mistake is named with its line.
-    for _configfile in workflow.configfiles:
-        pconfig.load_yaml(_configfile)
+    glue.read_strictly(workflow.configfiles)
     PLAN = pconfig.build_plan(config)
     pconfig.check_secrets(PLAN)
 except ConfigError as e:
