@@ -485,11 +485,13 @@ def build_plan(config: dict[str, Any]) -> Plan:
     ssh = config.get("ssh", {})
     for name, spec in config.get("hosts", {}).items():
         if name == LOCALHOST:
-            if set(spec) - {"max_parallel_cells", "ozone", "yarn", "env"}:
+            # The tools' command keys (ozone, yarn) apply here too: only SSH settings do not.
+            commands = sorted({t.HOST_KEY for t in tools.TOOLS.values() if t.HOST_KEY})
+            if set(spec) - {"max_parallel_cells", *commands, "env"}:
                 raise ConfigError(
                     f"hosts.{name}",
                     "localhost runs commands here, without SSH: only max_parallel_cells, "
-                    "ozone, yarn and env apply",
+                    f"{', '.join(commands)} and env apply",
                 )
             hosts[name] = dict(spec)
             continue

@@ -26,6 +26,7 @@ from perfpost.units import UnitError, human_unit_factor, parse_size
 
 NAME = "dd"
 RUNTIME = None  # the host's own dd: nothing to fetch
+HOST_KEY = None  # and no inventory key naming its command
 VERSION_ARGV = ("dd", "--version")
 PLOT_METRICS = ("throughput", "throughput_adjusted")
 TABLE_METRICS = ("throughput", "throughput_adjusted", "elapsed", "bytes", "sync_time")
