@@ -3,7 +3,7 @@
 # The rules only declare files; the logic lives in the perfpost package (workflow/perfpost).
 from snakemake.utils import min_version
 
-from perfpost.workflow import strict_configfile
+from perfpost.glue import strict_configfile
 
 min_version("9.0")
 
@@ -25,7 +25,7 @@ include: "workflow/rules/common.smk"
 rule report:
     input:
         expand(paths.POST, experiment=list(PLAN.experiments)),
-        pw.records_to_name(PLAN),
+        glue.records_to_name(PLAN),
     localrule: True
 
 
@@ -37,8 +37,8 @@ include: "workflow/rules/post.smk"
 # A run that executes jobs: jobs of a killed run are waited for, this run's jobs stop with
 # it, and its locks are removed should it be killed (nothing of this while merely reading).
 onstart:
-    pw.start_run(PLAN, workflow)
+    glue.start_run(PLAN, workflow)
 
 
 onsuccess:
-    print(pw.outcome(PLAN))
+    print(glue.outcome(PLAN))

@@ -275,3 +275,25 @@ def machine() -> dict[str, Any]:
 
 def asjson(rows: Sequence[Row]) -> list[dict[str, Any]]:
     return [asdict(r) | {"shown": r.shown()} for r in rows]
+
+
+def table(rows: list[Row]) -> str:
+    """The results as one markdown table: item, measure, figure, target, met."""
+    head = ("item", "measure", "figure", "target", "met")
+    body = [
+        (
+            r.item,
+            r.figure,
+            r.shown(),
+            r.target or "-",
+            "-" if r.met is None else ("yes" if r.met else "NO"),
+        )
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(head), sep, *(line(b) for b in body)])

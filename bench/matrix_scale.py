@@ -93,11 +93,12 @@ def fabricate(work: Path, config: dict) -> int:
     with the package's own writer. Returns how many were written."""
     import os
 
-    from perfpost import config as pconfig
-    from perfpost import hostscript, paths, records
-    from perfpost.adapters import dd
-    from perfpost.hosts import LocalHost
-    from perfpost.runner import run_cell
+    from perfpost import paths, records
+    from perfpost.plan import config as pconfig
+    from perfpost.run import hostscript
+    from perfpost.run.hosts import LocalHost
+    from perfpost.run.runner import run_cell
+    from perfpost.tools import dd
 
     plan = pconfig.build_plan(json.loads(json.dumps(config)))
     specs = list(plan.jobs())
@@ -157,7 +158,7 @@ def fabricate(work: Path, config: dict) -> int:
 
 
 def _iso(ts: float) -> str:
-    from perfpost.runner import iso
+    from perfpost.run.runner import iso
 
     return iso(ts)
 
@@ -166,25 +167,25 @@ def steps(work: Path, config: dict) -> dict[str, float]:
     """Each workflow step by itself, as the rules call it, on the finished records."""
     import os
 
-    from perfpost import config as pconfig
-    from perfpost import workflow as pw
+    from perfpost import glue
+    from perfpost.plan import config as pconfig
 
     cwd = os.getcwd()
     os.chdir(work)
     try:
         plan = pconfig.build_plan(json.loads(json.dumps(config)))
-        recs = pw.current_records(plan, EXPERIMENT)
+        recs = glue.current_records(plan, EXPERIMENT)
     finally:
         os.chdir(cwd)
     out = work / "bench-steps"
     out.mkdir(exist_ok=True)
-    exp = pw.experiment_json(plan, EXPERIMENT)
+    exp = glue.experiment_json(plan, EXPERIMENT)
     argvs = {
-        "env": ["env", "--host", pw.host_json(plan, "localhost"), "--out", f"{out}/env.json"],
+        "env": ["env", "--host", glue.host_json(plan, "localhost"), "--out", f"{out}/env.json"],
         "tables": [
             "tables",
             "--axes",
-            pw.axes_json(plan, EXPERIMENT),
+            glue.axes_json(plan, EXPERIMENT),
             "--out-dir",
             str(out),
             *recs,
@@ -227,7 +228,11 @@ def steps(work: Path, config: dict) -> dict[str, float]:
             import sys
 
             wall, done = timed(
-                [sys.executable, "-c", "import perfpost.cli, perfpost.report, perfpost.plots"],
+                [
+                    sys.executable,
+                    "-c",
+                    "import perfpost.cli, perfpost.analysis.report, perfpost.analysis.plots",
+                ],
                 cwd=work,
             )
         else:
@@ -364,8 +369,8 @@ def run(quick: bool, log=print) -> list[Row]:
                 )
             )
 
-        from perfpost import config as pconfig
         from perfpost import paths
+        from perfpost.plan import config as pconfig
 
         specs = list(pconfig.build_plan(json.loads(json.dumps(small))).jobs())
         rng = random.Random(7)

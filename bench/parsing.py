@@ -42,7 +42,7 @@ def baseline_scan(text: str) -> int:
 
 
 def run(quick: bool, log=print) -> list[Row]:
-    from perfpost.adapters import freon
+    from perfpost.tools import freon
 
     size = (20 if quick else 200) * 1_000_000
     reps = 2 if quick else 3

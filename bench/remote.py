@@ -68,7 +68,7 @@ def ssh_argv(bed: Any, name: str, *extra: str) -> list[str]:
 
 def per_command(bed: Any, repeat: int) -> dict[str, float]:
     """Seconds per ``true``: perfpost warm, ssh ControlMaster warm, ssh new connection."""
-    from perfpost.remote import RemoteHost
+    from perfpost.run.remote import RemoteHost
 
     host = RemoteHost(bed.spec("h1"))
     host.run("true", 10)  # connect once: the figure is for a warm connection
@@ -104,7 +104,7 @@ def per_command(bed: Any, repeat: int) -> dict[str, float]:
 
 def sleep_adapter() -> SimpleNamespace:
     """A tool adapter whose measured step is ``sleep``: registered in the child only."""
-    from perfpost.adapters.base import Metric, Plan, Proc
+    from perfpost.tools.base import Metric, Plan, Proc
 
     return SimpleNamespace(
         NAME="sleep",
@@ -120,7 +120,7 @@ def sleep_adapter() -> SimpleNamespace:
 
 
 def cell_spec(bed: Any, name: str) -> str:
-    from perfpost.config import CellSpec
+    from perfpost.plan.config import CellSpec
 
     return CellSpec(
         experiment="fanout",
@@ -138,9 +138,9 @@ def cell_spec(bed: Any, name: str) -> str:
 
 def child(spec: str, out: str) -> int:
     """``perfpost run-cell`` with the sleep tool registered: what a cell job runs."""
-    from perfpost import adapters, cli
+    from perfpost import cli, tools
 
-    adapters.ADAPTERS["sleep"] = sleep_adapter()
+    tools.TOOLS["sleep"] = sleep_adapter()
     return cli.main(["run-cell", "--spec", spec, "--out", out])
 
 
@@ -201,9 +201,9 @@ def bare_fan_out(bed: Any, k: int) -> tuple[float, float]:
 
 def together_skew(bed: Any, k: int) -> float:
     """Start skew of one small dd cell run with start_together on k hosts."""
-    from perfpost.config import build_plan
-    from perfpost.remote import RemoteHost
-    from perfpost.runner import run_together
+    from perfpost.plan.config import build_plan
+    from perfpost.run.remote import RemoteHost
+    from perfpost.run.runner import run_together
 
     names = [h.name for h in bed.hosts[:k]]
     cfg = {
@@ -234,7 +234,10 @@ def together_skew(bed: Any, k: int) -> float:
 
 
 def run(quick: bool, log=print) -> list[Row]:
-    from perfpost import testbed
+    from benchlib import ROOT
+
+    sys.path.insert(0, str(ROOT))
+    from tests import testbed
 
     runs = 1 if quick else 3
     rows: list[Row] = []
@@ -370,7 +373,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.cell:
         return child(args.cell, args.out)
-    from run import table
+    from benchlib import table
 
     print(table(run(args.quick)))
     return 0

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, CpuWatch, Row, asjson, machine
+from benchlib import ROOT, CpuWatch, Row, asjson, machine, table
 
 SCHEMA_VERSION = 1
 ITEMS = ("parse", "cell", "matrix", "remote")
@@ -57,27 +57,6 @@ def _load(name: str):
     import remote
 
     return remote.run
-
-
-def table(rows: list[Row]) -> str:
-    head = ("item", "measure", "figure", "target", "met")
-    body = [
-        (
-            r.item,
-            r.figure,
-            r.shown(),
-            r.target or "-",
-            "-" if r.met is None else ("yes" if r.met else "NO"),
-        )
-        for r in rows
-    ]
-    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(head), sep, *(line(b) for b in body)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ def read_dd_log(name: str) -> str:
 
 @pytest.fixture
 def localhost():
-    from perfpost.hosts import LocalHost
+    from perfpost.run.hosts import LocalHost
 
     return LocalHost()
 
@@ -51,7 +51,7 @@ def env_with_venv() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def testbed(tmp_path_factory):
     """Three real sshd hosts (network namespaces as root, loopback ports otherwise)."""
-    from perfpost import testbed as tb
+    from tests import testbed as tb
 
     bed = tb.start(3, tmp_path_factory.mktemp("testbed"))
     yield bed
@@ -80,8 +80,11 @@ def tool_cache():
 def ozone_cache(tool_cache):
     """freon/vapor provisioned into the empty cache."""
     from perfpost import provision
+    from perfpost.tools import freon
 
-    launcher = provision.ozone("2.2.0", str(tool_cache), str(tool_cache / "provision.log"))
+    launcher = provision.install(
+        freon.RUNTIME, "2.2.0", str(tool_cache), str(tool_cache / "provision.log")
+    )
     return tool_cache, launcher
 
 
@@ -89,9 +92,9 @@ def ozone_cache(tool_cache):
 def single_yarn(tool_cache, tmp_path_factory):
     """A real single-node YARN 3.4.2 (ResourceManager + NodeManager) on loopback ports."""
     from perfpost import provision
-    from perfpost.singleyarn import SingleNodeYarn
+    from perfpost.clusters.yarn import RUNTIME, SingleNodeYarn
 
-    launcher = provision.install("yarn", "3.4.2", str(tool_cache), str(tool_cache / "yarn.log"))
+    launcher = provision.install(RUNTIME, "3.4.2", str(tool_cache), str(tool_cache / "yarn.log"))
     yarn = SingleNodeYarn(launcher, tmp_path_factory.mktemp("yarn"))
     yarn.start()
     yield yarn

@@ -9,11 +9,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from perfpost import adapters, cli, compare, tidy
-from perfpost.config import build_plan
-from perfpost.hosts import LocalHost
-from perfpost.runner import run_cell
-from perfpost.workflow import experiment_json
+from perfpost import cli, tools
+from perfpost.analysis import compare, tidy
+from perfpost.glue import experiment_json
+from perfpost.plan.config import build_plan
+from perfpost.run.hosts import LocalHost
+from perfpost.run.runner import run_cell
 
 REPEATS = 2
 
@@ -73,7 +74,7 @@ def test_axis_columns_hold_the_labels_the_config_wrote(made, name):
 @pytest.mark.parametrize("name", ["tidy.csv", "tidy.parquet"])
 def test_a_comparison_selecting_x_1_finds_its_runs(made, name):
     df = tidy.read(made["tables"] / name)
-    rows = compare.experiment_comparisons(df, made["exp"], adapters.get("dd").PLOT_METRICS)
+    rows = compare.experiment_comparisons(df, made["exp"], tools.get("dd").PLOT_METRICS)
     # Each comparison is made within each value of the other axis: one cell a side, so
     # every group has its REPEATS runs on both sides.
     groups = {(r.base_label, r.group): (r.result.n_base, r.result.n_cand) for r in rows}

@@ -1,4 +1,4 @@
-from perfpost.commands import collapse, readable
+from perfpost.analysis.commands import collapse, readable
 
 
 def test_counted_lines_become_one_loop():

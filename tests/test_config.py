@@ -4,8 +4,9 @@ import copy
 
 import pytest
 
-from perfpost.config import build_plan, load_yaml
 from perfpost.errors import ConfigError
+from perfpost.plan.config import build_plan, check_secrets, load_yaml
+from tests.mistakes import GOOD, MISTAKES, config_text
 
 BASE = {
     "experiments": {
@@ -58,42 +59,14 @@ def test_jobs_cover_cells_hosts_and_repeats():
     }
 
 
-def _set(path, value):
-    def change(cfg):
-        node = cfg
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = value
-
-    return change
-
-
-E = ("experiments", "w")
-
-
-@pytest.mark.parametrize(
-    ("change", "where", "fragment"),
-    [
-        (_set(("colour",), "red"), "(top level)", "unknown key"),
-        (_set((*E, "repeat"), 3), "experiments.w", "unknown key"),
-        (_set((*E, "repeats"), "three"), "experiments.w.repeats", "not of type"),
-        (_set((*E, "repeats"), 0), "experiments.w.repeats", "minimum"),
-        (_set((*E, "tool"), "fio"), "experiments.w.tool", "'fio' is not one of"),
-        (_set((*E, "hosts"), ["nowhere"]), "experiments.w.hosts[0]", "unknown host"),
-        (_set((*E, "axes", "empty"), []), "experiments.w.axes.empty", "should be non-empty"),
-        (_set((*E, "params", "bs"), "4 parsecs"), "params.bs", "bad size"),
-        (_set((*E, "params", "dir"), "{nope}"), "params.dir", "names no axis"),
-        (_set((*E, "params", "oflag"), ["sideways"]), "params.oflag", "not one of"),
-        (_set((*E, "plot"), {"x": "nope"}), "experiments.w.plot.x", "not an axis"),
-        (_set((*E, "after"), ["fsck"]), "experiments.w.after[0]", "not one of"),
-        (_set(("experiments",), {}), "experiments", "non-empty"),
-        (_set((*E, "params", "conv"), "fdatasync"), "params.conv", "set here and by the axis"),
-        (_set((*E, "axes", "n"), [1, 2]), "experiments.w.axes.n", "names a column"),
-    ],
-)
-def test_mistakes_are_refused_with_the_key_path(change, where, fragment):
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_mistakes_are_refused_with_the_key_path(mistake, tmp_path):
+    _name, change, where, fragment = mistake
+    path = tmp_path / "config" / "config.yaml"
+    path.parent.mkdir()
+    path.write_text(config_text(GOOD, change))
     with pytest.raises(ConfigError) as e:
-        plan_of(change)
+        check_secrets(build_plan(load_yaml(path)), environ={})
     assert where in e.value.where, e.value
     assert fragment in e.value.message, e.value
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfpost.adapters import dd
 from perfpost.errors import ParseError
+from perfpost.tools import dd
 from tests.conftest import read_dd_log
 
 

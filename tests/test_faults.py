@@ -23,6 +23,7 @@ import yaml
 
 from tests.conftest import FAULTS, ROOT, env_with_venv, snakemake_bin
 from tests.e2e import make_checkout, planned_records, snakemake
+from tests.mistakes import GOOD, MISTAKES, config_text
 
 pytestmark = pytest.mark.e2e
 
@@ -169,7 +170,7 @@ def test_an_interrupted_run_resumes_with_nothing_lost_or_half_done(
 def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_path):
     """SIGKILL to snakemake and every perfpost job: nothing is left to clean up on the hosts'
     side, yet the dd there stops, because its SSH channel (the lifeline) closed."""
-    from perfpost.remote import RemoteHost
+    from perfpost.run.remote import RemoteHost
     from tests.test_remote import processes
 
     inv = yaml.safe_load(Path(testbed.inventory).read_text())
@@ -499,124 +500,6 @@ def test_a_host_down_fails_its_cells_and_the_next_run_does_only_them(testbed, tm
     )
 
 
-def _config_text(base: dict, change) -> str:
-    import copy
-
-    cfg = copy.deepcopy(base)
-    if callable(change):
-        change(cfg)
-        return yaml.safe_dump(cfg, sort_keys=False)
-    return change  # raw YAML text
-
-
-def _set(*path_value):
-    *path, value = path_value
-
-    def change(cfg):
-        node = cfg
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = value
-
-    return change
-
-
-W = ("experiments", "w")
-GOOD = {
-    "experiments": {
-        "w": {
-            "tool": "dd",
-            "repeats": 4,
-            "axes": {"fs": ["a", "b"]},
-            "params": {"dir": "/tmp/perfpost-{fs}", "bs": "4k", "count": 10},
-        }
-    }
-}
-MISTAKES = [
-    ("unknown top-level key", _set("colour", "red"), "(top level)", "unknown key"),
-    ("misspelt experiment key", _set(*W, "repeat", 3), "experiments.w", "unknown key"),
-    ("wrong type", _set(*W, "repeats", "three"), "experiments.w.repeats", "not of type"),
-    ("zero repeats", _set(*W, "repeats", 0), "experiments.w.repeats", "minimum"),
-    ("unknown tool", _set(*W, "tool", "fio"), "experiments.w.tool", "'fio' is not one of"),
-    ("unknown host", _set(*W, "hosts", ["nowhere"]), "experiments.w.hosts[0]", "unknown host"),
-    (
-        "host listed twice",
-        _set(*W, "hosts", ["localhost", "localhost"]),
-        "experiments.w.hosts",
-        "twice",
-    ),
-    ("empty axis", _set(*W, "axes", "fs", []), "experiments.w.axes.fs", "should be non-empty"),
-    ("bad size unit", _set(*W, "params", "bs", "4 parsecs"), "params.bs", "bad size"),
-    (
-        "template names no axis",
-        _set(*W, "params", "dir", "/tmp/{nope}"),
-        "params.dir",
-        "names no axis",
-    ),
-    ("unknown flag value", _set(*W, "params", "oflag", ["sideways"]), "params.oflag", "not one of"),
-    ("plot axis unknown", _set(*W, "plot", {"x": "nope"}), "experiments.w.plot.x", "not an axis"),
-    ("unknown after-step", _set(*W, "after", ["fsck"]), "experiments.w.after[0]", "not one of"),
-    ("no experiments", _set("experiments", {}), "experiments", "non-empty"),
-    (
-        "param set twice",
-        _set(*W, "axes", "bs", ["4k", "8k"]),
-        "params.bs",
-        "set here and by the axis",
-    ),
-    (
-        "axis named like a column",
-        _set(*W, "axes", "n", [1, 2]),
-        "experiments.w.axes.n",
-        "names a column",
-    ),
-    ("negative timeout", _set(*W, "timeout", -5), "experiments.w.timeout", "less than or equal"),
-    (
-        "port out of range",
-        _set("hosts", "h9", {"address": "127.0.0.1", "port": 70000}),
-        "hosts.h9.port",
-        "maximum",
-    ),
-    (
-        "localhost with an address",
-        _set("hosts", "localhost", {"address": "10.0.0.1"}),
-        "hosts.localhost",
-        "without SSH",
-    ),
-    ("bad env name", _set(*W, "env", {"MY-VAR": "x"}), "experiments.w.env", "does not match"),
-    (
-        "secret not set",
-        _set(*W, "env", {"TOKEN": {"secret": "PERFPOST_UNSET_SECRET"}}),
-        "experiments.w.env.TOKEN",
-        "PERFPOST_UNSET_SECRET, which is not set",
-    ),
-    (
-        "comparison selects nothing",
-        _set(*W, "compare", [{"baseline": {"fs": "a"}, "candidate": {"fs": "zz"}}]),
-        "experiments.w.compare[0].candidate",
-        "selects no cell",
-    ),
-    (
-        "comparison names no axis",
-        _set(*W, "compare", [{"baseline": {"fs": "a"}, "candidate": {"disk": "b"}}]),
-        "experiments.w.compare[0].candidate",
-        "not an axis",
-    ),
-    (
-        "duplicate experiment",
-        "experiments:\n  w: {tool: dd, params: {dir: /tmp/x}}\n"
-        "  w: {tool: dd, params: {dir: /tmp/y}}\n",
-        "config/config.yaml: line 3",
-        "duplicate key 'w' (first at line 2)",
-    ),
-    (
-        "YAML syntax error",
-        "experiments:\n  w: {tool: dd, params: {dir: /tmp/x}\n",
-        "config.yaml",
-        "line",
-    ),
-]
-
-
 def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
     """Each mistake: snakemake exits non-zero at once, its message names the key path and the
     reason, and nothing was run (no results/ directory)."""
@@ -629,7 +512,7 @@ def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
 
     def attempt(i_mistake):
         i, (name, change, where, fragment) = i_mistake
-        work = make_checkout(tmp_path / f"m{i}", _config_text(GOOD, change))
+        work = make_checkout(tmp_path / f"m{i}", config_text(GOOD, change))
         got = snakemake(work, "--cores", "1", "report", timeout=120)
         return name, where, fragment, work, got
 

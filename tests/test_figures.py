@@ -9,9 +9,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from perfpost import cli, plots, tidy
-from perfpost.config import build_plan, load_plan
-from perfpost.workflow import experiment_json
+from perfpost import cli
+from perfpost.analysis import plots, tidy
+from perfpost.glue import experiment_json
+from perfpost.plan.config import build_plan, load_plan
 from tests.conftest import ROOT
 
 # Rates (chunk writes per second) from the reference post "Writing one file per chunks vs.

@@ -31,7 +31,7 @@ DATANODE = {
 
 def test_provisioning_from_an_empty_cache_gives_a_working_freon(ozone_cache):
     cache, launcher = ozone_cache
-    home = provision.ozone_home("2.2.0", str(cache))
+    home = provision.home("ozone", "2.2.0", str(cache))
     assert json.loads((home / provision.COMPLETE).read_text())["jars"] > 150
     assert any(p.name.startswith("ozone-freon-2.2.0") for p in (home / "lib").iterdir())
     assert any(p.name.startswith("ozone-vapor-2.2.0") for p in (home / "lib").iterdir())

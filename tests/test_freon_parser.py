@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfpost.adapters import freon
 from perfpost.errors import ParseError
+from perfpost.tools import freon
 
 DATA = Path(__file__).parent / "data" / "freon"
 
@@ -363,7 +363,7 @@ EXPERIMENT = {"params": {"subcommand": "cmdw", "program": "vapor", "dir": "/tmp"
 
 def tidy_rows(*runs: tuple[str, str, float]):
     """The tidy table of real runs: (cell, log in tests/data/freon, host wall time)."""
-    from perfpost import tidy
+    from perfpost.analysis import tidy
 
     records = []
     for repeat, (cell, name, wall) in enumerate(runs, start=1):

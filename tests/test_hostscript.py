@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from perfpost import hostscript
-from perfpost.adapters.base import Proc
 from perfpost.errors import PerfpostError
+from perfpost.run import hostscript
+from perfpost.tools.base import Proc
 
 
 def test_shell_metacharacters_arrive_literally(localhost, tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpost.remote import HostError, KeyChanged, RemoteHost, trust_key
+from perfpost.run.remote import HostError, KeyChanged, RemoteHost, trust_key
 from tests.conftest import host_spec
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from perfpost.errors import ConfigError
-from perfpost.matrix import cell_id, expand, parse_cell_id
+from perfpost.plan.matrix import cell_id, expand, parse_cell_id
 
 
 def ids(cells):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from perfpost.adapters import dd
+from perfpost.tools import dd
 from tests.conftest import ROOT
 
 

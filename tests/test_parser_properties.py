@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfpost import yarnapp
-from perfpost.adapters import dd, freon, teragen
 from perfpost.errors import ParseError
+from perfpost.tools import dd, freon, teragen
+from perfpost.tools.teragen import yarnapp
 
 DATA = Path(__file__).parent / "data"
 SOURCE = "raw/run 3/the.log"

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from perfpost import compare, report, tidy
+from perfpost.analysis import compare, report, tidy
 from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
 
 pytestmark = pytest.mark.e2e
@@ -307,7 +307,7 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
 
 
 def test_compared_series_keep_the_comparison_colours_in_every_figure():
-    from perfpost import plots
+    from perfpost.analysis import plots
 
     labels = {"storage": ["disk", "memdisk", "nvme"], "bs": ["4k", "1M"]}
     roles = {"baseline": {"storage": "memdisk"}, "candidate": {"storage": "nvme"}}

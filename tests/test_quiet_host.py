@@ -87,7 +87,7 @@ def test_perfposts_own_steps_never_overlap_a_measurement(tmp_path):
 def test_the_overlap_the_post_states_is_counted_from_the_records():
     import pandas as pd
 
-    from perfpost.report import overlap
+    from perfpost.analysis.report import overlap
 
     def rows(*spans):
         return [

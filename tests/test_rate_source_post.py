@@ -5,8 +5,10 @@ import argparse
 import json
 from pathlib import Path
 
-from perfpost import cli, records, tidy
-from perfpost.adapters import freon
+from perfpost import records
+from perfpost.analysis import tidy
+from perfpost.cli import steps
+from perfpost.tools import freon
 
 DATA = Path(__file__).parent / "data" / "freon"
 EXPERIMENT = {
@@ -76,7 +78,7 @@ def post(tmp_path: Path, runs: dict[str, str]) -> str:
         data=str(tmp_path / "post" / "data.csv"),
         comparisons=None,
     )
-    assert cli._cmd_post(args) == 0
+    assert steps._cmd_post(args) == 0
     text = (tmp_path / "post" / "index.md").read_text()
     return text.split("## Test method")[1].split("\n## ")[0]
 

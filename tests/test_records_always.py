@@ -19,13 +19,13 @@ import pytest
 from paramiko.ssh_exception import SSHException
 
 from perfpost import paths
-from perfpost.config import build_plan
-from perfpost.hosts import LocalHost
+from perfpost.plan.config import build_plan
 from perfpost.records import read_record
-from perfpost.remote import RemoteHost
-from perfpost.runner import run_cell, run_together
-from perfpost.testbed import _descendants
+from perfpost.run.hosts import LocalHost
+from perfpost.run.remote import RemoteHost
+from perfpost.run.runner import run_cell, run_together
 from tests.conftest import host_spec
+from tests.testbed import _descendants
 
 
 def dd_cell(host: str, params: dict, hosts: dict | None = None, **exp):
@@ -45,7 +45,7 @@ def inventory_entry(spec: dict) -> dict:
 @pytest.fixture(scope="module")
 def no_sftp_bed(tmp_path_factory):
     """One real sshd host whose config has no `Subsystem sftp` line."""
-    from perfpost import testbed as tb
+    from tests import testbed as tb
 
     bed = tb.start(1, tmp_path_factory.mktemp("nosftp"), sftp=False)
     yield bed
@@ -256,7 +256,7 @@ def test_the_post_is_written_when_a_cell_hits_an_unforeseen_exception(tmp_path):
     (site / "sitecustomize.py").write_text(
         textwrap.dedent(
             """
-            from perfpost.adapters import dd
+            from perfpost.tools import dd
             real = dd.parse_cell
             def parse_cell(texts, **kw):
                 if any("17+0 records" in t for t in texts.values()):

@@ -1,4 +1,4 @@
-"""perfpost.remote against real sshd hosts: quoting, timeouts, host keys, failures."""
+"""perfpost.run.remote against real sshd hosts: quoting, timeouts, host keys, failures."""
 
 import os
 import signal
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from perfpost import envinfo, hostscript
-from perfpost.adapters.base import Proc
-from perfpost.remote import HostError, RemoteHost
-from perfpost.testbed import _descendants
+from perfpost.run import envinfo, hostscript
+from perfpost.run.remote import HostError, RemoteHost
+from perfpost.tools.base import Proc
 from tests.conftest import host_spec
+from tests.testbed import _descendants
 
 
 def processes(host: RemoteHost) -> list[str]:
@@ -72,7 +72,7 @@ def test_a_hung_command_is_killed_at_its_timeout_with_everything_it_started(test
 
 def test_interrupting_perfpost_kills_the_tool_on_the_host(testbed, tmp_path):
     """SIGTERM to `perfpost run-cell` (as Snakemake sends) leaves no dd behind on the host."""
-    from perfpost.config import build_plan
+    from perfpost.plan.config import build_plan
 
     spec = host_spec(testbed, "h1")
     workdir = f"/tmp/perfpost-slow-{uuid.uuid4().hex[:6]}"

@@ -79,7 +79,7 @@ def test_cells_run_on_every_host_and_hosts_run_in_parallel(parallel_run):
 
 
 def test_remote_scratch_is_removed_and_raw_logs_came_back(parallel_run, testbed):
-    from perfpost.remote import RemoteHost
+    from perfpost.run.remote import RemoteHost
     from tests.conftest import host_spec
 
     work, _ = parallel_run

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from perfpost import paths
-from perfpost.adapters import dd
-from perfpost.adapters.base import Metric
-from perfpost.config import build_plan
+from perfpost.plan.config import build_plan
 from perfpost.records import read_record
-from perfpost.runner import run_cell, sync_adjusted
+from perfpost.run.runner import run_cell, sync_adjusted
+from perfpost.tools import dd
+from perfpost.tools.base import Metric
 
 
 def spec_for(params, **exp):

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from perfpost import hostenv, paths
-from perfpost.config import build_plan
-from perfpost.hosts import LocalHost
-from perfpost.runner import run_cell
+from perfpost.plan.config import build_plan
+from perfpost.run.hosts import LocalHost
+from perfpost.run.runner import run_cell
 from tests.conftest import host_spec
 
 SHIM = r"""#!/bin/sh
@@ -201,7 +201,7 @@ def test_the_redactor_masks_what_it_writes_before_it_reaches_the_disk(tmp_path, 
 
 
 def test_a_remote_command_gets_the_declared_env_and_nothing_of_perfpost(testbed, monkeypatch):
-    from perfpost.remote import RemoteHost
+    from perfpost.run.remote import RemoteHost
 
     monkeypatch.setenv("PERFPOST_NOT_DECLARED", "from-perfpost")
     host = RemoteHost(host_spec(testbed, "h1"), {"DECLARED": "yes"})
@@ -217,7 +217,7 @@ def test_a_remote_command_gets_the_declared_env_and_nothing_of_perfpost(testbed,
 def test_no_copy_of_a_secret_stays_in_the_remote_hosts_scratch(testbed, shim, tmp_path):
     """The tool leaves its environment in a directory it made read-only (the testbed's login
     user is no root, so a plain `rm -rf` cannot empty it): the scratch still goes."""
-    from perfpost.remote import RemoteHost
+    from perfpost.run.remote import RemoteHost
 
     secret = "key-" + uuid.uuid4().hex
     spec_h = host_spec(testbed, "h2")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from perfpost import compare, report, stats
+from perfpost.analysis import compare, report, stats
 
 # Hollander & Wolfe's two-sample example, as in R's ?wilcox.test:
 # wilcox.test(x, y, alternative = "g") prints W = 35, p-value = 0.1272.

@@ -7,11 +7,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from perfpost import envinfo, stats, tidy
-from perfpost.config import build_plan
-from perfpost.hosts import LocalHost
+from perfpost.analysis import stats, tidy
+from perfpost.plan.config import build_plan
 from perfpost.records import read_record
-from perfpost.runner import run_cell
+from perfpost.run import envinfo
+from perfpost.run.hosts import LocalHost
+from perfpost.run.runner import run_cell
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +234,7 @@ def test_a_cell_with_one_run_has_no_cv():
 
 
 def test_the_cv_warning_names_the_shaky_cell_when_the_table_has_two_metrics(tmp_path):
-    from perfpost import report
+    from perfpost.analysis import report
 
     # 4k's throughput: mean 103.33 MB/s, sample sd sqrt((3.33^2 + 26.67^2 + 23.33^2) / 2)
     # = 25.17 MB/s: CV 24.4%. 1M's: CV 0.5%. 64k ran once.

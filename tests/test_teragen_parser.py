@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfpost.adapters import teragen
 from perfpost.errors import ParseError
+from perfpost.tools import teragen
 
 DATA = Path(__file__).parent / "data" / "teragen"
 

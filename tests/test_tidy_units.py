@@ -6,9 +6,10 @@ import json
 import re
 from pathlib import Path
 
-from perfpost import tidy, yarnapp
-from perfpost.adapters import dd, freon, teragen
-from perfpost.runner import sync_adjusted
+from perfpost.analysis import tidy
+from perfpost.run.runner import sync_adjusted
+from perfpost.tools import dd, freon, teragen
+from perfpost.tools.teragen import yarnapp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

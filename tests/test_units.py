@@ -122,7 +122,7 @@ def test_a_rate_unit_that_is_not_events_or_calls_per_a_time_unit_is_refused(unit
     ],
 )
 def test_times_are_shown_with_the_prefix_that_suits_them(seconds, shown):
-    from perfpost import report
+    from perfpost.analysis import report
 
     assert format_seconds(seconds) == shown
     assert report._fmt(seconds, "s") == shown
@@ -130,7 +130,7 @@ def test_times_are_shown_with_the_prefix_that_suits_them(seconds, shown):
 
 
 def test_a_column_of_times_gets_one_unit_from_its_median():
-    from perfpost import plots
+    from perfpost.analysis import plots
 
     assert seconds_scale([0.028, 0.0285, 0.031]) == ("ms", 1e-3)
     assert seconds_scale([7e-7, 0.0007, 0.0009]) == ("us", 1e-6)
@@ -140,7 +140,7 @@ def test_a_column_of_times_gets_one_unit_from_its_median():
 
 
 def test_byte_seconds_are_shown_in_si_units():
-    from perfpost import plots, report
+    from perfpost.analysis import plots, report
 
     assert report._fmt(15_256_780_800.0, "B*s") == "15.3 GB*s"
     assert plots._unit("B*s", [1.5e10]) == ("GB*s", 1e9)

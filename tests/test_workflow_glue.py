@@ -4,9 +4,9 @@ the rules behind re-running only what failed or was deleted."""
 from pathlib import Path
 
 from perfpost import paths
-from perfpost.config import build_plan
+from perfpost.glue import records_to_name, request_rerun, wanted_attempt
+from perfpost.plan.config import build_plan
 from perfpost.records import write_json_atomic
-from perfpost.workflow import records_to_name, request_rerun, wanted_attempt
 
 
 def leave(root: Path, host: str, attempt: int, status: str | None) -> None:
@@ -167,3 +167,18 @@ def test_only_what_defines_the_measurement_identifies_a_run():
     assert counted.measurement_id() != first.measurement_id()
     env = spec(lambda c: c["experiments"]["e"].update(env={"OZONE_OPTS": "-Xmx1g"}))
     assert env.measurement_id() != first.measurement_id()
+
+
+def test_each_config_file_is_read_strictly_once(tmp_path, monkeypatch):
+    from perfpost import glue
+    from perfpost.plan import config as pconfig
+
+    path = tmp_path / "config.yaml"
+    path.write_text("experiments: {}\n")
+    read = []
+    monkeypatch.setattr(glue, "_READ_STRICTLY", set())
+    monkeypatch.setattr(pconfig, "load_yaml", lambda p: read.append(p) or {})
+    # The Snakefile's configfile, then every configfile Snakemake knows: it among them.
+    glue.strict_configfile(str(path))
+    glue.read_strictly([str(path), str(tmp_path / "." / "config.yaml")])
+    assert read == [str(path)]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfpost import yarnapp
-from perfpost.singleyarn import free_port, get_json
+from perfpost.clusters.yarn import free_port, get_json
+from perfpost.tools.teragen import yarnapp
 from tests.e2e import make_checkout, snakemake
 
 pytestmark = pytest.mark.e2e

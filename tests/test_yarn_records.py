@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfpost import yarnapp
-from perfpost.adapters import teragen
-from perfpost.config import build_plan
 from perfpost.errors import ConfigError, ParseError
+from perfpost.plan.config import build_plan
+from perfpost.tools import teragen
+from perfpost.tools.teragen import yarnapp
 
 DATA = Path(__file__).parent / "data" / "yarn"
 

@@ -25,3 +25,11 @@ class ParseError(PerfpostError):
         self.message = message
         place = f"{source}:{line}" if line is not None else source
         super().__init__(f"{place}: {message}")
+
+
+def unforeseen(e: BaseException) -> str:
+    """The reason a record gives for an exception: a host error's own words, else the
+    exception's type and message (perfpost had no words of its own for it)."""
+    if isinstance(e, PerfpostError):
+        return str(e)
+    return f"internal error: {type(e).__name__}: {e}" if str(e) else f"internal error: {e!r}"

@@ -26,6 +26,9 @@ from perfpost.records import write_bytes_atomic
 
 MASK = "***"
 
+# The host name that means this machine: commands run here without SSH, from BASE_ENV.
+LOCALHOST = "localhost"
+
 # What a localhost command inherits from perfpost's environment, when set there: where to find
 # programs (PATH, and the JVM through JAVA_HOME), who and where it is (HOME, USER, LOGNAME,
 # TMPDIR), and the locale (LANG; LC_ALL is then set to C so tools print numbers one way).

@@ -1,12 +1,14 @@
-"""Tools from Maven Central for hosts that have none installed: Ozone's freon and vapor, and
-a Hadoop client for teragen.
+"""Runtimes from Maven Central for hosts that have none installed: how any of them is fetched.
 
-``install(tool, version, cache)`` makes ``<cache>/<tool>-<version>/`` with ``lib/`` (the
+What is fetched is declared where it is used, as a :class:`Runtime` beside its pom, log4j
+settings and launcher: Ozone's freon and vapor in ``tools/freon/``, a Hadoop client for teragen
+in ``tools/teragen/``, a single-node YARN in ``clusters/yarn/``.
+
+``install(runtime, version, cache)`` makes ``<cache>/<name>-<version>/`` with ``lib/`` (the
 jars), ``conf/log4j.properties`` and ``bin/<launcher>`` (``ozone freon|vapor ...`` or
-``yarn jar ...``), using Maven with the pom kept in ``envs/<tool>`` and a local repository
-inside the cache. A finished
-install has a ``COMPLETE`` file; with it, nothing runs and nothing is downloaded. Maven and a
-JDK come from ``scripts/setup``.
+``yarn jar ...``), using Maven with the runtime's pom and a local repository inside the cache.
+A finished install has a ``COMPLETE`` file; with it, nothing runs and nothing is downloaded.
+Maven and a JDK come from ``scripts/setup``.
 """
 
 from __future__ import annotations
@@ -16,34 +18,29 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfpost.errors import PerfpostError
 
-ENVS = Path(__file__).resolve().parents[2] / "envs"
 DEFAULT_CACHE = "~/.cache/perfpost"
 COMPLETE = "COMPLETE"
 
 
 @dataclass(frozen=True)
-class Tool:
-    """A runtime perfpost can fetch: its pom and launcher in envs/<name>, and how to check it."""
+class Runtime:
+    """A runtime perfpost can fetch: ``files`` holds its ``pom.xml``, ``log4j.properties`` and
+    launcher (package data beside the module that uses it); ``expect_jar`` checks the result."""
 
-    name: str
+    name: str  # in the cache: <cache>/<name>-<version>/
+    version: str  # the release fetched unless the config or command line names another
+    files: Path
     version_property: str
     launcher: str
     expect_jar: str  # a jar whose absence means the resolution went wrong
     standin_parent: bool = False  # Ozone: a parent pom Maven Central lacks
-
-
-TOOLS = {
-    "ozone": Tool("ozone", "ozone.version", "ozone", "ozone-freon-", standin_parent=True),
-    "hadoop": Tool("hadoop", "hadoop.version", "yarn", "hadoop-mapreduce-examples-"),
-    "yarn": Tool("yarn", "hadoop.version", "yarn", "hadoop-yarn-server-resourcemanager-"),
-}
-DEFAULT_VERSIONS = {"ozone": "2.2.0", "hadoop": "3.4.2", "yarn": "3.4.2"}
 
 
 def cache_dir(cache: str | None = None) -> Path:
@@ -54,20 +51,12 @@ def home(tool: str, version: str, cache: str | None = None) -> Path:
     return cache_dir(cache) / f"{tool}-{version}"
 
 
-def launcher(tool: str, version: str, cache: str | None = None) -> Path:
-    return home(tool, version, cache) / "bin" / TOOLS[tool].launcher
+def launcher(runtime: Runtime, version: str, cache: str | None = None) -> Path:
+    return home(runtime.name, version, cache) / "bin" / runtime.launcher
 
 
-def ozone_home(version: str, cache: str | None = None) -> Path:
-    return home("ozone", version, cache)
-
-
-def ozone_launcher(version: str, cache: str | None = None) -> Path:
-    return launcher("ozone", version, cache)
-
-
-def marker(version: str, cache: str | None = None, tool: str = "ozone") -> Path:
-    return home(tool, version, cache) / COMPLETE
+def marker(runtime: Runtime, version: str, cache: str | None = None) -> Path:
+    return home(runtime.name, version, cache) / COMPLETE
 
 
 def _mvn(args: list[str], log: Any) -> None:
@@ -84,18 +73,18 @@ def _mvn(args: list[str], log: Any) -> None:
         )
 
 
-def _small_files(tool: str) -> dict[str, Path]:
+def _small_files(runtime: Runtime) -> dict[str, Path]:
     """perfpost's own files in an install (launcher, log4j), by their path in it."""
     return {
-        f"bin/{TOOLS[tool].launcher}": ENVS / tool / TOOLS[tool].launcher,
-        "conf/log4j.properties": ENVS / tool / "log4j.properties",
+        f"bin/{runtime.launcher}": runtime.files / runtime.launcher,
+        "conf/log4j.properties": runtime.files / "log4j.properties",
     }
 
 
-def _refresh(tool: str, target: Path) -> None:
+def _refresh(runtime: Runtime, target: Path) -> None:
     """A finished install keeps its jars, but takes this perfpost's launcher and log4j
     settings: they change with perfpost, not with the tool."""
-    for rel, src in _small_files(tool).items():
+    for rel, src in _small_files(runtime).items():
         dst = target / rel
         if not dst.exists() or dst.read_bytes() != src.read_bytes():
             tmp = dst.with_name(f".{dst.name}.new")
@@ -104,9 +93,10 @@ def _refresh(tool: str, target: Path) -> None:
             tmp.replace(dst)
 
 
-def refresh_launcher(launcher_path: str | None) -> None:
+def refresh_launcher(launcher_path: str | None, runtimes: Mapping[str, Runtime]) -> None:
     """Bring the install a cell's launcher belongs to up to date with this perfpost (see
-    :func:`_refresh`); a launcher that is not a finished local install is left alone."""
+    :func:`_refresh`); a launcher that is not a finished local install of one of ``runtimes``
+    (by name) is left alone."""
     if not launcher_path:
         return
     target = Path(launcher_path).parent.parent
@@ -114,21 +104,29 @@ def refresh_launcher(launcher_path: str | None) -> None:
         tool = json.loads((target / COMPLETE).read_text())["tool"]
     except (OSError, ValueError, KeyError):
         return
-    if tool in TOOLS:
-        _refresh(tool, target)
+    if tool in runtimes:
+        _refresh(runtimes[tool], target)
 
 
-def install(tool: str, version: str, cache: str | None = None, log_path: str | None = None) -> Path:
-    """The launcher of a provisioned ``tool`` ``version``; provisions it first if needed."""
-    spec = TOOLS[tool]
+def install(
+    runtime: Runtime,
+    version: str | None = None,
+    cache: str | None = None,
+    log_path: str | None = None,
+) -> Path:
+    """The launcher of a provisioned ``runtime`` (its own version unless ``version`` names
+    another); provisions it first if needed."""
+    spec = runtime
+    tool = runtime.name
+    version = version or runtime.version
     target = home(tool, version, cache)
     if (target / COMPLETE).exists():
-        _refresh(tool, target)
+        _refresh(runtime, target)
         return target / "bin" / spec.launcher
     base = cache_dir(cache)
     base.mkdir(parents=True, exist_ok=True)
     repo = base / "m2"
-    envs = ENVS / tool
+    envs = runtime.files
     staging = Path(tempfile.mkdtemp(prefix=f".{tool}-{version}-", dir=base))
     log = open(log_path or staging / "provision.log", "a")
     try:
@@ -171,7 +169,7 @@ def install(tool: str, version: str, cache: str | None = None, log_path: str | N
             )
         (staging / "conf").mkdir()
         (staging / "bin").mkdir()
-        _refresh(tool, staging)
+        _refresh(runtime, staging)
         (staging / "VERSION").write_text(version + "\n")
         (staging / COMPLETE).write_text(
             json.dumps({"tool": tool, "version": version, "jars": len(jars)}) + "\n"
@@ -185,7 +183,3 @@ def install(tool: str, version: str, cache: str | None = None, log_path: str | N
         log.close()
         shutil.rmtree(staging, ignore_errors=True)
     return target / "bin" / spec.launcher
-
-
-def ozone(version: str, cache: str | None = None, log_path: str | None = None) -> Path:
-    return install("ozone", version, cache, log_path)

@@ -3,19 +3,19 @@
 
 rule cell:
     input:
-        pw.cell_inputs(PLAN),
+        glue.cell_inputs(PLAN),
     output:
         paths.RECORD,
     log:
         paths.CELL_LOG,
     wildcard_constraints:
-        experiment=pw.solo_experiments(PLAN),
+        experiment=glue.solo_experiments(PLAN),
     conda:
         "../../envs/perfpost.yaml"
     resources:
         **HOST_RESOURCES,
     params:
-        spec=lambda wc: pw.cell_spec(PLAN, wc).param_json(),
+        spec=lambda wc: glue.cell_spec(PLAN, wc).param_json(),
     shell:
         "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
@@ -37,13 +37,13 @@ rule env:
     resources:
         **HOST_RESOURCES,
     params:
-        host=lambda wc: pw.host_json(PLAN, wc.host),
+        host=lambda wc: glue.host_json(PLAN, wc.host),
     shell:
         "perfpost env --host {params.host:q} --out {output:q} > {log:q} 2>&1"
 
 
 # start_together experiments: one job per (cell, repeat) runs every host at the same moment.
-for group in pw.together(PLAN):
+for group in glue.together(PLAN):
 
     rule:
         name:
@@ -66,7 +66,7 @@ for group in pw.together(PLAN):
 
 # Runtimes from Maven Central (Ozone's freon and vapor, a Hadoop client for teragen), for
 # hosts that have none installed: localhost by default.
-for i, pattern in enumerate(pw.provision_patterns(PLAN)):
+for i, pattern in enumerate(glue.provision_patterns(PLAN)):
 
     rule:
         name:
@@ -76,14 +76,14 @@ for i, pattern in enumerate(pw.provision_patterns(PLAN)):
         log:
             "results/tools/{tool}-{version}.log",
         wildcard_constraints:
-            tool="ozone|hadoop",
+            tool=glue.provisioned_names(),
         localrule: True
         conda:
             "../../envs/perfpost.yaml"
         resources:
             **CONTROLLER,
         params:
-            cache=lambda wildcards, output: pw.cache_of(output[0]),
+            cache=lambda wildcards, output: glue.cache_of(output[0]),
         shell:
             "perfpost provision {wildcards.tool:q} --version {wildcards.version:q}"
             " --cache {params.cache:q} --log {log:q} > /dev/null"

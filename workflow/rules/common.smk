@@ -3,24 +3,23 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from perfpost import config as pconfig
-from perfpost import paths, workflow as pw
+from perfpost.plan import config as pconfig
+from perfpost import paths, glue
 from perfpost.errors import ConfigError
 
 try:
     # Snakemake's loader keeps the last of two equal keys (two experiments named alike):
     # read each config file strictly first, so such a mistake is named with its line.
-    for _configfile in workflow.configfiles:
-        pconfig.load_yaml(_configfile)
+    glue.read_strictly(workflow.configfiles)
     PLAN = pconfig.build_plan(config)
     pconfig.check_secrets(PLAN)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
-pw.ensure_on_path(sys.executable)
-HOST_RESOURCES = pw.host_resources(PLAN, workflow)
+glue.ensure_on_path(sys.executable)
+HOST_RESOURCES = glue.host_resources(PLAN, workflow)
 # perfpost's own heavy steps wait until no cell measures on this machine, and hold it.
-CONTROLLER = pw.controller_resources(PLAN)
+CONTROLLER = glue.controller_resources(PLAN)
 
 
 wildcard_constraints:

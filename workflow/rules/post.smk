@@ -21,7 +21,7 @@ rule figures:
     resources:
         **CONTROLLER,
     params:
-        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
+        exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
         "perfpost figures --experiment {params.exp:q} --tidy {input.tidy:q}"
         " --series {input.series:q} --out-dir {output:q}"
@@ -33,7 +33,7 @@ rule post:
         tidy=paths.TIDY_PARQUET,
         cells=paths.CELLS_CSV,
         figures=paths.FIGURES_DIR,
-        env=lambda wc: pw.env_files(PLAN, wc.experiment),
+        env=lambda wc: glue.env_files(PLAN, wc.experiment),
     output:
         post=paths.POST,
         data=paths.POST_DATA,
@@ -51,7 +51,7 @@ rule post:
     resources:
         **CONTROLLER,
     params:
-        exp=lambda wc: pw.experiment_json(PLAN, wc.experiment),
+        exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
         "perfpost post --experiment {params.exp:q} --tidy {input.tidy:q}"
         " --cells {input.cells:q} --figures {input.figures:q} --env {input.env:q}"

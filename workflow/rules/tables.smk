@@ -3,7 +3,7 @@
 
 rule tables:
     input:
-        lambda wc: pw.current_records(PLAN, wc.experiment),
+        lambda wc: glue.current_records(PLAN, wc.experiment),
     output:
         csv=report(
             paths.TIDY_CSV,
@@ -29,7 +29,7 @@ rule tables:
     resources:
         **CONTROLLER,
     params:
-        axes=lambda wc: pw.axes_json(PLAN, wc.experiment),
+        axes=lambda wc: glue.axes_json(PLAN, wc.experiment),
         out_dir=lambda wc: paths.fill(paths.EXPERIMENT_DIR, experiment=wc.experiment),
     shell:
         "perfpost tables --axes {params.axes:q} --out-dir {params.out_dir:q} {input:q}"

@@ -15,7 +15,7 @@ rm=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["resourcema
 export HADOOP_CONF_DIR=$t/yarn/client-conf
 app() { curl -sS "$rm/ws/v1/cluster/apps/$1"; }
 app_of() { sed -n 's/.*Submitted application \(application_[0-9_]*\).*/\1/p' "$1" | head -n 1; }
-final() {  # the record once terminal with no container left (perfpost.yarnapp)
+final() {  # the record once terminal with no container left (perfpost.tools.teragen.yarnapp)
   for _ in $(seq 60); do
     app "$1" > "$2"
     python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["app"]; sys.exit(0 if a["state"] in ("FINISHED","FAILED","KILLED") and a.get("runningContainers",0) <= 0 else 1)' "$2" && return

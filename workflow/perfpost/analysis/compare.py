@@ -1,0 +1,328 @@
+"""Comparisons a post may claim: a candidate against a baseline, as numbers and as sentences.
+
+Two kinds, one statistic (:func:`perfpost.stats.compare_all`):
+
+- declared in an experiment (``compare:``), between cells of one matrix: baseline and
+  candidate are filters over the axes, compared within each group of the other axes;
+- :func:`compare_tables`, between two runs of the same matrix (``perfpost compare BASE
+  CANDIDATE``), cell by cell, as benchstat compares two benchmark outputs.
+
+A claim is made only when the two-sided Mann-Whitney test rejects at 0.05 after Holm's
+correction over the comparisons made together (the groups of one ``compare`` entry; the rows
+of one ``perfpost compare`` table). The size is the Hodges-Lehmann estimate of the ratio with
+the interval from the same test, so a claim never comes with an interval spanning zero. Where
+no interval at 95% exists at these n (2 runs against 2, 3 against 3), it says so instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from perfpost.analysis import stats
+from perfpost.analysis.tidy import results
+from perfpost.plan import matrix
+from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison in one group: what the summary sentence and the table row say."""
+
+    name: str
+    group: str  # "size=1024", or "" when pooled
+    metric: str
+    unit: str
+    base_values: tuple[float, ...]
+    cand_values: tuple[float, ...]
+    result: stats.Comparison
+    base_label: str = "baseline"
+    cand_label: str = "candidate"
+
+
+def _matches(df: pd.DataFrame, labels: Mapping[str, Any]) -> pd.Series:
+    """Rows whose axis labels are the ones named: a config value (``1``, ``true``) is read as
+    the matrix labels it (:func:`perfpost.matrix.label`), the text the tables hold."""
+    mask = pd.Series(True, index=df.index)
+    for axis, value in labels.items():
+        mask &= df[axis].astype(str) == matrix.label(value)
+    return mask
+
+
+def _side_name(labels: Mapping[str, Any]) -> str:
+    return ", ".join(f"{a}={v}" for a, v in labels.items())
+
+
+def default_metric(tidy_df: pd.DataFrame, plot_metrics: Sequence[str]) -> str | None:
+    present = set(results(tidy_df)["metric"])
+    return next((m for m in plot_metrics if m in present), None)
+
+
+def experiment_comparisons(
+    tidy_df: pd.DataFrame, experiment: Mapping[str, Any], plot_metrics: Sequence[str]
+) -> list[Row]:
+    """Every declared comparison of ``experiment``, per group of its other axes."""
+    done = results(tidy_df)
+    axes = list(experiment["axes"])
+    out: list[Row] = []
+    for comp in experiment.get("compare", []):
+        base_f, cand_f = comp["baseline"], comp["candidate"]
+        name = comp.get("name") or f"{_side_name(cand_f)} vs {_side_name(base_f)}"
+        metric = comp.get("metric") or default_metric(tidy_df, plot_metrics)
+        by = comp.get("by")
+        if by is None:
+            by = [a for a in axes if a not in base_f and a not in cand_f]
+        rows = done[done["metric"] == metric] if metric else done.iloc[0:0]
+        base, cand = rows[_matches(rows, base_f)], rows[_matches(rows, cand_f)]
+        unit = str(rows["unit"].iloc[0]) if len(rows) else ""
+        # Groups from every cell that ran, finished or not: a group whose cells all failed
+        # is shown with n = 0, not silently left out.
+        sides = tidy_df[_matches(tidy_df, base_f) | _matches(tidy_df, cand_f)]
+        keys = sides[by].drop_duplicates() if by else pd.DataFrame([{}])
+        groups = []
+        for key in keys.itertuples(index=False):
+            labels = dict(zip(by, key, strict=True))
+            b = base[_matches(base, labels)]["value"].tolist()  # no labels: all of them
+            c = cand[_matches(cand, labels)]["value"].tolist()
+            groups.append((labels, b, c))
+        # The groups of one entry are one family: Holm's correction counts them all.
+        hib = stats.HIGHER_IS_BETTER.get(unit)
+        found = stats.compare_all([(b, c, hib) for _, b, c in groups])
+        for (labels, b, c), result in zip(groups, found, strict=True):
+            out.append(
+                Row(
+                    name=name,
+                    group=_side_name(labels),
+                    metric=metric or "(no metric)",
+                    unit=unit,
+                    base_values=tuple(b),
+                    cand_values=tuple(c),
+                    result=result,
+                    base_label=_side_name(base_f),
+                    cand_label=_side_name(cand_f),
+                )
+            )
+    return out
+
+
+def fmt_value(value: float, unit: str, scale: tuple[str, float] | None = None) -> str:
+    """A value in the unit a reader expects (MB/s, ops/s, s, bytes)."""
+    if value != value:  # NaN
+        return "n/a"
+    if unit == "B/s":
+        name, factor = scale or rate_scale([value])
+        return f"{sig(value / factor)} {name}"
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "s":
+        return format_seconds(value)
+    if unit == "1/s":
+        return f"{sig(value)} ops/s"
+    if unit in ("count", ""):
+        return sig(value)
+    return f"{sig(value)} {unit}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or x != x else f"{x:+.1%}"
+
+
+def _ci(r: stats.Comparison) -> str:
+    return "n/a" if r.ci_low is None else f"{_pct(r.ci_low)} .. {_pct(r.ci_high)}"
+
+
+def _p(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.2g}"
+
+
+def _tests(r: stats.Comparison) -> str:
+    """The p-value, and the adjusted one when the comparison was one of several."""
+    text = f"Mann-Whitney p = {_p(r.p_value)}"
+    if r.tests > 1:
+        text += f", Holm-adjusted over {r.tests} comparisons p = {_p(r.p_adjusted)}"
+    return text
+
+
+def sentence(row: Row) -> str:
+    """The summary's claim, or its refusal to claim, with the numbers behind it."""
+    r = row.result
+    where = f" ({row.group})" if row.group else ""
+    label = metric_label(row.metric).lower()
+    medians = f"median {fmt_value(r.median_cand, row.unit)} vs {fmt_value(r.median_base, row.unit)}"
+    n = f"n = {r.n_cand}/{r.n_base}"
+    head = f"{row.name}{where}"
+    level = f"{1 - r.alpha:.0%}"
+    if r.verdict == stats.TOO_FEW and not (r.n_base and r.n_cand):
+        return f"{head}: too few runs to say ({n}): no finished run to compare."
+    if r.verdict == stats.TOO_FEW:
+        return (
+            f"{head}: too few runs to say ({n}: the smallest possible p-value is "
+            f"{_p(r.p_min)}, above {r.alpha:g}); {label} {medians} ({_pct(r.change)})."
+        )
+    if r.verdict == stats.NO_DIFFERENCE:
+        excludes = r.ci_low is not None and (r.ci_low > 0 or (r.ci_high or 0) < 0)
+        if r.change != r.change:  # a shift over a baseline median of 0: no relative size
+            why = "has no relative size: the baseline median is 0"
+        elif not excludes:
+            why = "spans zero"
+        elif r.p_value is not None and r.p_value <= r.alpha:
+            why = "excludes zero, but not after Holm's correction"
+        else:  # tied values: the normal approximation's p decides
+            why = f"excludes zero, but with tied values p is above {r.alpha:g}"
+        detect = ""
+        if r.detectable is not None and r.detectable == r.detectable:
+            detect = (
+                "; these runs could not have detected a difference smaller than about "
+                f"{r.detectable:.1%}"
+            )
+        return (
+            f"{head}: no significant difference in {label} ({_pct(r.change)}, {level} CI "
+            f"{_ci(r)} {why}; {medians}; {n}; {_tests(r)}){detect}."
+        )
+    if r.verdict in ("better", "worse"):
+        word = "faster" if r.verdict == "better" else "slower"
+        if row.unit not in ("B/s", "1/s", "s", "ms"):
+            word = r.verdict
+    else:
+        word = r.verdict
+    return (
+        f"{head}: {abs(r.change):.1%} {word} in {label} ({level} CI {_ci(r)}; {medians}; {n}; "
+        f"{_tests(r)})."
+    )
+
+
+TABLE_HEADER = [
+    "comparison",
+    "group",
+    "metric",
+    "baseline median",
+    "candidate median",
+    "change",
+    "95% CI",
+    "n (cand/base)",
+    "p",
+    "p (Holm)",
+    "verdict",
+]
+
+
+def table_row(row: Row) -> list[str]:
+    r = row.result
+    return [
+        row.name,
+        row.group or "all",
+        metric_label(row.metric),
+        fmt_value(r.median_base, row.unit),
+        fmt_value(r.median_cand, row.unit),
+        _pct(r.change),
+        _ci(r),
+        f"{r.n_cand}/{r.n_base}",
+        _p(r.p_value),
+        _p(r.p_adjusted),
+        r.verdict,
+    ]
+
+
+def compare_tables(
+    base: pd.DataFrame, cand: pd.DataFrame, metrics: Sequence[str] | None = None
+) -> list[Row]:
+    """Cell by cell (pooled over hosts and repeats), every metric both tables have; the rows
+    are one family for Holm's correction."""
+    b, c = results(base), results(cand)
+    keys = ["experiment", "cell", "metric"]
+    common = b[keys].drop_duplicates().merge(c[keys].drop_duplicates(), on=keys)
+    if metrics:
+        common = common[common["metric"].isin(metrics)]
+    found = []
+    for exp, cell, metric in common.itertuples(index=False):
+        bv = b[(b["experiment"] == exp) & (b["cell"] == cell) & (b["metric"] == metric)]
+        cv = c[(c["experiment"] == exp) & (c["cell"] == cell) & (c["metric"] == metric)]
+        found.append((exp, cell, metric, str(bv["unit"].iloc[0]), bv["value"], cv["value"]))
+    compared = stats.compare_all(
+        [(bv, cv, stats.HIGHER_IS_BETTER.get(u)) for *_, u, bv, cv in found]
+    )
+    return [
+        Row(
+            name=exp,
+            group=cell,
+            metric=metric,
+            unit=unit,
+            base_values=tuple(bv),
+            cand_values=tuple(cv),
+            result=result,
+        )
+        for (exp, cell, metric, unit, bv, cv), result in zip(found, compared, strict=True)
+    ]
+
+
+def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
+    """benchstat's table, in markdown: one row per cell and metric, "~" where no claim."""
+    lines = [
+        f"| experiment | cell | metric | {base_name} | {cand_name} | change | 95% CI | p | "
+        "p (Holm) | n |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        r = row.result
+        delta = _pct(r.change) if r.significant else "~"
+        lines.append(
+            f"| {row.name} | `{row.group}` | {metric_label(row.metric)} | "
+            f"{fmt_value(r.median_base, row.unit)} | {fmt_value(r.median_cand, row.unit)} | "
+            f"{delta} | {_ci(r)} | {_p(r.p_value)} | {_p(r.p_adjusted)} | "
+            f"{r.n_base}+{r.n_cand} |"
+        )
+    tested = max((row.result.tests for row in rows), default=0)
+    lines.append("")
+    lines.append(
+        f'"~": no claim: p above {stats.ALPHA:g} after Holm\'s correction over the {tested} '
+        f"row{'' if tested == 1 else 's'} with enough runs, or too few runs for any 95% "
+        "interval. Medians over repeats and hosts. change: Hodges-Lehmann estimate of "
+        "candidate / baseline - 1 with its distribution-free 95% interval; p: two-sided "
+        "Mann-Whitney U."
+    )
+    return "\n".join(lines) + "\n"
+
+
+RECORD_COLUMNS = [
+    "comparison",
+    "group",
+    "metric",
+    "unit",
+    "n_base",
+    "n_cand",
+    "median_base",
+    "median_cand",
+    "change",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "p_value",
+    "p_adjusted",
+    "tests",
+    "p_min",
+    "detectable",
+    "method",
+    "verdict",
+]
+
+
+def as_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """The comparisons as data (the post's comparisons.csv), never as formatted text; the
+    columns are :data:`RECORD_COLUMNS`."""
+    out = []
+    for row in rows:
+        r = row.result
+        fields = {k: getattr(r, k) for k in RECORD_COLUMNS[4:]}
+        out.append(
+            {
+                "comparison": row.name,
+                "group": row.group,
+                "metric": row.metric,
+                "unit": row.unit,
+                **fields,
+            }
+        )
+    return out

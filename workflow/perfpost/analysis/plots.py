@@ -1,0 +1,626 @@
+"""Per-test figures: each metric across the matrix, every repeat a point, the median marked.
+
+The x axis is one matrix axis (``plot.x`` or the first numeric one); the other axes become
+series with fixed colours, except the axes zipped with x (or with the facet): they change with
+it, so they name its ticks (``1k`` over ``chunks=40000``) instead of splitting each series into
+one-point series. Numeric and size axes (``1.5``, ``4k``, ``1M``) are placed by the value their
+label names, on a log scale when they span a decade or more, and a line joins each series'
+medians; other axes are categories in config order, not joined. A panel whose values span more
+than 1.5 decades gets a log y axis, said in its label. The legend goes under the panels, sized
+to fit inside the image.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+from perfpost.analysis.tidy import results
+from perfpost.plan import matrix
+from perfpost.units import UnitError, metric_label, parse_size, rate_scale, sig
+
+COLOURS = plt.get_cmap("tab10").colors
+WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150
+LOG_Y_DECADES = 1.5  # a wider span of positive values gets a log y axis
+LEGEND_MAX_COLUMNS = 4
+SERIES_LEGEND_MAX = 20  # rate-over-time figures name at most this many cells
+
+
+def _position(value: Any) -> float | None:
+    """Where a label sits on a numeric axis: the number it is (``1.5``) or the bytes of the
+    size it names (``4k`` is 4096); None for a category. Read from the label, never from how
+    a table typed the column."""
+    text = matrix.label(value)
+    try:
+        pos = float(text)
+    except ValueError:
+        try:
+            pos = float(parse_size(text))
+        except UnitError:
+            return None
+    return pos if math.isfinite(pos) else None
+
+
+def _texts(axis_labels: dict[str, list[Any]]) -> dict[str, list[str]]:
+    """Axis values as the labels the tables hold (``1``, ``1.5``, ``true``)."""
+    return {a: [matrix.label(v) for v in values] for a, values in axis_labels.items()}
+
+
+def choose_x(axis_labels: dict[str, list[Any]], preferred: str | None) -> str | None:
+    """The axis on x: the configured one, else the first numeric axis with >1 value."""
+    if preferred:
+        return preferred
+    multi = [a for a, labels in axis_labels.items() if len(labels) > 1]
+    for a in multi:
+        if all(_position(v) is not None for v in axis_labels[a]):
+            return a
+    return multi[0] if multi else None
+
+
+def partners(axis: str | None, zips: Sequence[Sequence[str]]) -> list[str]:
+    """The axes zipped with ``axis``: they move with it, so they describe it, not a series."""
+    if axis is None:
+        return []
+    return [a for group in zips if axis in group for a in group if a != axis]
+
+
+def series_axes(
+    axis_labels: dict[str, list[Any]],
+    x_axis: str | None,
+    facet: str | None = None,
+    zips: Sequence[Sequence[str]] = (),
+) -> list[str]:
+    """The axes that split a panel into series: all but x, the facet and their zip partners."""
+    travel = {x_axis, facet, *partners(x_axis, zips), *partners(facet, zips)}
+    return [a for a in axis_labels if a not in travel]
+
+
+def _series_combos(
+    axis_labels: dict[str, list[Any]], series: list[str], zips: Sequence[Sequence[str]]
+) -> list[tuple[str, ...]]:
+    """Every series in config order: the product of the series axes, zipped ones together."""
+    texts = _texts({a: axis_labels[a] for a in series})
+    groups: list[list[str]] = []
+    for a in series:
+        zipped = next((list(g) for g in zips if a in g), [a])
+        members = [m for m in series if m in zipped]
+        if members not in groups:
+            groups.append(members)
+    out = []
+    for picks in itertools.product(*(range(len(texts[g[0]])) for g in groups)):
+        chosen = {m: texts[m][i] for g, i in zip(groups, picks, strict=True) for m in g}
+        out.append(tuple(chosen[a] for a in series))
+    return out
+
+
+def _unit(unit: str, values: list[float]) -> tuple[str, float]:
+    """The axis unit for values in a base unit: the prefix that suits their median for
+    rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds."""
+    from perfpost.units import seconds_scale
+
+    if unit == "B/s":
+        return rate_scale(values)
+    if unit == "s":
+        return seconds_scale(values)
+    if unit == "B":
+        return ("MB", 1e6)
+    if unit == "B*s":
+        return ("GB*s", 1e9)
+    return (unit, 1.0)
+
+
+def series_colours(
+    axis_labels: dict[str, list[Any]],
+    series_axes: list[str],
+    roles: dict[str, Any] | None,
+    zips: Sequence[Sequence[str]] = (),
+) -> dict[tuple[str, ...], Any]:
+    """Colours follow the series in config order, the same in every panel; the series a
+    comparison names as baseline and candidate get the comparison figures' colours, so a
+    reader matches them across figures."""
+    combos = _series_combos(axis_labels, series_axes, zips)
+    fixed: dict[tuple[str, ...], Any] = {}
+    for side, colour in (("baseline", COLOURS[0]), ("candidate", COLOURS[1])):
+        want = {a: matrix.label(v) for a, v in ((roles or {}).get(side) or {}).items()}
+        if not want or not set(want) <= set(series_axes):
+            continue
+        for combo in combos:
+            if all(dict(zip(series_axes, combo, strict=True))[a] == v for a, v in want.items()):
+                fixed.setdefault(combo, colour)
+    # Past ten series tab10 repeats itself; tab20 keeps twenty apart (its first colours are
+    # tab10's blue and orange, the comparison colours).
+    source = COLOURS if len(combos) <= len(COLOURS) else plt.get_cmap("tab20").colors
+    palette = [c for c in source if c not in fixed.values()]
+    out, i = {}, 0
+    for combo in combos:
+        if combo in fixed:
+            out[combo] = fixed[combo]
+        else:
+            out[combo] = palette[i % len(palette)]
+            i += 1
+    return out
+
+
+@dataclass(frozen=True)
+class _X:
+    """The x axis of a figure: the labels rows hold, what the ticks say, and where they sit."""
+
+    name: str | None
+    labels: list[str]
+    ticks: list[str]
+    positions: list[float]
+    numeric: bool
+    log: bool
+
+
+def _x_axis(
+    axis_labels: dict[str, list[Any]], x_axis: str | None, zips: Sequence[Sequence[str]]
+) -> _X:
+    if not x_axis:
+        return _X(None, [""], [""], [0.0], False, False)
+    texts = _texts(axis_labels)
+    labels = texts[x_axis]
+    found = [_position(v) for v in labels]
+    numeric = len(found) > 1 and all(p is not None for p in found)
+    positions = [float(p) for p in found] if numeric else [float(i) for i in range(len(labels))]
+    log = numeric and min(positions) > 0 and max(positions) / min(positions) >= 10
+    # A zipped partner changes with x: its label goes under x's on each tick.
+    ticks = [
+        "\n".join([text, *(f"{p}={texts[p][i]}" for p in partners(x_axis, zips) if p in texts)])
+        for i, text in enumerate(labels)
+    ]
+    return _X(x_axis, labels, ticks, positions, numeric, log)
+
+
+def _log_y(values: Sequence[float]) -> bool:
+    """Log y when every value is positive and they span more than :data:`LOG_Y_DECADES`
+    decades: a linear axis would flatten the small ones to a line along the bottom. A zero
+    cannot be drawn on a log axis, so a panel with one stays linear."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite or min(finite) <= 0:
+        return False
+    return math.log10(max(finite) / min(finite)) > LOG_Y_DECADES
+
+
+def _plain(value: float) -> str:
+    """A tick value as people write it: ``0.1``, ``50``, ``1,000`` (no ``0.100``, no ``1e3``)."""
+    text = sig(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _scale_y(ax: Any, values: Sequence[float]) -> bool:
+    """Linear from zero, or log (see :func:`_log_y`) with plain numbers on its ticks."""
+    if not _log_y(values):
+        ax.set_ylim(bottom=0)
+        return False
+    ax.set_yscale("log")
+    span = math.log10(max(values) / min(values))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if span < 3 else (1.0,)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _plain(v)))
+    ax.yaxis.set_minor_locator(NullLocator())  # unlabelled ticks cost time and say nothing
+    return True
+
+
+def _draw(
+    ax: Any,
+    data: pd.DataFrame,
+    factor: float,
+    x: _X,
+    series_axes: list[str],
+    colours: dict[tuple[str, ...], Any],
+) -> tuple[set[tuple[str, ...]], bool]:
+    """One panel; returns the series that had runs in it and whether its y axis is log."""
+    xs = x.positions
+    gaps = np.diff(sorted(set(xs)))
+    step = float(gaps.min()) if x.numeric and len(gaps) else 1.0
+    n = max(len(colours), 1)
+    # Labels as text once, and one scatter for every run and one for every median in the
+    # panel, each point in its series' colour; a line per series joins its medians when x is
+    # ordered. A scatter per x value made 2,000 artists for a 1,000-cell matrix (13 s to
+    # draw), one per series 200 (2 s with the SVG).
+    as_text = {a: data[a].astype(str).to_numpy() for a in {*series_axes, x.name} if a}
+    runs: dict[str, list[Any]] = {"x": [], "y": [], "c": []}
+    medians: dict[str, list[Any]] = {"x": [], "y": [], "c": []}
+    drawn = set()
+    for i, (key, colour) in enumerate(colours.items()):
+        mask = np.ones(len(data), dtype=bool)
+        for a, v in zip(series_axes, key, strict=True):
+            mask &= as_text[a] == v
+        if not mask.any():
+            continue
+        drawn.add(key)
+        values = (data["value"].to_numpy()[mask]) / factor
+        at = as_text[x.name][mask] if x.name else None
+        # Spread series sideways so points of different series at one x do not overlap.
+        offset = (i - (n - 1) / 2) * (0.6 / n)
+        med: list[tuple[float, float]] = []
+        for j, text in enumerate(x.labels):
+            ys = (values if at is None else values[at == text]).tolist()
+            if not ys:
+                continue
+            shifted = xs[j] * (1.15**offset) if x.log else xs[j] + offset * step
+            runs["x"] += [shifted] * len(ys)
+            runs["y"] += ys
+            runs["c"] += [colour] * len(ys)
+            med.append((shifted, float(np.median(ys))))
+        medians["x"] += [m[0] for m in med]
+        medians["y"] += [m[1] for m in med]
+        medians["c"] += [colour] * len(med)
+        if x.numeric and len(med) > 1:
+            med.sort()
+            ax.plot(*zip(*med, strict=True), color=colour, linewidth=1.2, alpha=0.8)
+    if runs["x"]:
+        ax.scatter(
+            runs["x"], runs["y"], s=18, color=runs["c"], alpha=0.55, linewidths=0, gid="runs"
+        )
+        ax.scatter(
+            medians["x"],
+            medians["y"],
+            marker="_",
+            s=260,
+            color=medians["c"],
+            linewidths=2.2,
+            gid="medians",
+        )
+    if x.log:
+        ax.set_xscale("log")
+        ax.minorticks_off()
+    if x.name:
+        ax.set_xticks(xs)
+        ax.set_xticklabels(x.ticks)
+        ax.set_xlabel(x.name)
+    else:
+        ax.set_xticks([])
+    if not x.numeric:
+        ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
+    log = _scale_y(ax, runs["y"])
+    ax.grid(axis="y", alpha=0.3)
+    return drawn, log
+
+
+def _legend_below(fig: Figure, handles: list[Any], labels: list[str], title: str | None) -> Any:
+    """The legend under the panels, inside the image: as many columns as fit the width, long
+    labels broken at their commas when one column is still too wide, the figure widened as a
+    last resort; the figure then grows by the legend's height, so the panels keep theirs."""
+    width = fig.bbox.width * 0.96
+
+    def place(texts: list[str], ncol: int) -> Any:
+        return fig.legend(
+            handles,
+            texts,
+            loc="lower center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=ncol,
+            fontsize=8,
+            frameon=False,
+            title=title,
+            title_fontsize=8,
+        )
+
+    renderer = fig.canvas.get_renderer()
+    legend = None
+    for texts in (labels, [t.replace(", ", ",\n") for t in labels]):
+        for ncol in range(min(len(texts), LEGEND_MAX_COLUMNS), 0, -1):
+            legend = place(texts, ncol)
+            if legend.get_window_extent(renderer).width <= width:
+                break
+            legend.remove()
+            legend = None
+        if legend is not None:
+            break
+    if legend is None:
+        legend = place(texts, 1)
+        fig.set_figwidth(legend.get_window_extent(renderer).width / 0.96 / fig.dpi)
+    height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+    fig.set_figheight(fig.get_figheight() + height)
+    return legend
+
+
+def _layout(fig: Figure, bottom_in: float) -> None:
+    """Fit the panels above ``bottom_in`` inches of legend; slant x labels that would touch."""
+    rect = (0, min(bottom_in / fig.get_figheight(), 0.8), 1, 1)
+    fig.tight_layout(rect=rect)
+    renderer = fig.canvas.get_renderer()
+    slanted = False
+    for ax in fig.axes:
+        boxes = sorted(
+            (t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()),
+            key=lambda b: b.x0,
+        )
+        if any(a.x1 + 4 > b.x0 for a, b in itertools.pairwise(boxes)):
+            for t in ax.get_xticklabels():
+                t.set_rotation(30)
+                t.set_horizontalalignment("right")
+            slanted = True
+    if slanted:
+        fig.tight_layout(rect=rect)
+        for ax in fig.axes:
+            _thin_ticks(ax)
+
+
+def _thin_ticks(ax: Any) -> None:
+    """Label every k-th x tick where even slanted labels would run into each other (many
+    values in a narrow panel); the ticks stay, so every position is still marked."""
+    texts = [t.get_text() for t in ax.get_xticklabels()]
+    xs = ax.transData.transform([(x, 0) for x in ax.get_xticks()])[:, 0]
+    if len(texts) < 3 or len(xs) != len(texts):
+        return
+    order = np.argsort(xs)
+    gap = float(np.diff(xs[order]).min())
+    lines = max(t.count("\n") + 1 for t in texts)
+    size = ax.get_xticklabels()[0].get_fontsize() * ax.figure.dpi / 72 * 1.2 * lines
+    # Slanted at 30 degrees, neighbours clear each other when their anchors are 2 heights apart.
+    k = math.ceil(2 * size / gap) if gap > 0 else len(texts)
+    if k <= 1:
+        return
+    keep = {int(i) for i in order[::k]}
+    ax.set_xticklabels(
+        [t if i in keep else "" for i, t in enumerate(texts)], rotation=30, ha="right"
+    )
+
+
+def metric_figure(
+    df: pd.DataFrame,
+    metric: str,
+    axis_labels: dict[str, list[Any]],
+    x_axis: str | None,
+    title: str,
+    facet: str | None = None,
+    roles: dict[str, Any] | None = None,
+    zips: Sequence[Sequence[str]] = (),
+) -> Figure | None:
+    """The figure of one metric, not yet saved; None when there is nothing to draw.
+
+    With ``facet``, one panel per value of that axis, each with its own y scale (a hot cache
+    and a cold one differ by an order of magnitude; one scale would flatten the cold one).
+    """
+    data = results(df)
+    data = data[data["metric"] == metric]
+    if data.empty:
+        return None
+    unit_name, factor = _unit(str(data["unit"].iloc[0]), data["value"].tolist())
+    series = series_axes(axis_labels, x_axis, facet, zips)
+    colours = series_colours(axis_labels, series, roles, zips)
+    x = _x_axis(axis_labels, x_axis, zips)
+    texts = _texts(axis_labels)
+    panels = texts[facet] if facet else [None]
+    width = WIDTH_IN if len(panels) == 1 else min(WIDTH_IN * 1.5, 4.5 * len(panels))
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, HEIGHT_IN), dpi=DPI, squeeze=False)
+    drawn: set[tuple[str, ...]] = set()
+    logs = []
+    for i, (ax, panel) in enumerate(zip(axes[0], panels, strict=True)):
+        sub = data if panel is None else data[data[facet].astype(str) == panel]
+        keys, log = _draw(ax, sub, factor, x, series, colours)
+        drawn |= keys
+        logs.append(log)
+        if panel is not None:
+            named = [f"{facet}={panel}", *(f"{p}={texts[p][i]}" for p in partners(facet, zips))]
+            ax.set_title(", ".join(named), fontsize=10)
+    for i, (ax, log) in enumerate(zip(axes[0], logs, strict=True)):
+        if i == 0 or len(set(logs)) > 1:
+            ax.set_ylabel(f"{metric_label(metric)} ({unit_name}" + (", log scale)" if log else ")"))
+    fig.suptitle(title, fontsize=11, wrap=True)
+    joined = x.numeric
+    what = "points: repeats; bars: medians" + (
+        "; lines join each series' medians" if joined else ""
+    )
+    style = {"linestyle": "-" if joined else "none", "marker": "o", "markersize": 4}
+    shown = [k for k in colours if k in drawn]
+    if series:
+        handles = [Line2D([], [], color=colours[k], **style) for k in shown]
+        names = [", ".join(f"{a}={v}" for a, v in zip(series, k, strict=True)) for k in shown]
+        legend = _legend_below(fig, handles, names, what)
+    else:
+        colour = next(iter(colours.values()))
+        handles = [
+            Line2D([], [], color=colour, alpha=0.55, linestyle="none", marker="o", markersize=4),
+            Line2D(
+                [],
+                [],
+                color=colour,
+                marker="_",
+                markersize=10,
+                markeredgewidth=2.2,
+                linestyle="-" if joined else "none",
+            ),
+        ]
+        names = ["repeats", "medians, joined by a line" if joined else "medians"]
+        legend = _legend_below(fig, handles, names, None)
+    _layout(fig, legend.get_window_extent().height / fig.dpi + 0.05)
+    return fig
+
+
+def plot_metric(
+    df: pd.DataFrame,
+    metric: str,
+    axis_labels: dict[str, list[Any]],
+    x_axis: str | None,
+    title: str,
+    out_base: Path,
+    facet: str | None = None,
+    roles: dict[str, Any] | None = None,
+    zips: Sequence[Sequence[str]] = (),
+) -> dict[str, str] | None:
+    """Draw one figure (:func:`metric_figure`); returns the PNG and SVG names, or None when
+    there is nothing to draw."""
+    fig = metric_figure(df, metric, axis_labels, x_axis, title, facet, roles, zips)
+    return _save(fig, out_base, metric) if fig is not None else None
+
+
+def _save(fig: Any, out_base: Path, metric: str) -> dict[str, str]:
+    """PNG for the post, SVG beside it for print; returns their names."""
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    # Not with_suffix: a metric's name may hold a dot (freon's chunk-write.mean).
+    png = out_base.parent / f"{out_base.name}.png"
+    svg = out_base.parent / f"{out_base.name}.svg"
+    fig.savefig(png)
+    fig.savefig(svg)
+    plt.close(fig)
+    return {"metric": metric, "png": png.name, "svg": svg.name}
+
+
+def plot_experiment(
+    df: pd.DataFrame,
+    title: str,
+    axis_labels: dict[str, list[Any]],
+    metrics: list[str],
+    preferred_x: str | None,
+    outdir: Path,
+    facet: str | None = None,
+    roles: dict[str, Any] | None = None,
+    zips: Sequence[Sequence[str]] = (),
+) -> list[dict[str, str]]:
+    """All figures of one experiment into ``outdir``; returns what was drawn. ``roles``:
+    the experiment's first comparison, whose sides keep their colours in every figure;
+    ``zips``: the experiment's zip groups, whose axes travel together."""
+    rest = {a: v for a, v in axis_labels.items() if a != facet and a not in partners(facet, zips)}
+    x_axis = choose_x(rest, preferred_x)
+    drawn = []
+    for metric in metrics:
+        fig = plot_metric(
+            df,
+            metric,
+            axis_labels,
+            x_axis,
+            f"{title}: {metric_label(metric)}",
+            outdir / metric,
+            facet,
+            roles,
+            zips,
+        )
+        if fig:
+            drawn.append(fig)
+    return drawn
+
+
+def series_figure(series: pd.DataFrame, title: str) -> Figure | None:
+    """Rate over time from a tool's progress, not yet saved: one colour per cell, one line
+    per run; None when there is nothing to draw."""
+    data = series[series["rate"].notna()] if not series.empty else series
+    if data.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    handles, names = [], []
+    for i, (cell, sub) in enumerate(data.groupby("cell", sort=False)):
+        colour = COLOURS[i % len(COLOURS)]
+        for _, run in sub.groupby(["host", "repeat"], sort=False):
+            ax.plot(
+                run["t"],
+                run["rate"],
+                color=colour,
+                alpha=0.75,
+                linewidth=1.2,
+                marker="o",
+                markersize=2.5,
+            )
+        handles.append(Line2D([], [], color=colour, linewidth=1.2, marker="o", markersize=2.5))
+        names.append(str(cell).replace(",", ", "))
+    ax.set_xlabel("time since the run started (s)")
+    log = _scale_y(ax, data["rate"].tolist())
+    ax.set_ylabel("rate (operations/s" + (", log scale)" if log else ")"))
+    ax.set_title(title, fontsize=11, wrap=True)
+    ax.grid(alpha=0.3)
+    if len(names) <= SERIES_LEGEND_MAX:
+        legend = _legend_below(fig, handles, names, "one colour per cell, one line per run")
+        bottom = legend.get_window_extent().height / fig.dpi + 0.05
+    else:
+        fig.text(
+            0.5,
+            0.01,
+            f"{len(names)} cells, one line per run; colours repeat every {len(COLOURS)} cells",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color="0.4",
+        )
+        bottom = 0.3
+    _layout(fig, bottom)
+    return fig
+
+
+def plot_series(series: pd.DataFrame, title: str, out_base: Path) -> dict[str, str] | None:
+    """Rate over time from a tool's progress (:func:`series_figure`), saved.
+
+    A steady line is what a benchmark wants to see; a falling one means a cache filled up
+    or the device slowed down, and the mean rate alone would hide it.
+    """
+    fig = series_figure(series, title)
+    return _save(fig, out_base, "rate_over_time") if fig is not None else None
+
+
+BASELINE_COLOUR, CANDIDATE_COLOUR = COLOURS[0], COLOURS[1]  # the same in every comparison
+
+
+def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, str] | None:
+    """One declared comparison: left, every run of baseline and candidate per group (bars
+    are medians); right, the change the post states (Hodges-Lehmann estimate of candidate /
+    baseline - 1) with its 95% interval, coloured only where a difference is claimed."""
+    rows = [r for r in rows if r.base_values or r.cand_values]
+    if not rows:
+        return None
+    unit = rows[0].unit
+    unit_name, factor = _unit(unit, [v for r in rows for v in (*r.base_values, *r.cand_values)])
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(WIDTH_IN * 1.3, HEIGHT_IN), dpi=DPI, gridspec_kw={"width_ratios": [3, 2]}
+    )
+    groups = [r.group or "all" for r in rows]
+    for i, r in enumerate(rows):
+        for values, colour, dx, label in (
+            (r.base_values, BASELINE_COLOUR, -0.15, f"baseline: {r.base_label}"),
+            (r.cand_values, CANDIDATE_COLOUR, 0.15, f"candidate: {r.cand_label}"),
+        ):
+            ys = [v / factor for v in values]
+            if not ys:
+                continue
+            left.scatter([i + dx] * len(ys), ys, s=18, color=colour, alpha=0.6, linewidths=0)
+            left.scatter(
+                [i + dx],
+                [float(pd.Series(ys).median())],
+                marker="_",
+                s=300,
+                color=colour,
+                linewidths=2.4,
+                label=label if i == 0 else None,
+            )
+    for ax in (left, right):
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+    left.set_xticks(range(len(groups)))
+    left.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
+    left.set_ylabel(f"{metric_label(rows[0].metric)} ({unit_name})")
+    left.set_ylim(bottom=0)
+    left.grid(axis="y", alpha=0.3)
+    left.legend(fontsize=8, frameon=False, title="bars: medians", title_fontsize=8)
+    for i, r in enumerate(rows):
+        res = r.result
+        if res.change != res.change:  # NaN: nothing to show
+            continue
+        y = res.change * 100
+        colour = "0.5" if not res.significant else CANDIDATE_COLOUR
+        if res.ci_low is not None:
+            err = [[y - res.ci_low * 100], [res.ci_high * 100 - y]]
+            right.errorbar([i], [y], yerr=err, fmt="o", color=colour, capsize=5, linewidth=1.6)
+        else:
+            right.scatter([i], [y], marker="x", color=colour)  # too few runs: no interval
+    right.axhline(0, color="0.3", linewidth=0.8)
+    right.set_xticks(range(len(groups)))
+    right.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
+    right.set_ylabel("change, candidate vs baseline (%)")
+    right.grid(axis="y", alpha=0.3)
+    right.set_title("Hodges-Lehmann, 95% CI; grey: no claim", fontsize=8, color="0.4")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return _save(fig, out_base, out_base.name)

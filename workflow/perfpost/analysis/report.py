@@ -1,0 +1,513 @@
+"""The post: a blog-ready markdown page per experiment, rendered with jinja2.
+
+It has what the reference posts have: how the test was run (from the config), the exact
+commands, the environment of every host, a results table, the figures, the failed cells with
+their reasons, the tail of every log, and provenance. Every number comes from the tidy table;
+nothing here re-reads formatted text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from perfpost import __version__, records
+from perfpost import tools as adapters
+from perfpost.analysis import commands, compare, stats
+from perfpost.records import write_text_atomic
+from perfpost.units import (
+    format_bytes,
+    format_seconds,
+    metric_label,
+    rate_scale,
+    seconds_scale,
+    sig,
+)
+
+TEMPLATES = Path(__file__).parent / "templates"
+LOG_TAIL_LINES = 4
+DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s", "vcore*s": "", "B*s": ""}
+
+
+def git_revision() -> str | None:
+    """The perfpost checkout's commit (with ``-dirty`` when it has local changes)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return rev.stdout.strip() or None
+
+
+def _fmt(value: float, unit: str, scale: tuple[str, float] | None = None) -> str:
+    """A table cell: B/s in the column's unit (named in the header); bytes, byte-seconds and
+    seconds carry the prefix that suits each value (``28.5 ms``, ``700 us``, ``14.8 GB*s``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if unit == "B/s" and scale:
+        return sig(value / scale[1])
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "B*s":
+        return f"{format_bytes(value)}*s"
+    if unit == "s":
+        return format_seconds(value)
+    return sig(value)
+
+
+def results_table(
+    summary: pd.DataFrame, axes: list[str], hosts: list[str], metrics: Sequence[str]
+) -> dict[str, Any]:
+    """Header and rows for the results table: per cell (and host when there are several)."""
+    by = [*axes, "host"] if len(hosts) > 1 else list(axes)
+    present = [m for m in metrics if m in set(summary["metric"])]
+    header = [*by, "n"]
+    units: dict[str, tuple[str, float] | None] = {}
+    for m in present:
+        sub = summary[summary["metric"] == m]
+        unit = str(sub["unit"].iloc[0])
+        units[m] = rate_scale(sub["median"].tolist()) if unit == "B/s" else None
+        shown = (
+            units[m][0]
+            if units[m]
+            else ("" if unit in ("B", "s") else DISPLAY_UNITS.get(unit, unit))
+        )
+        header.append(f"{metric_label(m)} median" + (f" ({shown})" if shown else ""))
+        if m == present[0]:
+            header += ["min .. max", "CV"]
+    rows = []
+    shaky = []  # the cells marked (!), named in the summary's "read with care" line
+    # One pass over the summary, then lookups: a mask per row and metric was quadratic
+    # (4 s for a 1,000-cell matrix).
+    cells: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for rec in summary.to_dict("records"):
+        cells.setdefault(tuple(rec[c] for c in by), {})[rec["metric"]] = rec
+    keys = summary[by].drop_duplicates().itertuples(index=False) if by else [()]
+    for key in keys:
+        key = tuple(key)
+        got = cells.get(key, {})
+        row = [str(v) for v in key]
+        first = got.get(present[0]) if present else None
+        row.append(str(int(first["n"])) if first is not None else "0")
+        for m in present:
+            s = got.get(m)
+            if s is None:
+                row.append("n/a")
+                if m == present[0]:
+                    row += ["", ""]
+                continue
+            row.append(_fmt(s["median"], s["unit"], units[m]))
+            if m == present[0]:
+                row.append(
+                    f"{_fmt(s['min'], s['unit'], units[m])} .. "
+                    f"{_fmt(s['max'], s['unit'], units[m])}"
+                )
+                # CV needs two runs (summarize leaves it NaN with one): n/a, never 0.0%.
+                cv = s["cv"]
+                if cv is None or math.isnan(cv):
+                    row.append("n/a")
+                elif cv > stats.CV_WARN:
+                    row.append(f"{cv:.1%} (!)")
+                    name = ", ".join(f"{a}={v}" for a, v in zip(by, key, strict=True))
+                    shaky.append(f"{name or 'all runs'} (CV {cv:.1%})")
+                else:
+                    row.append(f"{cv:.1%}")
+        rows.append(row)
+    return {
+        "header": header,
+        "rows": rows,
+        "shaky": shaky,
+        "cv_metric": metric_label(present[0]).lower() if present else "",
+    }
+
+
+def run_table(
+    tidy_df: pd.DataFrame, metrics: Sequence[str], cells: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """Every finished run on its own row, as the onefile post's table: test, rate, ...;
+    with ``cells``, each run's job id and status too (the teragen post's application id,
+    state and final status)."""
+    done = tidy_df[tidy_df["status"] == records.DONE]
+    done = done[done["metric"].isin(metrics)]
+    if done.empty:
+        return {"header": [], "rows": []}
+    wide = done.pivot_table(
+        index=["cell", "host", "repeat"],
+        columns="metric",
+        values="value",
+        aggfunc="first",
+        sort=False,
+    ).reset_index()
+    units = dict(zip(done["metric"], done["unit"], strict=False))
+    present = [m for m in metrics if m in wide.columns]
+    # Times read in one unit per column (700 us, not 0.001 s): the column's own scale.
+    scales = {m: seconds_scale(list(wide[m])) for m in present if units[m] == "s"}
+    shown = {
+        m: scales[m][0] if m in scales else DISPLAY_UNITS.get(units[m], units[m]) for m in present
+    }
+    header = [
+        "test",
+        "host",
+        "repeat",
+        *(f"{metric_label(m)}" + (f" ({shown[m]})" if shown[m] else "") for m in present),
+    ]
+    jobs: dict[tuple[str, str, int], tuple[str, str]] = {}
+    if cells is not None and cells["job_id"].notna().any():
+        header[3:3] = ["job", "status"]
+        for c in cells[cells["status"] == records.DONE].itertuples(index=False):
+            jobs[(c.cell, c.host, int(c.repeat))] = (str(c.job_id), str(c.job_status))
+    rows = []
+    # Records, not itertuples: a metric's name may hold a dot or a dash (chunk-write.mean),
+    # which named tuples rename.
+    for d in wide.to_dict("records"):
+        job = jobs.get((d["cell"], d["host"], int(d["repeat"])))
+        rows.append(
+            [
+                f"`{d['cell']}`",
+                d["host"],
+                str(d["repeat"]),
+                *([f"`{job[0]}`", job[1]] if jobs else []),
+                *(sig(d[m] / scales[m][1], 4) if m in scales else sig(d[m], 4) for m in present),
+            ]
+        )
+    return {"header": header, "rows": rows}
+
+
+def _host_env(env: dict[str, Any]) -> dict[str, Any]:
+    if env.get("error"):
+        return {"hostname": None, "error": env["error"]}
+    cpu = env.get("cpu", {})
+    topo = []
+    if "sockets" in cpu:
+        topo.append(f"{cpu['sockets']} socket(s)")
+    if "cores" in cpu:
+        topo.append(f"{cpu['cores']} cores")
+    if "threads" in cpu:
+        topo.append(f"{cpu['threads']} threads")
+    disks = [
+        f"{d['name']}: {d['model']}, {format_bytes(d['size_bytes'])}, "
+        f"{'rotational' if d['rotational'] else 'non-rotational'}"
+        for d in env.get("disks", [])
+    ]
+    return {
+        "hostname": env.get("hostname"),
+        "vendor": env.get("vendor"),
+        "cpu": f"{cpu.get('model', 'unknown')} ({', '.join(topo)})"
+        if topo
+        else cpu.get("model", "unknown"),
+        "memory": f"{env['memory_bytes'] / 2**30:.1f} GiB"
+        if env.get("memory_bytes")
+        else "unknown",
+        "disks": disks or ["none reported"],
+        "kernel": env.get("kernel") or "unknown",
+        "os": env.get("os") or "unknown",
+        "sysctl": env.get("sysctl", {}),
+        "java": env.get("java"),
+        "ozone": env.get("ozone_version"),
+        "hadoop": env.get("hadoop_version"),
+        "error": None,
+    }
+
+
+def _env_groups(envs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hosts with the same environment (all but the hostname) share one block in the post."""
+    groups: list[dict[str, Any]] = []
+    for host, raw in envs.items():
+        env = _host_env(raw)
+        key = json.dumps(
+            {k: v for k, v in env.items() if k != "hostname"}, sort_keys=True, default=str
+        )
+        group = next((g for g in groups if g["key"] == key and not env["error"]), None)
+        if group is None:
+            groups.append({"key": key, "hosts": [host], "hostnames": [env["hostname"]], **env})
+        else:
+            group["hosts"].append(host)
+            group["hostnames"].append(env["hostname"])
+    for g in groups:
+        shown = [n for h, n in zip(g["hosts"], g["hostnames"], strict=True) if n and n != h]
+        g["title"] = ", ".join(g["hosts"]) + (f" (hostname {', '.join(shown)})" if shown else "")
+    return groups
+
+
+def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
+    if len(envs) < 2:
+        return []
+    diffs = []
+    envs = {h: e for h, e in envs.items() if not e.get("error")}
+    if len(envs) < 2:
+        return []
+    for key in ("vendor", "cpu", "memory", "disks", "kernel", "os", "sysctl", "java"):
+        values = {h: str(e.get(key)) for h, e in envs.items()}
+        if len(set(values.values())) > 1:
+            diffs.append(key)
+    return diffs
+
+
+def overlap(cell_rows: pd.DataFrame) -> dict[str, Any]:
+    """How many runs measured at once on one host, from the records' own start and end
+    times: the post states what happened, not what was configured."""
+    most, where = 0, []
+    timed = cell_rows.dropna(subset=["start", "end"])
+    for host, rows in timed.groupby("host", sort=True):
+        events = []
+        for r in rows.itertuples(index=False):
+            t0 = pd.Timestamp(r.start).timestamp()
+            t1 = pd.Timestamp(r.end).timestamp()
+            events += [(t0, 1), (t1, -1)]  # an end sorts before a start at the same time
+        level = peak = 0
+        for _, step in sorted(events, key=lambda e: (e[0], e[1])):
+            level += step
+            peak = max(peak, level)
+        if peak > most:
+            most, where = peak, [str(host)]
+        elif peak == most:
+            where.append(str(host))
+    return {"most": most, "where": where if most > 1 else []}
+
+
+def _log_tails(cell_rows: pd.DataFrame) -> list[dict[str, Any]]:
+    tails = []
+    for row in cell_rows.itertuples(index=False):
+        record_path = Path(row.record)
+        rec = records.read_record(record_path)
+        logs = []
+        for rel in rec.get("logs", []):
+            if rel.endswith(".json"):
+                continue  # a service's record (YARN's): data in the tables, not a log
+            p = record_path.parent / rel
+            text = p.read_text(errors="replace") if p.exists() else ""
+            lines = text.replace("\r", "\n").strip().splitlines()[-LOG_TAIL_LINES:]
+            logs.append({"name": Path(rel).name, "tail": "\n".join(lines)})
+        tails.append(
+            {
+                "cell": row.cell,
+                "host": row.host,
+                "repeat": row.repeat,
+                "attempt": row.attempt,
+                "status": row.status,
+                "logs": logs,
+                "path": str(record_path.parent),
+            }
+        )
+    return tails
+
+
+def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    """One runnable listing per cell, from its first repeat's record."""
+    out = []
+    seen = set()
+    for row in cell_rows.sort_values(["repeat"]).itertuples(index=False):
+        if row.cell in seen:
+            continue
+        seen.add(row.cell)
+        rec = records.read_record(row.record)
+        workdir = rec.get("workdir")
+        lines = []
+        if workdir:
+            parent, _, _ = workdir.rpartition("/")
+            lines.append(f"WORK=$(mktemp -d {parent}/perfpost-XXXXXXXXXXXX)")
+        lines += commands.readable(rec.get("prepare_commands", []), workdir)
+        if rec.get("params", {}).get("drop_cache"):
+            lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+        lines += [
+            f"{b} &   # background writer, stopped after the measurement"
+            for b in commands.readable(rec.get("background_commands", []), workdir)
+        ]
+        lines += commands.readable((rec.get("command") or "").splitlines(), workdir)
+        if "sync" in experiment["after"]:
+            lines.append("time sync")
+        if workdir:
+            lines.append('rm -rf "$WORK"')
+        out.append({"cell": row.cell, "lines": lines})
+    return out
+
+
+def _value(value: float, unit: str, scale: tuple[str, float] | None) -> str:
+    """A value in a sentence, with its unit: the scale's, else the one that suits it."""
+    if scale:
+        return f"{sig(value / scale[1])} {scale[0]}"
+    if unit in ("B", "B*s", "s"):
+        return _fmt(value, unit)
+    shown = DISPLAY_UNITS.get(unit, unit)
+    return f"{sig(value)} {shown}".strip()
+
+
+COMPARISON_COLUMNS = [
+    "comparison",
+    "group",
+    "metric",
+    "unit",
+    "n_base",
+    "n_cand",
+    "median_base",
+    "median_cand",
+    "change",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "p_value",
+    "p_adjusted",
+    "tests",
+    "p_min",
+    "detectable",
+    "method",
+    "verdict",
+]
+
+
+def _outliers(tidy_df: pd.DataFrame, by: list[str], metric: str) -> list[str]:
+    """Runs outside Tukey's fences within their cell: named in the post, kept in every
+    statistic (a slow run is a result too; the reader decides)."""
+    done = tidy_df[(tidy_df["status"] == records.DONE) & (tidy_df["metric"] == metric)]
+    out = []
+    groups = done.groupby(by, sort=False, dropna=False) if by else [((), done)]
+    for _, sub in groups:
+        if len(sub) < stats.MIN_TUKEY:
+            continue  # too few runs to have fences; cheap to skip at 1,000 cells
+        for flag, row in zip(
+            stats.tukey_outliers(sub["value"].tolist()), sub.itertuples(index=False), strict=True
+        ):
+            if flag:
+                out.append(
+                    f"`{row.cell}` on {row.host}, repeat {row.repeat}: "
+                    f"{compare.fmt_value(row.value, row.unit)} ({metric_label(metric).lower()})"
+                )
+    return out
+
+
+def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
+    sub = summary[summary["metric"] == metric]
+    if sub.empty:
+        return []
+    unit = str(sub["unit"].iloc[0])
+    label = metric_label(metric).lower()
+    if not axes:
+        r = sub.iloc[0]
+        scale = rate_scale([r["median"]]) if unit == "B/s" else None
+        return [f"Median {label}: {_value(r['median'], unit, scale)} over {int(r['n'])} runs."]
+    med = sub.groupby(axes, sort=False)["median"].median()
+    scale = rate_scale(med.tolist()) if unit == "B/s" else None
+    hi, lo = med.idxmax(), med.idxmin()
+
+    def name(key: Any) -> str:
+        key = key if isinstance(key, tuple) else (key,)
+        return ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
+
+    return [
+        f"Highest median {label}: {_value(med[hi], unit, scale)} ({name(hi)}).",
+        f"Lowest median {label}: {_value(med[lo], unit, scale)} ({name(lo)}).",
+    ]
+
+
+def render(
+    experiment: dict[str, Any],
+    tidy_df: pd.DataFrame,
+    cells: pd.DataFrame,
+    envs: dict[str, dict[str, Any]],
+    figures: list[dict[str, str]],
+    out: Path,
+    data_csv: Path,
+    now: dt.datetime | None = None,
+    comparisons_csv: Path | None = None,
+) -> str:
+    """Write the post to ``out`` (and the tidy data beside it); returns the markdown."""
+    adapter = adapters.get(experiment["tool"])
+    axes = list(experiment["axes"])
+    hosts = list(experiment["hosts"])
+    by = [*axes, "host"] if len(hosts) > 1 else list(axes)
+    summary = stats.summarize(tidy_df, by)
+    plot_metrics = [m for m in adapter.PLOT_METRICS if m in set(summary["metric"])]
+    table = results_table(summary, axes, hosts, adapter.TABLE_METRICS)
+    comparisons = compare.experiment_comparisons(tidy_df, experiment, adapter.PLOT_METRICS)
+    outliers = _outliers(tidy_df, by, plot_metrics[0]) if plot_metrics else []
+    failed = cells[cells["status"] != records.DONE]
+    failed_list = [
+        {
+            "cell": r.cell,
+            "host": r.host,
+            "repeat": r.repeat,
+            "attempt": r.attempt,
+            "status": r.status,
+            "reason": r.reason,
+        }
+        for r in failed.itertuples(index=False)
+    ]
+    starts = pd.to_datetime(cells["start"].dropna(), utc=True, format="ISO8601")
+    ends = pd.to_datetime(cells["end"].dropna(), utc=True, format="ISO8601")
+    now = now or dt.datetime.now(dt.UTC)
+    versions = sorted({v for v in cells["tool_version"].dropna()})
+    context = {
+        "exp": experiment,
+        "date": now.date().isoformat(),
+        "axes": axes,
+        "axis_values": {a: list(experiment["axes"][a]) for a in axes},
+        "n_cells": cells["cell"].nunique(),
+        "n_runs": len(cells),
+        "n_done": int((cells["status"] == records.DONE).sum()),
+        "overlap": overlap(cells),
+        "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
+        "table": table,
+        "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ()), cells),
+        "comparisons": [compare.sentence(r) for r in comparisons],
+        "comparison_table": {
+            "header": compare.TABLE_HEADER,
+            "rows": [compare.table_row(r) for r in comparisons],
+        },
+        "outliers": outliers,
+        "figures": [
+            {
+                **f,
+                "caption": f"{experiment['title']}: "
+                + (f["comparison"] if "comparison" in f else metric_label(f["metric"])),
+            }
+            for f in figures
+        ],
+        "failed": failed_list,
+        "commands": _commands(cells, experiment),
+        "envs": _env_groups(envs),
+        "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
+        "tails": _log_tails(cells),
+        "tool_versions": versions,
+        "provenance": {
+            "perfpost": __version__,
+            "git": git_revision() or "unknown",
+            "config_hash": experiment.get("config_hash", ""),
+            "generated": now.isoformat(timespec="seconds"),
+            "first_start": starts.min().isoformat() if len(starts) else "n/a",
+            "last_end": ends.max().isoformat() if len(ends) else "n/a",
+            "duration": format_seconds((ends.max() - starts.min()).total_seconds())
+            if len(starts) and len(ends)
+            else "n/a",
+        },
+        "data_csv": data_csv.name,
+        "comparisons_csv": comparisons_csv.name if comparisons_csv else None,
+    }
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["yaml_str"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    text = env.get_template("post.md.j2").render(**context)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(data_csv, tidy_df.to_csv(index=False))
+    if comparisons_csv is not None:
+        table = pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS)
+        write_text_atomic(comparisons_csv, table.to_csv(index=False))
+    write_text_atomic(out, text)
+    return text

@@ -1,0 +1,249 @@
+"""Tidy tables from cell records: one row per cell, host, repeat and metric.
+
+Columns (schema version :data:`TIDY_SCHEMA_VERSION`), in this order:
+
+- ``experiment``, ``cell`` (the cell id), ``host``, ``repeat``
+- one column per matrix axis, holding the axis label as text (``1``, ``1.5``, ``10k``), never
+  re-typed as a number: comparisons and figures match on the label the config wrote
+- ``tool``, ``metric``, ``value``, ``unit`` (base units only: :data:`perfpost.units.BASE_UNITS`)
+- ``status``: ``done``, ``failed`` or ``skipped``; only ``done`` rows are results
+- ``attempt``: which attempt of the cell the row comes from
+
+Every cell has an ``exit_code`` row, so failed and skipped cells appear in the table too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from perfpost.columns import FIXED_COLUMNS, TAIL_COLUMNS
+from perfpost.plan.matrix import label
+from perfpost.records import write_json_atomic
+from perfpost.units import BASE_UNITS
+
+# 2: freon timers in s (were ms), YARN memory-seconds in B*s (were MB*s), unit list named.
+TIDY_SCHEMA_VERSION = 2
+
+COLUMN_DOCS = {
+    "experiment": "experiment name from the config",
+    "cell": "cell id: axis=label pairs in axis order",
+    "host": "host the cell ran on",
+    "repeat": "repeat number, from 1",
+    "<axis>": "one column per matrix axis, holding the cell's label on that axis",
+    "tool": "benchmark tool (adapter name)",
+    "metric": "metric name",
+    "value": "metric value in base units",
+    "unit": "B, s, B/s, count or 1/s",
+    "status": "done, failed or skipped; only done rows are results",
+    "attempt": "attempt of the cell that produced the row",
+}
+
+CELL_COLUMNS = (
+    "experiment",
+    "cell",
+    "host",
+    "repeat",
+    "attempt",
+    "status",
+    "reason",
+    "exit_code",
+    "start",
+    "end",
+    "tool_version",
+    "command",
+    "job_id",
+    "job_status",
+    "record",
+)
+
+
+def _as_label(value: Any) -> str | None:
+    return None if value is None else label(value)
+
+
+def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = None) -> pd.DataFrame:
+    """The tidy table of ``records``; ``axes`` fixes the axis column order."""
+    records = list(records)
+    if axes is None:
+        axes = []
+        for r in records:
+            axes += [a for a in r["labels"] if a not in axes]
+    rows = []
+    for r in records:
+        base = {
+            "experiment": r["experiment"],
+            "cell": r["cell"],
+            "host": r["host"],
+            "repeat": r["repeat"],
+            **{a: _as_label(r["labels"].get(a)) for a in axes},
+            "tool": r["tool"],
+            "status": r["status"],
+            "attempt": r["attempt"],
+        }
+        exit_code = r.get("exit_code")
+        rows.append(
+            {
+                **base,
+                "metric": "exit_code",
+                "value": float(exit_code) if exit_code is not None else float("nan"),
+                "unit": "count",
+            }
+        )
+        for m in r.get("metrics", []):
+            rows.append(
+                {**base, "metric": m["name"], "value": float(m["value"]), "unit": m["unit"]}
+            )
+    columns = [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS]
+    df = pd.DataFrame(rows, columns=columns)
+    df["repeat"] = df["repeat"].astype("int64")
+    df["attempt"] = df["attempt"].astype("int64")
+    df["value"] = df["value"].astype("float64")
+    return df
+
+
+def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
+    """One row per cell attempt that counts: its status and reason, for the failures list."""
+    rows = []
+    for path, r in records:
+        row = {k: r.get(k) for k in CELL_COLUMNS if k != "record"}
+        # A service's own record of the run (YARN's application): its id and final state.
+        service = next(iter((r.get("service_records") or {}).values()), {})
+        row["job_id"] = service.get("id")
+        row["job_status"] = service.get("status")
+        row["record"] = path
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+
+
+SERIES_COLUMNS = (
+    "experiment",
+    "cell",
+    "host",
+    "repeat",
+    "series",
+    "t",
+    "completed",
+    "total",
+    "rate",
+)
+
+
+def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataFrame:
+    """Time series a tool reported while running (freon's progress lines): one row per point,
+    ``t`` in seconds since the run started, ``rate`` in operations per second since the last
+    point. Only finished cells' series are results; others are left out."""
+    rows = []
+    for r in records:
+        if r["status"] != "done":
+            continue
+        for name, points in (r.get("series") or {}).items():
+            for p in points:
+                rows.append(
+                    {
+                        "experiment": r["experiment"],
+                        "cell": r["cell"],
+                        "host": r["host"],
+                        "repeat": r["repeat"],
+                        **{a: r["labels"].get(a) for a in axes},
+                        "series": name,
+                        **p,
+                    }
+                )
+    cols = [*SERIES_COLUMNS[:4], *axes, *SERIES_COLUMNS[4:]]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def schema_doc(axes: list[str]) -> dict[str, Any]:
+    """The columns, and every unit a ``value`` may be in, so a reader of tidy.csv needs no
+    other document to know that ``s`` is seconds and ``B*s`` byte-seconds."""
+    return {
+        "schema_version": TIDY_SCHEMA_VERSION,
+        "columns": [*FIXED_COLUMNS, *axes, *TAIL_COLUMNS],
+        "axes": axes,
+        "docs": {
+            **COLUMN_DOCS,
+            "value": "metric value in the base unit named in `unit` (no prefixes: s, not ms)",
+            "unit": "one of the units listed under `units` (an empty unit: none printed)",
+        },
+        "units": dict(BASE_UNITS),
+    }
+
+
+def write(
+    df: pd.DataFrame, csv: str | Path, parquet: str | Path, schema: str | Path, axes: list[str]
+) -> None:
+    """CSV for people and spreadsheets, Parquet (with the schema in its metadata) for code."""
+    Path(csv).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(f"{csv}.tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(csv)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[b"perfpost.tidy"] = json.dumps(schema_doc(axes)).encode()
+    tmp = Path(f"{parquet}.tmp")
+    pq.write_table(table.replace_schema_metadata(meta), tmp)
+    tmp.replace(parquet)
+    write_json_atomic(schema, schema_doc(axes))
+
+
+def _text_labels(df: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Axis columns as text, whatever a reader inferred (a table written before labels were
+    kept as text has ``1`` as an integer column)."""
+    for a in axes:
+        if a in df.columns and not pd.api.types.is_string_dtype(df[a]):
+            df[a] = [_as_label(v) if pd.notna(v) else None for v in df[a]]
+    return df
+
+
+def _csv_axes(path: Path, header: list[str]) -> list[str]:
+    """The axis columns of a tidy CSV: from the schema file written beside it, else the
+    columns between the fixed ones and the tail (the order :func:`from_records` writes)."""
+    schema = path.with_name(path.name.removesuffix(".csv") + ".schema.json")
+    if schema.exists():
+        try:
+            axes = json.loads(schema.read_text()).get("axes", [])
+        except (ValueError, AttributeError) as e:
+            raise ValueError(f"{schema}: not a tidy schema file: {e}") from None
+        return [a for a in axes if a in header]
+    if header[: len(FIXED_COLUMNS)] != list(FIXED_COLUMNS) or TAIL_COLUMNS[0] not in header:
+        return []
+    return header[len(FIXED_COLUMNS) : header.index(TAIL_COLUMNS[0])]
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """A tidy table written by :func:`write`, refusing other schema versions. Axis columns come
+    back as the text labels they were written as: left to itself, pandas would read ``1`` as
+    an integer and ``1.5`` as a float, and ``NA`` as a missing value."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        doc = json.loads(meta.get(b"perfpost.tidy", b"{}"))
+        if doc.get("schema_version") != TIDY_SCHEMA_VERSION:
+            raise ValueError(
+                f"{path}: tidy schema version {doc.get('schema_version')}, "
+                f"expected {TIDY_SCHEMA_VERSION}"
+            )
+        return _text_labels(pd.read_parquet(path), list(doc.get("axes", [])))
+    header = list(pd.read_csv(path, nrows=0).columns)
+    axes = _csv_axes(path, header)
+    df = pd.read_csv(path, usecols=[c for c in header if c not in axes])
+    if axes:
+        # Read as text, and only an empty field is a missing label: `NA` or `null` is a value.
+        labels = pd.read_csv(path, usecols=axes, dtype=str, keep_default_na=False, na_values=[""])
+        df = pd.concat([df, labels], axis=1)[header]
+    return df
+
+
+def results(df: pd.DataFrame) -> pd.DataFrame:
+    """Only rows that are results: cells that finished and parsed."""
+    return df[df["status"] == "done"]

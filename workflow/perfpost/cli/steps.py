@@ -1,0 +1,307 @@
+"""The workflow's steps: what the rules run, one command each, so the rules stay one line.
+
+``run-cell`` and ``run-together`` run cells (with new attempts while they fail and the run's
+``retries`` allow), ``env`` captures a host, ``tables``, ``figures`` and ``post`` turn records
+into the post, ``provision`` fetches a runtime. Imports are local to each command so that
+``run-cell``, which runs once per cell, does not pay for pandas and matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfpost.cli.attempts import run_attempts
+from perfpost.errors import PerfpostError
+from perfpost.glue import RETRIES_ENV
+
+
+def runtimes() -> dict[str, Any]:
+    """Everything perfpost can provision, by name: the tools' runtimes and the clusters'."""
+    from perfpost import tools
+    from perfpost.clusters import yarn
+
+    return {**tools.runtimes(), yarn.RUNTIME.name: yarn.RUNTIME}
+
+
+def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
+    """Each spec's environment, and a redactor that masks its secrets in this job's output."""
+    from perfpost import hostenv
+
+    envs, secrets = [], []
+    for spec in specs:
+        values, hidden = hostenv.resolve(spec.cell_env())
+        envs.append(values)
+        secrets += hidden
+    redactor = hostenv.Redactor(secrets)
+    if redactor:
+        sys.stdout = hostenv.RedactingStream(sys.stdout, redactor)
+        sys.stderr = hostenv.RedactingStream(sys.stderr, redactor)
+    return envs, redactor
+
+
+def _cmd_run_cell(args: argparse.Namespace) -> int:
+    import traceback
+
+    from perfpost import provision
+    from perfpost.plan.config import CellSpec
+    from perfpost.run.hosts import close_all, open_hosts
+    from perfpost.run.runner import record_failure, run_cell, unforeseen
+
+    spec = CellSpec.from_json(args.spec)
+    provision.refresh_launcher(spec.params.get("launcher"), runtimes())
+    (env,), redactor = _secret_guard([spec])
+
+    def run(outs: list[str]) -> list[dict[str, Any]]:
+        hosts = open_hosts([spec], [env])
+        try:
+            record = run_cell(spec, outs[0], hosts[0], redactor)
+        except Exception as e:
+            traceback.print_exc()
+            record = record_failure(spec, outs[0], unforeseen(e), redactor)
+        finally:
+            close_all(hosts)
+        line = f"{spec.experiment} {spec.cell} {spec.host['name']} r{spec.repeat}"
+        line += f" attempt {record['attempt']}: {record['status']}"
+        print(line + (f" ({record['reason']})" if record["reason"] else ""), flush=True)
+        return [record]
+
+    run_attempts([args.out], run, args.retries)
+    return 0
+
+
+def _cmd_run_together(args: argparse.Namespace) -> int:
+    import traceback
+
+    from perfpost import provision
+    from perfpost.plan.config import CellSpec
+    from perfpost.run.hosts import close_all, open_hosts
+    from perfpost.run.runner import record_failure, run_together, unforeseen
+
+    specs = [CellSpec.from_json(json.dumps(s)) for s in json.loads(args.specs)]
+    for s in specs:
+        provision.refresh_launcher(s.params.get("launcher"), runtimes())
+    if len(specs) != len(args.outs):
+        raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
+    envs, redactor = _secret_guard(specs)
+
+    def run(outs: list[str]) -> list[dict[str, Any]]:
+        hosts = open_hosts(specs, envs)
+        try:
+            done = run_together(specs, outs, hosts, redactor)
+        except Exception as e:
+            traceback.print_exc()
+            done = [
+                record_failure(s, o, unforeseen(e), redactor)
+                for s, o in zip(specs, outs, strict=True)
+            ]
+        finally:
+            close_all(hosts)
+        for rec in done:
+            line = (
+                f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']} "
+                f"attempt {rec['attempt']}: {rec['status']}"
+            )
+            print(line + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
+        skew = done[0].get("start_skew")
+        if skew is not None:
+            print(f"start skew between hosts: {skew * 1000:.1f} ms", flush=True)
+        return done
+
+    run_attempts(list(args.outs), run, args.retries)
+    return 0
+
+
+def _cmd_env(args: argparse.Namespace) -> int:
+    from perfpost.plan.config import RUNTIME_ENV
+    from perfpost.records import write_json_atomic
+    from perfpost.run import envinfo
+    from perfpost.run.hosts import open_host
+
+    host_spec = json.loads(args.host)
+    known = json.loads(os.environ.get(RUNTIME_ENV) or "{}").get("hosts", {})
+    host_spec = {**known.get(host_spec["name"], {}), **host_spec}
+    try:
+        host = open_host(host_spec)
+        try:
+            result = host.run(envinfo.SCRIPT, 120)
+        finally:
+            host.close()
+        env = envinfo.parse(result.stdout)
+    except PerfpostError as e:
+        # The post is still made; it says this host's environment could not be read, and why.
+        env = {"schema_version": envinfo.ENV_SCHEMA_VERSION, "complete": False, "error": str(e)}
+        print(f"perfpost: environment of {host_spec['name']}: {e}", file=sys.stderr)
+    env["host"] = host_spec["name"]
+    write_json_atomic(args.out, env)
+    return 0
+
+
+def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The records of the attempts Snakemake planned, or of later ones a retry made."""
+    from perfpost.records import latest_of, read_record
+
+    latest = [latest_of(p) for p in planned]
+    return [(p, read_record(p)) for p in latest]
+
+
+def _cmd_tables(args: argparse.Namespace) -> int:
+    from perfpost.analysis import tidy
+    from perfpost.records import write_text_atomic
+
+    loaded = _load_records(args.records)
+    axes = json.loads(args.axes)
+    out = Path(args.out_dir)
+    df = tidy.from_records([r for _, r in loaded], axes)
+    tidy.write(df, out / "tidy.csv", out / "tidy.parquet", out / "tidy.schema.json", axes)
+    series = tidy.series_table([r for _, r in loaded], axes)
+    write_text_atomic(out / "cells.csv", tidy.cells_table(loaded).to_csv(index=False))
+    write_text_atomic(out / "series.csv", series.to_csv(index=False))
+    print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
+    return 0
+
+
+def _cmd_figures(args: argparse.Namespace) -> int:
+    from perfpost import tools
+    from perfpost.analysis import plots, tidy
+
+    exp = json.loads(args.experiment)
+    df = tidy.read(args.tidy)
+    labels = {a: list(v) for a, v in exp["axes"].items()}
+    drawn = plots.plot_experiment(
+        df,
+        exp["title"],
+        labels,
+        list(tools.get(exp["tool"]).PLOT_METRICS),
+        exp["plot"].get("x"),
+        Path(args.out_dir),
+        exp["plot"].get("facet"),
+        roles=exp.get("compare", [None])[0] if exp.get("compare") else None,
+        zips=exp.get("zip") or [],
+    )
+    from perfpost.analysis import compare
+
+    rows = compare.experiment_comparisons(df, exp, tools.get(exp["tool"]).PLOT_METRICS)
+    for i, name in enumerate(dict.fromkeys(r.name for r in rows), start=1):
+        fig = plots.plot_comparison(
+            [r for r in rows if r.name == name],
+            f"{exp['title']}: {name}",
+            Path(args.out_dir) / f"compare-{i}",
+        )
+        if fig:
+            drawn.append({**fig, "comparison": name})
+    if args.series:
+        import pandas as pd
+
+        series = pd.read_csv(args.series)
+        fig = plots.plot_series(
+            series, f"{exp['title']}: rate over time", Path(args.out_dir) / "rate_over_time"
+        )
+        if fig:
+            drawn.append(fig)
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    from perfpost.records import write_text_atomic
+
+    write_text_atomic(Path(args.out_dir) / "figures.json", json.dumps(drawn, indent=2) + "\n")
+    print(f"{len(drawn)} figures -> {args.out_dir}")
+    return 0
+
+
+def _cmd_post(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from perfpost import tools
+    from perfpost.analysis import report, tidy
+
+    exp = json.loads(args.experiment)
+    tidy_df = tidy.read(args.tidy)
+    exp["method"] = tools.get(exp["tool"]).describe(exp, tidy.results(tidy_df))
+    envs = {}
+    for path in args.env:
+        data = json.loads(Path(path).read_text())
+        envs[data["host"]] = data
+    figures = json.loads((Path(args.figures) / "figures.json").read_text())
+    cells = pd.read_csv(args.cells)
+    out = Path(args.out)
+    report.render(
+        exp,
+        tidy_df,
+        cells,
+        envs,
+        figures,
+        out,
+        Path(args.data),
+        comparisons_csv=Path(args.comparisons) if args.comparisons else None,
+    )
+    print(f"post -> {out}")
+    return 0
+
+
+def _cmd_provision(args: argparse.Namespace) -> int:
+    from perfpost import provision
+
+    runtime = runtimes()[args.tool]
+    print(provision.install(runtime, args.version or runtime.version, args.cache or None, args.log))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """The workflow's steps, as subcommands of ``perfpost``."""
+    retries = int(os.environ.get(RETRIES_ENV) or 0)
+    retries_help = f"new attempts after a failed one (default: ${RETRIES_ENV}, else 0)"
+
+    s = sub.add_parser("provision", help="provision a runtime from Maven Central")
+    known = runtimes()
+    s.add_argument("tool", choices=sorted(known))
+    s.add_argument(
+        "--version",
+        help="default: " + ", ".join(f"{n} {r.version}" for n, r in sorted(known.items())),
+    )
+    s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
+    s.add_argument("--log")
+    s.set_defaults(func=_cmd_provision)
+
+    s = sub.add_parser("run-cell", help="(workflow step) run one cell, write its record")
+    s.add_argument("--spec", required=True, help="the cell spec as JSON")
+    s.add_argument("--out", required=True, help="record path")
+    s.add_argument("--retries", type=int, default=retries, help=retries_help)
+    s.set_defaults(func=_cmd_run_cell)
+
+    s = sub.add_parser("run-together", help="(workflow step) run one cell on all its hosts at once")
+    s.add_argument("--specs", required=True, help="the cell specs (one per host) as JSON")
+    s.add_argument("--outs", required=True, nargs="+", help="record paths, in the same order")
+    s.add_argument("--retries", type=int, default=retries, help=retries_help)
+    s.set_defaults(func=_cmd_run_together)
+
+    s = sub.add_parser("env", help="(workflow step) capture a host's environment")
+    s.add_argument("--host", required=True, help="the host spec as JSON")
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_env)
+
+    s = sub.add_parser("tables", help="(workflow step) tidy tables from cell records")
+    s.add_argument("--axes", required=True, help="axis names as a JSON list")
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("records", nargs="*")
+    s.set_defaults(func=_cmd_tables)
+
+    s = sub.add_parser("figures", help="(workflow step) draw an experiment's figures")
+    s.add_argument("--experiment", required=True, help="the experiment as JSON")
+    s.add_argument("--tidy", required=True)
+    s.add_argument("--series", help="the time-series table (series.csv)")
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(func=_cmd_figures)
+
+    s = sub.add_parser("post", help="(workflow step) render an experiment's post")
+    s.add_argument("--experiment", required=True, help="the experiment as JSON")
+    s.add_argument("--tidy", required=True)
+    s.add_argument("--cells", required=True)
+    s.add_argument("--figures", required=True, help="the figures directory")
+    s.add_argument("--env", nargs="*", default=[])
+    s.add_argument("--out", required=True)
+    s.add_argument("--data", required=True, help="where the post's CSV goes")
+    s.add_argument("--comparisons", help="where the comparisons' CSV goes")
+    s.set_defaults(func=_cmd_post)

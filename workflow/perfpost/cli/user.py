@@ -1,0 +1,236 @@
+"""The commands for users: ``perfpost parse`` (tidy rows from logs made anywhere),
+``compare`` (two runs' tidy tables), ``yarn-single-node`` (a YARN to try teragen on),
+``cells`` (every cell and its status) and ``rerun`` (new attempts of chosen cells)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfpost.errors import ParseError, PerfpostError
+
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def _parser_for(name: str) -> Any:
+    from perfpost import tools
+    from perfpost.tools.teragen import yarnapp
+
+    if name == yarnapp.NAME:
+        return yarnapp
+    try:
+        return tools.get(name)
+    except KeyError as e:
+        raise PerfpostError(
+            f"{e.args[0]}; or {yarnapp.NAME} for a ResourceManager record"
+        ) from None
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    """Rows of every log; with the job (or application) id and status where the tool has
+    them. A log that does not parse is reported with its reason and makes the exit code 2,
+    after the others are printed."""
+    parser = _parser_for(args.tool)
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(["source", "tool", "id", "status", "metric", "value", "unit"])
+    failed = 0
+    for path in args.logs:
+        try:
+            text = Path(path).read_bytes().decode(errors="replace")  # keep "\r" redraws
+        except OSError as e:
+            raise PerfpostError(f"{path}: cannot read: {e.strerror}") from None
+        about = {"id": "", "status": ""}
+        if hasattr(parser, "summary"):
+            try:
+                about = parser.summary(text, path)
+            except ParseError:
+                pass
+        try:
+            metrics = parser.parse_text(text, path)
+        except ParseError as e:
+            failed += 1
+            print(f"perfpost: {e}", file=sys.stderr)
+            if about["id"] or about["status"]:
+                writer.writerow([path, parser.NAME, about["id"], about["status"], "", "", ""])
+            continue
+        for m in metrics:
+            writer.writerow(
+                [path, parser.NAME, about["id"], about["status"], m.name, repr(m.value), m.unit]
+            )
+    return 2 if failed else 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    """benchstat for perfpost: two runs' tidy tables, cell by cell."""
+    from perfpost.analysis import compare, tidy
+
+    tables = []
+    for path in (args.base, args.candidate):
+        try:
+            tables.append(tidy.read(path))
+        except FileNotFoundError:
+            raise PerfpostError(
+                f"{path}: no such tidy table (results/<experiment>/tidy.csv)"
+            ) from None
+        except (ValueError, KeyError) as e:
+            raise PerfpostError(f"{path}: not a perfpost tidy table: {e}") from None
+    for path, df in zip((args.base, args.candidate), tables, strict=True):
+        missing = {"experiment", "cell", "metric", "value", "unit", "status"} - set(df.columns)
+        if missing:
+            raise PerfpostError(f"{path}: not a perfpost tidy table (no {sorted(missing)})")
+    rows = compare.compare_tables(tables[0], tables[1], args.metric or None)
+    if not rows:
+        raise PerfpostError("the two tables have no finished cell and metric in common")
+    print(compare.markdown(rows, Path(args.base).name, Path(args.candidate).name), end="")
+    return 0
+
+
+def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
+    """A single-node YARN in the foreground until Ctrl-C or SIGTERM; its addresses go to
+    stdout and to DIR/cluster.json."""
+    from perfpost import provision
+    from perfpost.clusters.yarn import RUNTIME, SingleNodeYarn
+    from perfpost.records import write_json_atomic
+
+    launcher = provision.install(RUNTIME, args.version, args.cache or None)
+    root = Path(args.dir).resolve()
+    yarn = SingleNodeYarn(launcher, root, memory_mb=args.memory_mb, vcores=args.vcores)
+    yarn.start()
+    try:
+        info = {
+            "resourcemanager": yarn.rm_url,
+            "rm_address": yarn.rm_address,
+            "hadoop_conf_dir": str(yarn.client_conf),
+            "logs": str(root / "logs"),
+        }
+        write_json_atomic(root / "cluster.json", info)
+        for k, v in info.items():
+            print(f"{k}: {v}", flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        yarn.stop()
+        (root / "cluster.json").unlink(missing_ok=True)
+    return 0
+
+
+def _cmd_cells(args: argparse.Namespace) -> int:
+    from perfpost import glue
+    from perfpost.plan import config
+
+    plan = config.load_plan(args.configfile)
+    if args.experiment and args.experiment not in plan.experiments:
+        raise PerfpostError(
+            f"no experiment {args.experiment!r} in {args.configfile} "
+            f"(there are: {', '.join(plan.experiments)})"
+        )
+    rows = glue.statuses(plan, args.experiment)
+    columns = ["id", "experiment", "cell", "host", "repeat", "attempt", "status", "reason"]
+    writer = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    print(f"perfpost: {len(rows)} runs: {summary}", file=sys.stderr)
+    return 0
+
+
+def _cmd_rerun(args: argparse.Namespace) -> int:
+    import shutil
+    import subprocess
+
+    from perfpost import glue
+    from perfpost.plan import config
+
+    plan = config.load_plan(args.configfile)
+    chosen = glue.select_runs(plan, args.runs)
+    seen = set()
+    for spec in chosen:
+        exp = plan.experiments[spec.experiment]
+        hosts = exp.hosts if exp.start_together else [spec.host["name"]]
+        key = (spec.experiment, spec.cell, tuple(hosts), spec.repeat)
+        if key in seen:
+            continue
+        seen.add(key)
+        attempt = glue.request_rerun(spec.experiment, spec.cell, hosts, spec.repeat)
+        for h in hosts:
+            print(f"{spec.experiment}/{spec.cell}/{h}/r{spec.repeat}: attempt {attempt}")
+    if args.no_run:
+        return 0
+    snakemake = Path(sys.executable).with_name("snakemake")
+    command = [
+        str(snakemake) if snakemake.exists() else shutil.which("snakemake") or "snakemake",
+        "--cores",
+        str(args.cores),
+    ]
+    if args.configfile != DEFAULT_CONFIG:
+        command += ["--configfile", args.configfile]
+    command += [*args.snakemake_args, "report"]
+    print("perfpost: " + " ".join(command), flush=True)
+    return subprocess.run(command, check=False).returncode
+
+
+def add_commands(sub: Any) -> None:
+    """The user commands, as subcommands of ``perfpost``."""
+    from perfpost.clusters import yarn
+
+    s = sub.add_parser("parse", help="print tidy rows (CSV) parsed from tool logs")
+    s.add_argument("tool", help="dd, freon, teragen, or yarn-app (a ResourceManager record)")
+    s.add_argument("logs", nargs="+")
+    s.set_defaults(func=_cmd_parse)
+
+    s = sub.add_parser(
+        "compare", help="compare two runs' tidy tables cell by cell (a markdown table)"
+    )
+    s.add_argument("base", help="the baseline run's tidy.csv or tidy.parquet")
+    s.add_argument("candidate", help="the candidate run's tidy table")
+    s.add_argument("--metric", action="append", help="only this metric (repeatable)")
+    s.set_defaults(func=_cmd_compare)
+
+    s = sub.add_parser(
+        "yarn-single-node",
+        help="run a single-node YARN (ResourceManager + NodeManager) until interrupted",
+    )
+    s.add_argument("dir", help="where its configuration, logs and data go")
+    s.add_argument("--version", default=yarn.VERSION)
+    s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
+    s.add_argument("--memory-mb", type=int, default=4096, help="memory the NodeManager offers")
+    s.add_argument("--vcores", type=int, default=4, help="vcores the NodeManager offers")
+    s.set_defaults(func=_cmd_yarn_single_node)
+
+    s = sub.add_parser(
+        "cells",
+        help="list every run of every cell (CSV): its id, latest attempt, status and reason",
+    )
+    s.add_argument("experiment", nargs="?")
+    s.add_argument("--configfile", default=DEFAULT_CONFIG)
+    s.set_defaults(func=_cmd_cells)
+
+    s = sub.add_parser(
+        "rerun",
+        help="run chosen cells again, finished or not, in new attempts; then the report",
+        description="Ask for a new attempt of each run named (ids from `perfpost cells`: "
+        "experiment/cell/host/rN; trailing parts may be left out, parts may be patterns such "
+        "as 'dd-fsync/*/localhost'), then run `snakemake --cores N report`. Earlier attempts "
+        "keep their logs and records.",
+    )
+    s.add_argument("runs", nargs="+", metavar="CELL_ID")
+    s.add_argument("--configfile", default=DEFAULT_CONFIG)
+    s.add_argument("--cores", type=int, default=6)
+    s.add_argument(
+        "--no-run", action="store_true", help="only ask; the next snakemake run does them"
+    )
+    s.add_argument(
+        "--snakemake-args",
+        nargs=argparse.REMAINDER,
+        default=[],
+        help="everything after this goes to snakemake",
+    )
+    s.set_defaults(func=_cmd_rerun)

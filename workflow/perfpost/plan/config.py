@@ -1,0 +1,557 @@
+"""Config: JSON-schema validation with defaults, then the checks a schema cannot express.
+
+The result is a :class:`Plan`: every experiment with its cells, and for each job
+(experiment, cell, host, repeat) a :class:`CellSpec`, the self-contained description the
+``run-cell`` command needs. Errors are :class:`ConfigError` naming the key path.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import string
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfpost import hostenv, tools
+from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
+from perfpost.errors import ConfigError
+from perfpost.hostenv import LOCALHOST
+from perfpost.plan import matrix
+
+SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Everything needed to run one cell on one host, and nothing that changes between runs."""
+
+    experiment: str
+    cell: str
+    labels: dict[str, str]
+    host: dict[str, Any]
+    repeat: int
+    tool: str
+    params: dict[str, Any]
+    after: list[str]
+    sync_threshold: float
+    timeout: float
+    env: dict[str, Any] = field(default_factory=dict)  # the experiment's; the host's is in host
+
+    def to_json(self) -> str:
+        """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
+        # Shallow: json.dumps copies nothing, and asdict's deep copy was 70% of the time.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not data["env"]:
+            del data["env"]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def param_json(self) -> str:
+        """The spec as the workflow hands it to a job: what defines the measurement, and the
+        host by name only.
+
+        Snakemake re-runs a job in place (deleting its output, a finished record) when its
+        params change. How perfpost reaches a host (address, keys, ``connect_timeout``,
+        ``known_hosts``, ``max_parallel_cells``) and how long it waits (``timeout``) do not
+        change a measurement, so they travel beside the spec (:data:`RUNTIME_ENV`), and
+        changing them re-runs nothing.
+        """
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "timeout"}
+        data["host"] = {k: v for k, v in self.host.items() if k in MEASUREMENT_HOST_KEYS}
+        if not data["env"]:
+            del data["env"]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def measurement(self) -> dict[str, Any]:
+        """What defines this run's measurement: the tool, its parameters (the launcher
+        included: another install may be another build), what runs after it, and the
+        variables its commands get (secrets by their source only)."""
+        return {
+            "tool": self.tool,
+            "params": self.params,
+            "after": self.after,
+            "sync_threshold": self.sync_threshold,
+            "env": hostenv.public(self.cell_env()),
+        }
+
+    def measurement_id(self) -> str:
+        """A short hash of :meth:`measurement`: records carry it, and a finished record
+        whose hash differs from the config's is stale, never reused or overwritten."""
+        blob = json.dumps(self.measurement(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def cell_env(self) -> dict[str, Any]:
+        """Variables for the cell's commands: the host's, overridden by the experiment's."""
+        return {**self.host.get("env", {}), **self.env}
+
+    @classmethod
+    def from_json(cls, text: str, runtime: str | None = None) -> CellSpec:
+        """A spec from :meth:`to_json`, or from :meth:`param_json` completed by the run's
+        ``runtime`` (:func:`runtime_json`, default ``$PERFPOST_RUNTIME``)."""
+        data = json.loads(text)
+        if "timeout" in data:
+            return cls(**data)
+        runtime = os.environ.get(RUNTIME_ENV) if runtime is None else runtime
+        if not runtime:
+            raise ConfigError(
+                "run-cell --spec",
+                f"the spec has no timeout or connection settings and ${RUNTIME_ENV} is not "
+                "set: run cells through snakemake, or pass a whole spec",
+            )
+        known = json.loads(runtime)
+        name = data["host"]["name"]
+        if name not in known["hosts"] or data["experiment"] not in known["timeouts"]:
+            raise ConfigError(
+                "run-cell --spec",
+                f"${RUNTIME_ENV} knows no host {name!r} or experiment {data['experiment']!r}",
+            )
+        data["host"] = {**known["hosts"][name], **data["host"]}
+        data["timeout"] = known["timeouts"][data["experiment"]]
+        return cls(**data)
+
+
+# Host keys that belong to a measurement: its name (in every path) and the variables it sets.
+MEASUREMENT_HOST_KEYS = frozenset({"name", "env"})
+# The run's connection settings and timeouts, for specs handed over by name (param_json).
+RUNTIME_ENV = "PERFPOST_RUNTIME"
+
+
+def runtime_json(plan: Plan) -> str:
+    """Every host's settings and every experiment's timeout, for :meth:`CellSpec.from_json`."""
+    return json.dumps(
+        {
+            "hosts": {name: {"name": name, **spec} for name, spec in plan.hosts.items()},
+            "timeouts": {name: float(e.timeout) for name, e in plan.experiments.items()},
+        },
+        sort_keys=True,
+    )
+
+
+@dataclass
+class Experiment:
+    name: str
+    title: str
+    tags: list[str]
+    description: str
+    tool: str
+    params: dict[str, Any]
+    axes: dict[str, Any]
+    exclude: list[dict[str, Any]]
+    zip: list[list[str]]
+    hosts: list[str]
+    start_together: bool
+    repeats: int
+    after: list[str]
+    sync_threshold: float
+    timeout: float
+    plot: dict[str, Any]
+    compare: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, Any] = field(default_factory=dict)
+    cells: list[matrix.Cell] = field(default_factory=list)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
+
+    def public(self) -> dict[str, Any]:
+        """The experiment as configured, for the post and its provenance hash."""
+        keys = (
+            "name",
+            "title",
+            "tags",
+            "description",
+            "tool",
+            "params",
+            "axes",
+            "exclude",
+            "zip",
+            "hosts",
+            "start_together",
+            "repeats",
+            "after",
+            "sync_threshold",
+            "timeout",
+            "plot",
+            "compare",
+        )
+        out = {k: getattr(self, k) for k in keys}
+        if self.env:
+            out["env"] = hostenv.public(self.env)  # a secret by its source, never its value
+        return out
+
+    def config_hash(self) -> str:
+        blob = json.dumps(self.public(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass
+class Plan:
+    hosts: dict[str, dict[str, Any]]
+    experiments: dict[str, Experiment]
+    tools: dict[str, Any] = field(default_factory=dict)
+
+    def provisioned_marker(self, experiment: str, host: str) -> str | None:
+        """The file a provisioned runtime's install leaves, when this cell needs one."""
+        exp = self.experiments[experiment]
+        host_spec = {"name": host, **self.hosts[host]}
+        return tools.get(exp.tool).install_marker(exp.params, host_spec, self.tools)
+
+    def jobs(self) -> Iterator[CellSpec]:
+        for exp in self.experiments.values():
+            for cell in exp.cells:
+                for host in exp.hosts:
+                    for repeat in range(1, exp.repeats + 1):
+                        yield self.spec(exp.name, cell.id, host, repeat)
+
+    def spec(self, experiment: str, cell: str, host: str, repeat: int) -> CellSpec:
+        exp = self.experiments[experiment]
+        labels = exp.labels[cell]
+        host_spec = {"name": host, **self.hosts[host]}
+        params = tools.get(exp.tool).complete_params(exp.resolved[cell], host_spec, self.tools)
+        return CellSpec(
+            experiment=experiment,
+            cell=cell,
+            labels=labels,
+            host=host_spec,
+            repeat=int(repeat),
+            tool=exp.tool,
+            params=params,
+            after=list(exp.after),
+            sync_threshold=float(exp.sync_threshold),
+            timeout=float(exp.timeout),
+            env=dict(exp.env),
+        )
+
+    def host_limits(self) -> dict[str, int]:
+        used = {h for e in self.experiments.values() for h in e.hosts}
+        return {h: int(self.hosts[h].get("max_parallel_cells", 1)) for h in sorted(used)}
+
+
+# ------------------------------------------------------------------------------- loading
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML loader that refuses duplicate keys instead of keeping the last one silently."""
+
+
+def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(
+                f"line {key_node.start_mark.line + 1}",
+                f"duplicate key {key!r} (first at line {seen[key]})",
+            )
+        seen[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file, refusing duplicate keys; errors name the file."""
+    try:
+        with open(path) as fh:
+            data = yaml.load(fh, Loader=_StrictLoader)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e.where}", e.message) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), f"not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "a config is a mapping with `experiments:` (and `hosts:`)")
+    return data
+
+
+def _path(error: Any) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path]
+    return ".".join(parts).replace(".[", "[") or "(top level)"
+
+
+def validate_schema(config: dict[str, Any]) -> None:
+    """Validate against the JSON schema with snakemake's validator, which fills defaults."""
+    import jsonschema
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, str(SCHEMA_PATH), set_default=True)
+    except WorkflowError as e:
+        # snakemake raises it inside `except ValidationError`, so the original is the context.
+        cause = e.__cause__ or e.__context__
+        if not isinstance(cause, jsonschema.ValidationError):
+            raise
+        # snakemake stops at the first error; ask jsonschema for the most relevant one.
+        schema = yaml.safe_load(SCHEMA_PATH.read_text())
+        best = (
+            jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(schema).iter_errors(config)
+            )
+            or cause
+        )
+        raise ConfigError(_path(best), _message(best)) from None
+
+
+def _message(error: Any) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown key")
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of {error.validator_value}"
+    return error.message
+
+
+# ------------------------------------------------------------------------------ resolving
+
+_FIELD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def _template_fields(text: str, where: str) -> list[str]:
+    try:
+        return [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as e:
+        raise ConfigError(where, f"bad template {text!r}: {e}") from None
+
+
+# Column names of the tidy table and its summaries: an axis may not take one.
+RESERVED_AXES = frozenset((*FIXED_COLUMNS, *TAIL_COLUMNS, *SUMMARY_COLUMNS, "work"))
+
+# Filled in on the host, not from the axes: the cell's own scratch directory.
+RESERVED_FIELDS = frozenset({"work"})
+
+
+def _render(value: Any, values: Mapping[str, Any], where: str) -> Any:
+    if not isinstance(value, str):
+        if isinstance(value, list):
+            return [_render(v, values, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: _render(v, values, f"{where}.{k}") for k, v in value.items()}
+        return value
+    fields = [f for f in _template_fields(value, where) if f not in RESERVED_FIELDS]
+    for f in fields:
+        if f not in values:
+            known = ", ".join(sorted(values)) or "none"
+            raise ConfigError(where, f"template field {{{f}}} names no axis (axes: {known})")
+    if len(fields) == 1 and value == "{" + fields[0] + "}":
+        return values[fields[0]]  # keep the axis value's type: "{count}" -> 10000
+    return value.format_map({**values, **{r: "{" + r + "}" for r in RESERVED_FIELDS}})
+
+
+def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, Any]:
+    """The tool's parameters for one cell: axes fill same-named params and `{axis}` fields."""
+    adapter = tools.get(exp.tool)
+    known = adapter.PARAMS_SCHEMA["properties"]
+    values = cell.value_map
+    for name in values:
+        if name in exp.params and exp.params[name] != "{" + name + "}":
+            raise ConfigError(
+                f"{where}.params.{name}",
+                f'set here and by the axis {name!r}: remove one, or write "{{{name}}}"',
+            )
+    params = {k: _render(v, values, f"{where}.params.{k}") for k, v in exp.params.items()}
+    for name, value in values.items():
+        if name in known and name not in exp.params:
+            params[name] = value
+    return params
+
+
+class _ParamsChecker:
+    """Checks each cell's tool parameters against the tool's schema, fast enough for 10,000
+    cells (a whole-object validation per cell cost 85 us, most of a 10,000-cell `-n`).
+
+    The params schemas are flat objects: whether the keys are allowed and required is decided
+    once per set of keys, and each value once per key and value, with jsonschema's own
+    messages. Cells differ in a few axis values, so almost every check is a lookup.
+    """
+
+    FLAT = frozenset({"type", "additionalProperties", "required", "properties", "description"})
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        import jsonschema
+
+        self.schema = schema
+        self.whole = jsonschema.Draft202012Validator(schema)
+        self.flat = set(schema) <= self.FLAT and schema.get("type") == "object"
+        props = schema.get("properties", {})
+        self.keys = jsonschema.Draft202012Validator(
+            {**schema, "properties": {k: {} for k in props}}
+        )
+        self.values = {k: jsonschema.Draft202012Validator(sub) for k, sub in props.items()}
+        self.memo: dict[Any, list[tuple[str, str]]] = {}
+
+    def errors(self, params: dict[str, Any]) -> list[tuple[str, str]]:
+        """(path under params, message) of every mistake, sorted."""
+        if not self.flat:
+            return self._found(self.whole, params, ())
+        out = list(self._once(("keys", *sorted(params)), self.keys, params, ()))
+        for key, value in params.items():
+            if key in self.values:
+                if isinstance(value, str | int | float | bool | None):
+                    memo_key = (key, type(value), value)  # True == 1, but not to a schema
+                else:
+                    memo_key = (key, json.dumps(value, sort_keys=True, default=repr))
+                out += self._once(memo_key, self.values[key], value, (key,))
+        return sorted(out)
+
+    def _once(self, memo_key: Any, validator: Any, instance: Any, at: tuple) -> list:
+        if memo_key not in self.memo:
+            self.memo[memo_key] = self._found(validator, instance, at)
+        return self.memo[memo_key]
+
+    @staticmethod
+    def _found(validator: Any, instance: Any, at: tuple) -> list[tuple[str, str]]:
+        found = []
+        for e in validator.iter_errors(instance):
+            e.path.extendleft(reversed(at))
+            found.append((_path(e), _message(e)))
+        return found
+
+
+def _own(value: Any) -> Any:
+    """A cell's own copy of a parameter value. Lists and dicts are copied, so that no cell
+    shares one with the config or another cell; scalars (almost every value) need no copy."""
+    if isinstance(value, list | dict):
+        return copy.deepcopy(value)
+    return value
+
+
+def _check_tool_params(
+    exp: Experiment, params: dict[str, Any], where: str, checker: _ParamsChecker
+) -> dict[str, Any]:
+    adapter = tools.get(exp.tool)
+    params = {k: _own(v) for k, v in params.items()}
+    for key, sub in adapter.PARAMS_SCHEMA["properties"].items():
+        if "default" in sub and key not in params:
+            params[key] = _own(sub["default"])
+    errors = checker.errors(params)
+    if errors:
+        sub, message = errors[0]
+        place = f"{where}.params" + ("" if sub == "(top level)" else f".{sub}")
+        raise ConfigError(place, message)
+    adapter.check_params(params, f"{where}.params")
+    return params
+
+
+def _check_comparisons(exp: Experiment, where: str) -> None:
+    """Every comparison names real axes and labels and selects cells on both sides."""
+    comp_sides = ("baseline", "candidate")
+    for i, comp in enumerate(exp.compare):
+        here = f"{where}.compare[{i}]"
+        for side in comp_sides:
+            for axis in comp[side]:
+                if axis not in exp.axes:
+                    raise ConfigError(
+                        f"{here}.{side}.{axis}",
+                        f"{axis!r} is not an axis of this experiment (axes: {sorted(exp.axes)})",
+                    )
+            # The label rule the tables and figures match on, so a comparison that passes
+            # here finds its runs there.
+            chosen = [
+                c
+                for c in exp.cells
+                if all(exp.labels[c.id][a] == matrix.label(v) for a, v in comp[side].items())
+            ]
+            if not chosen:
+                raise ConfigError(
+                    f"{here}.{side}",
+                    f"selects no cell: no cell has {comp[side]} (labels: "
+                    + "; ".join(
+                        f"{a}: {sorted({str(exp.labels[c.id][a]) for c in exp.cells})}"
+                        for a in comp[side]
+                    )
+                    + ")",
+                )
+        base, cand = ({a: matrix.label(v) for a, v in comp[s].items()} for s in comp_sides)
+        if base == cand:
+            raise ConfigError(here, "baseline and candidate select the same cells")
+        for j, axis in enumerate(comp.get("by", [])):
+            if axis not in exp.axes:
+                raise ConfigError(f"{here}.by[{j}]", f"{axis!r} is not an axis")
+            if axis in comp["baseline"] or axis in comp["candidate"]:
+                raise ConfigError(
+                    f"{here}.by[{j}]", f"{axis!r} is a filter of this comparison: group by others"
+                )
+
+
+def build_plan(config: dict[str, Any]) -> Plan:
+    """Validate ``config`` (filling defaults in place) and expand every experiment."""
+    validate_schema(config)
+    hosts: dict[str, dict[str, Any]] = {LOCALHOST: {"max_parallel_cells": 1}}
+    ssh = config.get("ssh", {})
+    for name, spec in config.get("hosts", {}).items():
+        if name == LOCALHOST:
+            # The tools' command keys (ozone, yarn) apply here too: only SSH settings do not.
+            commands = sorted({t.HOST_KEY for t in tools.TOOLS.values() if t.HOST_KEY})
+            if set(spec) - {"max_parallel_cells", *commands, "env"}:
+                raise ConfigError(
+                    f"hosts.{name}",
+                    "localhost runs commands here, without SSH: only max_parallel_cells, "
+                    f"{', '.join(commands)} and env apply",
+                )
+            hosts[name] = dict(spec)
+            continue
+        hosts[name] = {**ssh, **spec}
+    experiments: dict[str, Experiment] = {}
+    for name, raw in config["experiments"].items():
+        where = f"experiments.{name}"
+        exp = Experiment(name=name, **{k: copy.deepcopy(v) for k, v in raw.items()})
+        if not exp.title:
+            exp.title = name
+        try:
+            tools.get(exp.tool)
+        except KeyError as e:
+            raise ConfigError(f"{where}.tool", str(e.args[0])) from None
+        for i, host in enumerate(exp.hosts):
+            if host not in hosts:
+                raise ConfigError(
+                    f"{where}.hosts[{i}]",
+                    f"unknown host {host!r}: add it under `hosts:` (known: {sorted(hosts)})",
+                )
+        dupes = sorted({h for h in exp.hosts if exp.hosts.count(h) > 1})
+        if dupes:
+            raise ConfigError(f"{where}.hosts", f"host listed twice: {dupes}")
+        for key in ("x", "facet"):
+            if exp.plot.get(key) and exp.plot[key] not in exp.axes:
+                raise ConfigError(f"{where}.plot.{key}", f"{exp.plot[key]!r} is not an axis")
+        if exp.plot.get("x") and exp.plot.get("x") == exp.plot.get("facet"):
+            raise ConfigError(f"{where}.plot", "x and facet must be different axes")
+        for axis in exp.axes:
+            if axis in RESERVED_AXES:
+                raise ConfigError(
+                    f"{where}.axes.{axis}",
+                    f"{axis!r} names a column of perfpost's tables; call the axis something "
+                    f"else (reserved: {', '.join(sorted(RESERVED_AXES))})",
+                )
+        exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
+        for cell in exp.cells:
+            exp.labels[cell.id] = cell.label_map
+        _check_comparisons(exp, where)
+        checker = _ParamsChecker(tools.get(exp.tool).PARAMS_SCHEMA)
+        for cell in exp.cells:
+            params = resolve_params(exp, cell, where)
+            exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]", checker)
+        experiments[name] = exp
+    return Plan(hosts=hosts, experiments=experiments, tools=config.get("tools", {}))
+
+
+def load_plan(path: str | Path) -> Plan:
+    return build_plan(load_yaml(path))
+
+
+def check_secrets(plan: Plan, environ: dict[str, str] | None = None) -> None:
+    """Every secret the config names must be set before any job starts, not fail cell by cell."""
+    environ = dict(os.environ) if environ is None else environ
+    places = [(f"hosts.{h}.env", spec.get("env", {})) for h, spec in plan.hosts.items()]
+    places += [(f"experiments.{n}.env", e.env) for n, e in plan.experiments.items()]
+    for where, env in places:
+        for name in hostenv.missing(env, environ):
+            raise ConfigError(
+                f"{where}.{name}",
+                f"its secret comes from the environment variable {env[name]['secret']}, which "
+                "is not set: export it in the shell that runs snakemake",
+            )

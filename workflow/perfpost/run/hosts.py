@@ -1,0 +1,189 @@
+"""Where a cell's scripts run. ``localhost`` runs them with ``sh -c`` and no SSH.
+
+A host runs a script with a timeout and returns its exit code and output; on timeout (or when
+perfpost itself is interrupted) the whole process group is killed, so no tool process
+outlives its cell. Remote hosts implement the same interface in :mod:`perfpost.run.remote`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import traceback
+from pathlib import Path
+from typing import Any, Protocol
+
+from perfpost import hostenv
+from perfpost.errors import PerfpostError, unforeseen
+from perfpost.hostenv import LOCALHOST
+from perfpost.run import hostscript
+from perfpost.run.hostscript import CommandResult
+
+KILL_GRACE = 2.0
+
+
+class Host(Protocol):
+    name: str
+
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult: ...
+
+    def read(self, remote_path: str) -> bytes | None: ...
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(KILL_GRACE)
+            # The leader is gone; children in its group may linger: one more pass kills them.
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class LocalHost:
+    """This machine, through ``sh -c`` in a new process group.
+
+    A script starts from :func:`perfpost.hostenv.base` (PATH, HOME and the like, not the rest
+    of perfpost's environment, which may hold a secret's source), and ``env`` is exported on
+    top (read from a pipe, like on remote hosts); the same pipe is the script's lifeline: if
+    perfpost dies, its watcher kills the process group.
+    """
+
+    name = LOCALHOST
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.env = dict(env or {})
+
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult:
+        """``abandon`` runs if perfpost dies while the script does (to remove scratch)."""
+        lifeline_r, lifeline_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", hostscript.local_wrapper(), "perfpost", script, abandon],
+                stdin=lifeline_r,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+                env=hostenv.base(),
+            )
+        except BaseException:
+            os.close(lifeline_w)
+            raise
+        finally:
+            os.close(lifeline_r)
+        try:
+            os.write(lifeline_w, hostscript.env_block(self.env))
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            return CommandResult(None, out, err, timed_out=True)
+        except BaseException:
+            # Interrupted (SIGINT/SIGTERM turned into an exception): take the tools down too.
+            _kill_group(proc)
+            raise
+        finally:
+            # A tool that forked into the background must not outlive the step either.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            os.close(lifeline_w)
+        return CommandResult(proc.returncode, out, err)
+
+    def read(self, remote_path: str) -> bytes | None:
+        """A file's bytes, into memory (the caller masks secrets before any copy is
+        written); None when it does not exist."""
+        try:
+            return Path(remote_path).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        """Copy a file from the host; False when it does not exist."""
+        data = self.read(remote_path)
+        if data is None:
+            return False
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        local_path.write_bytes(data)
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+class UnusableHost:
+    """A host that could not even be opened (its spec or SSH config is unusable): every
+    command fails with ``reason``, so the cell still ends with a failed record saying why."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.where = name
+        self.reason = reason
+
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult:
+        raise PerfpostError(self.reason)
+
+    def read(self, remote_path: str) -> bytes | None:
+        raise PerfpostError(self.reason)
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        raise PerfpostError(self.reason)
+
+    def close(self) -> None:
+        pass
+
+
+def open_host(spec: dict, env: dict[str, str] | None = None) -> Host:
+    """The host a spec names: this machine for ``localhost``, else an SSH host. ``env`` is
+    exported for every script run there."""
+    if spec["name"] == LOCALHOST:
+        return LocalHost(env)
+    from perfpost.run.remote import RemoteHost  # Fabric is imported only when a remote host is used
+
+    return RemoteHost(spec, env)
+
+
+def open_hosts(specs: list[Any], envs: list[dict[str, str]]) -> list[Host]:
+    """The hosts of cells (``CellSpec``), each with its env. A host that cannot even be
+    opened (an unreadable ssh_config, a bug) becomes an :class:`UnusableHost` saying why, so
+    its cell still ends with a failed record, and the other cells still run."""
+    hosts: list[Host] = []
+    for spec, env in zip(specs, envs, strict=True):
+        try:
+            hosts.append(open_host(spec.host, env))
+        except Exception as e:
+            traceback.print_exc()
+            reason = f"cannot open host {spec.host['name']}: {unforeseen(e)}"
+            hosts.append(UnusableHost(spec.host["name"], reason))
+    return hosts
+
+
+def close_all(hosts: list[Host]) -> None:
+    """Close every host. A failure here comes after the records are written and must not
+    fail the job: Snakemake would delete its records."""
+    for h in hosts:
+        try:
+            h.close()
+        except Exception:
+            traceback.print_exc()

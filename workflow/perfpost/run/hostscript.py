@@ -1,0 +1,263 @@
+"""POSIX sh scripts that run a cell's steps on a host, built from argument lists.
+
+Every argument is quoted with :func:`shlex.quote`, so a parameter like ``1; touch /tmp/x``
+reaches the tool as one literal argument. Timing is taken on the host (``date +%s.%N``) and
+reported on stdout as one marker line per step::
+
+    @perfpost <step> <start epoch s> <end epoch s> <exit code>[,<exit code>...]
+
+The same scripts run under ``sh -c`` locally and through SSH on remote hosts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from perfpost.errors import PerfpostError
+from perfpost.tools.base import Proc
+
+MARKER = "@perfpost"
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a host returns for a script, local or over SSH."""
+
+    exit_code: int | None  # None when killed at the timeout
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+UNPRIVILEGED = "@perfpost-unprivileged"
+SCRATCH_PREFIX = "perfpost-"
+
+
+def quote(argv: Sequence[str]) -> str:
+    return shlex.join(argv)
+
+
+def _check_scratch(path: str) -> str:
+    # Scripts remove these directories recursively: refuse anything perfpost did not name.
+    if not PurePosixPath(path).name.startswith(SCRATCH_PREFIX) or not path.startswith("/"):
+        raise PerfpostError(f"refusing to use {path!r} as a scratch directory")
+    return shlex.quote(path)
+
+
+def prepare_script(workdir: str, logdir: str, procs: Sequence[Proc]) -> str:
+    """Create the cell's work directory and run the unmeasured preparation commands."""
+    lines = [
+        "set -u",
+        "export LC_ALL=C",
+        f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?",
+    ]
+    log = shlex.quote(f"{logdir}/prepare.log")
+    for proc in procs:
+        lines.append(f"{quote(proc.argv)} >>{log} 2>&1 || exit $?")
+    return "\n".join(lines) + "\n"
+
+
+def drop_cache_script() -> str:
+    """Flush and drop the page cache; exit 3 with a marker when this user may not."""
+    return (
+        "if [ ! -w /proc/sys/vm/drop_caches ]; then\n"
+        f'  echo "{UNPRIVILEGED} /proc/sys/vm/drop_caches is not writable by user $(id -un)"\n'
+        "  exit 3\n"
+        "fi\n"
+        "sync && echo 3 > /proc/sys/vm/drop_caches || {\n"
+        f'  echo "{UNPRIVILEGED} writing /proc/sys/vm/drop_caches failed for user $(id -un)"\n'
+        "  exit 3\n"
+        "}\n"
+    )
+
+
+def measure_script(
+    step: str,
+    logdir: str,
+    procs: Sequence[Proc],
+    background: Sequence[Proc] = (),
+    start_at: float | None = None,
+) -> str:
+    """Run ``procs`` concurrently (one runs in the foreground), timed on the host.
+
+    With ``start_at`` (epoch seconds) the host sleeps until that moment first, so several
+    hosts can start one measurement together.
+    """
+    if not procs:
+        raise ValueError("a measured step needs at least one process")
+    lines = ["set -u", "export LC_ALL=C", f"cd -- {_check_scratch(logdir)} || exit 97"]
+    if start_at is not None:
+        lines.append(
+            f'd=$(awk -v t={start_at:.6f} -v n="$(date +%s.%N)" '
+            '\'BEGIN { d = t - n; if (d > 0) printf "%.6f", d; else printf "0" }\')'
+        )
+        lines.append('sleep "$d"')
+    for i, proc in enumerate(background, start=1):
+        lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
+    lines.append("t0=$(date +%s.%N)")
+
+    def redirect(proc: Proc) -> str:
+        return f">{shlex.quote(proc.log)} 2>&1" if proc.log else ">/dev/null 2>&1"
+
+    if len(procs) == 1:
+        lines.append(f"{quote(procs[0].argv)} {redirect(procs[0])}; r1=$?")
+    else:
+        for i, proc in enumerate(procs, start=1):
+            lines.append(f"{quote(proc.argv)} {redirect(proc)} & p{i}=$!")
+        for i in range(1, len(procs) + 1):
+            lines.append(f"wait $p{i}; r{i}=$?")
+    lines.append("t1=$(date +%s.%N)")
+    for i in range(1, len(background) + 1):
+        lines.append(f"kill $bg{i} 2>/dev/null; wait $bg{i} 2>/dev/null")
+    rcs = ",".join(f"$r{i}" for i in range(1, len(procs) + 1))
+    lines.append(f'printf \'{MARKER} %s %s %s %s\\n\' {shlex.quote(step)} "$t0" "$t1" "{rcs}"')
+    return "\n".join(lines) + "\n"
+
+
+HTTP_MARKER = "@perfpost-http"
+
+
+def http_get_script(url: str, timeout: float = 10.0) -> str:
+    """GET ``url`` with curl on the host (the service may be reachable only from the
+    cluster), following redirects (a standby RM points to the active one); the body goes to
+    stdout, then a ``@perfpost-http <status>`` line."""
+    return (
+        "command -v curl >/dev/null 2>&1 || { echo 'curl is not installed on the host' >&2; "
+        "exit 127; }\n"
+        f"exec curl -sS -L --max-time {timeout:g} -H 'Accept: application/json' "
+        f"-w '\\n{HTTP_MARKER} %{{http_code}}\\n' -- {shlex.quote(url)}\n"
+    )
+
+
+def http_put_script(url: str, body: str, timeout: float = 10.0) -> str:
+    """PUT the JSON ``body`` to ``url`` with curl on the host; output as
+    :func:`http_get_script`'s."""
+    return (
+        "command -v curl >/dev/null 2>&1 || { echo 'curl is not installed on the host' >&2; "
+        "exit 127; }\n"
+        f"exec curl -sS -L --max-time {timeout:g} -X PUT -H 'Content-Type: application/json' "
+        f"-H 'Accept: application/json' --data {shlex.quote(body)} "
+        f"-w '\\n{HTTP_MARKER} %{{http_code}}\\n' -- {shlex.quote(url)}\n"
+    )
+
+
+def parse_http(stdout: str) -> tuple[int | None, str]:
+    """The status and body printed by :func:`http_get_script` (status None if cut off)."""
+    body, sep, tail = stdout.rpartition(f"\n{HTTP_MARKER} ")
+    if not sep:
+        return None, stdout
+    code = tail.strip()
+    return (int(code) if code.isdigit() else None), body
+
+
+def sync_script() -> str:
+    """``sync`` timed on the host, as the posts' ``time sync``."""
+    return (
+        "t0=$(date +%s.%N); sync; r=$?; t1=$(date +%s.%N)\n"
+        f'printf \'{MARKER} sync %s %s %s\\n\' "$t0" "$t1" "$r"\n'
+    )
+
+
+LEFT_MARKER = "@perfpost-left"
+
+
+def cleanup_script(*paths: str) -> str:
+    """Remove the cell's scratch: the tool's files and its unmasked logs must not stay on
+    the host. A tool may leave directories it cannot write (read-only caches): those are made
+    writable and removed again. Whatever is still there is named on a ``@perfpost-left`` line.
+    """
+    quoted = " ".join(_check_scratch(p) for p in paths)
+    return (
+        f"rm -rf -- {quoted} 2>/dev/null || {{ chmod -R u+rwx -- {quoted} 2>/dev/null; "
+        f"rm -rf -- {quoted}; }}\n"
+        f'for p in {quoted}; do [ -e "$p" ] && echo "{LEFT_MARKER} $p"; done; exit 0\n'
+    )
+
+
+def parse_left(stdout: str) -> list[str]:
+    """The paths a :func:`cleanup_script` could not remove."""
+    prefix = f"{LEFT_MARKER} "
+    return [ln[len(prefix) :] for ln in stdout.splitlines() if ln.startswith(prefix)]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One step's host-side timing and exit codes."""
+
+    step: str
+    start: float
+    end: float
+    exit_codes: tuple[int, ...]
+
+    @property
+    def elapsed(self) -> float:
+        return self.end - self.start
+
+
+def parse_markers(stdout: str) -> dict[str, Timing]:
+    """Timing markers from a script's stdout; other lines are ignored."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) != 5 or parts[0] != MARKER:
+            continue
+        try:
+            codes = tuple(int(c) for c in parts[4].split(","))
+            out[parts[1]] = Timing(parts[1], float(parts[2]), float(parts[3]), codes)
+        except ValueError:
+            continue
+    return out
+
+
+# Wrappers every script runs in. Both read the cell's environment from standard input first
+# (``NAME=<base64 value>`` lines up to a line ``.``: secrets never reach a command line), then
+# keep standard input as a lifeline: perfpost holds its other end open while the script runs,
+# so when perfpost dies (even by SIGKILL) the pipe or SSH channel closes and a watcher kills
+# the script's whole process group. No tool outlives the process that measures it.
+_READ_ENV = (
+    'while IFS= read -r l && [ "$l" != . ]; do '
+    'v=$(printf %s "${l#*=}" | base64 -d) || exit 125; export "${l%%=*}=$v"; done; '
+)
+
+
+def env_block(env: dict[str, str]) -> bytes:
+    """What perfpost writes to the wrapper's standard input before the script runs."""
+    import base64
+
+    lines = [f"{k}={base64.b64encode(v.encode()).decode()}" for k, v in env.items()]
+    return ("".join(line + "\n" for line in lines) + ".\n").encode()
+
+
+def local_wrapper() -> str:
+    """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` in a process group of its own: when
+    perfpost goes away the watcher stops the group, runs ABANDON (removing the cell's
+    scratch) and kills what is left."""
+    return (
+        _READ_ENV + "exec 3<&0; "
+        "{ cat <&3 >/dev/null 2>&1; trap '' TERM; kill -TERM 0; sleep 1; "
+        '[ -n "${2:-}" ] && sh -c "$2"; kill -KILL 0; } >/dev/null 2>&1 & '
+        'exec 3<&-; sh -c "$1" </dev/null'
+    )
+
+
+def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
+    """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` over SSH: ``timeout`` puts the script
+    in a new process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill
+    it); the watcher kills that group when the SSH channel closes before the script ends,
+    then runs ABANDON (removing the cell's scratch, which perfpost can no longer do)."""
+    pf = shlex.quote(pidfile)
+    kill = (
+        f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}; '
+        '[ -n "${2:-}" ] && sh -c "$2"'
+    )
+    return (
+        _READ_ENV + "exec 3<&0; "
+        f'timeout -k {kill_after:g} {timeout:g} sh -c "$1" </dev/null 3<&- & p=$!; '
+        f'echo "$p" > {pf}; '
+        f"{{ cat <&3 >/dev/null 2>&1; if [ -e {pf} ]; then {kill}; fi; }} >/dev/null 2>&1 & "
+        'w=$!; exec 3<&-; wait "$p"; rc=$?; '
+        f'rm -f {pf}; kill "$w" 2>/dev/null; exit $rc'
+    )

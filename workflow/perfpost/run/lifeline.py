@@ -1,0 +1,253 @@
+"""Tie every job to the Snakemake run that started it, and clean up after a run that was killed.
+
+Snakemake killed with SIGKILL (or by the OOM killer) leaves its jobs running, as ordinary child
+processes, and its locks on disk. Left alone, an orphaned cell would keep measuring while the
+next run starts the same cell again on the same host, and the next run would refuse to start
+until someone typed ``--unlock``. So, when a run starts executing (Snakemake's ``onstart``,
+never while the Snakefile is merely read, so ``-n``, ``--lint`` and ``--report`` change
+nothing):
+
+- the run is marked (:func:`mark_run`); every perfpost job watches that process and
+  interrupts itself when it dies (:func:`watch_run`): the tools are killed on every host and no
+  record is written, so the next run tries the cell again in a new attempt;
+- jobs of an earlier killed run that are still stopping are waited for (:func:`recover`);
+- a watcher in a session of its own (:func:`janitor`) waits for the run to end and, if it
+  died without removing its locks, removes them once no other Snakemake works in the
+  directory; it exits with that, so nothing outlives the run.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ENV = "PERFPOST_RUN"
+ORPHAN_WAIT = 60.0  # seconds an orphan gets to kill its tools before it is stopped
+
+
+def _starttime(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot: tells a pid from its reuse."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def mark_run() -> None:
+    """Record this process (the Snakemake run) in the environment its jobs inherit."""
+    pid = os.getpid()
+    os.environ[ENV] = f"{socket.gethostname()}:{pid}:{_starttime(pid)}"
+
+
+def _parse(value: str) -> tuple[str, int, str] | None:
+    try:
+        host, pid, start = value.rsplit(":", 2)
+        return host, int(pid), start
+    except ValueError:
+        return None
+
+
+def _alive(pid: int, start: str) -> bool:
+    return _starttime(pid) == start
+
+
+def watch_run(on_death: Callable[[], None]) -> None:
+    """Call ``on_death`` (from a daemon thread) when the run that started this job ends.
+
+    Does nothing outside a run, or when the job runs on another machine than Snakemake.
+    """
+    marked = _parse(os.environ.get(ENV, ""))
+    if marked is None or marked[0] != socket.gethostname():
+        return
+    _, pid, start = marked
+    try:
+        fd = os.pidfd_open(pid)
+    except (ProcessLookupError, PermissionError, OSError):
+        on_death()
+        return
+    if not _alive(pid, start):  # the pid was reused: the run is gone already
+        os.close(fd)
+        on_death()
+        return
+
+    def wait() -> None:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.poll()
+        on_death()
+
+    threading.Thread(target=wait, name="perfpost-lifeline", daemon=True).start()
+
+
+def stop_when_run_dies() -> None:
+    """For perfpost's workflow steps: turn the run's death into SIGTERM, which the command
+    line turns into an interrupt that kills the tools on every host."""
+
+    def on_death() -> None:
+        print(
+            "perfpost: the Snakemake run that started this job is gone; stopping it",
+            file=sys.stderr,
+            flush=True,
+        )
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    watch_run(on_death)
+
+
+def _processes() -> Iterator[int]:
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            yield int(entry.name)
+
+
+def _read(pid: int, name: str) -> bytes | None:
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    except OSError:
+        return None
+
+
+def _cwd(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        stat = _read(pid, "stat")
+        if stat is None:
+            break
+        pid = int(stat.rsplit(b")", 1)[1].split()[1])
+    return out
+
+
+def orphans(workdir: str) -> list[int]:
+    """perfpost jobs in ``workdir`` whose Snakemake run is gone."""
+    found = []
+    mine = _ancestors()
+    for pid in _processes():
+        if pid in mine or _cwd(pid) != workdir:
+            continue
+        environ = _read(pid, "environ") or b""
+        for item in environ.split(b"\0"):
+            if item.startswith(ENV.encode() + b"="):
+                marked = _parse(item.split(b"=", 1)[1].decode(errors="replace"))
+                if (
+                    marked
+                    and marked[0] == socket.gethostname()
+                    and not _alive(marked[1], marked[2])
+                ):
+                    found.append(pid)
+                break
+    return found
+
+
+def other_snakemakes(workdir: str) -> list[int]:
+    """Snakemake processes other than this one (and its parents) working in ``workdir``."""
+    mine = _ancestors()
+    out = []
+    for pid in _processes():
+        if pid in mine or _cwd(pid) != workdir:
+            continue
+        argv = (_read(pid, "cmdline") or b"").split(b"\0")
+        if any(Path(a.decode(errors="replace")).name.startswith("snakemake") for a in argv[:3]):
+            out.append(pid)
+    return out
+
+
+def recover(workdir: str | None = None, wait: float = ORPHAN_WAIT, locks: bool = True) -> list[str]:
+    """Undo what a killed run left behind; returns what was done, one line each.
+
+    Orphaned jobs get ``wait`` seconds to stop by themselves (they watch their run and kill
+    their tools), then SIGTERM, then SIGKILL. With ``locks``, Snakemake's locks are removed
+    only when no other Snakemake works in this directory: they belong to a run that no
+    longer exists (never pass it from inside a running Snakemake: the locks are its own).
+    """
+    workdir = os.path.realpath(workdir or os.getcwd())
+    said = []
+    left = orphans(workdir)
+    if left:
+        said.append(f"waiting for {len(left)} job(s) of a killed run to stop their tools")
+        deadline = time.monotonic() + wait
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = [p for p in left if Path(f"/proc/{p}").exists()]
+        for sig, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+            if not left:
+                break
+            said.append(f"sending {sig.name} to {len(left)} job(s) of a killed run")
+            for p in left:
+                try:
+                    os.kill(p, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + grace
+            while left and time.monotonic() < deadline:
+                time.sleep(0.2)
+                left = [p for p in left if Path(f"/proc/{p}").exists()]
+    return said + (remove_stale_locks(workdir) if locks else [])
+
+
+def remove_stale_locks(workdir: str) -> list[str]:
+    """Remove Snakemake's locks in ``workdir`` when no Snakemake works there: they belong to
+    a run that no longer exists. Returns what was done."""
+    lockdir = Path(workdir, ".snakemake", "locks")
+    stale = sorted(lockdir.glob("*.lock")) if lockdir.is_dir() else []
+    if not stale or other_snakemakes(workdir):
+        return []
+    for f in stale:
+        f.unlink(missing_ok=True)
+    return [f"removed {len(stale)} lock(s) of a Snakemake run that is no longer running"]
+
+
+def start_janitor(workdir: str | None = None) -> None:
+    """Start :func:`janitor` for this run (the calling Snakemake process), detached in a
+    session of its own so that killing the run's process group does not take it along."""
+    import subprocess
+
+    workdir = os.path.realpath(workdir or os.getcwd())
+    pid = os.getpid()
+    subprocess.Popen(
+        [sys.executable, "-m", "perfpost.run.lifeline", str(pid), str(_starttime(pid)), workdir],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        # Not a job of the run: a later run must not take it for an orphan to wait for.
+        env={k: v for k, v in os.environ.items() if k != ENV},
+    )
+
+
+def janitor(pid: int, start: str, workdir: str) -> list[str]:
+    """Wait for the run ``pid`` to end; then clean up what it left: its locks, if it was
+    killed before removing them (at once, so the next run can start), then its jobs, which
+    stop by themselves and are stopped if they do not. Returns what was done."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        fd = None
+    if fd is not None:
+        if _alive(pid, start):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll()
+        os.close(fd)
+    said = remove_stale_locks(workdir)
+    return said + recover(workdir, locks=False)
+
+
+if __name__ == "__main__":
+    janitor(int(sys.argv[1]), sys.argv[2], sys.argv[3])

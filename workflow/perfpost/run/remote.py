@@ -1,0 +1,450 @@
+"""Remote hosts over SSH, through Fabric. The only module that imports Fabric or paramiko.
+
+One connection per host serves every command of a job (TCP_NODELAY and keepalive on). Host
+keys are verified against known_hosts: Fabric accepts any key by default, perfpost does not,
+unless the inventory opts in with ``trust_new_keys`` (a new key is then appended to
+known_hosts as one line, changed keys are still refused). Every command runs under the host's
+``timeout`` in a process group of its own; on a timeout or an interrupt perfpost kills that
+group, so no tool outlives its cell. Files come back over a plain exec channel (``cat``), not
+SFTP, which a host may not offer. Connection failures become :class:`HostError` with a reason
+fit for the cell's record.
+
+A command gets the login environment sshd gives (perfpost sends no variables of its own) and
+the cell's ``env``, read from standard input; no secret is written to a file on the host.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import os
+import shlex
+import socket
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from perfpost.errors import PerfpostError
+from perfpost.run import hostscript
+from perfpost.run.hostscript import CommandResult
+
+KILL_AFTER = 5  # seconds between the timeout's TERM and KILL
+CLIENT_GRACE = 30  # how much later the client gives up if the host's own timeout never fires
+CONNECT_TIMEOUT = 15
+READ_TIMEOUT = 120  # seconds a file copy may go without a byte before the host counts as lost
+_MISSING = "@perfpost-no-such-file"
+
+
+# Remote commands running now (pidfile -> host), so an interrupt can kill them: Invoke
+# swallows KeyboardInterrupt while a command runs and would wait for it to end by itself.
+_ACTIVE: dict[str, RemoteHost] = {}
+_INTERRUPTED = threading.Event()
+
+
+def interrupt() -> None:
+    """Kill every running remote command's process group; for signal handlers."""
+    _INTERRUPTED.set()
+    for pidfile, host in list(_ACTIVE.items()):
+        host._kill(pidfile)
+
+
+# Invoke polls a command's end and its standard input every `input_sleep` seconds; its
+# 10 ms default doubled the latency of a short command (34 ms against ssh's 15 ms).
+INPUT_SLEEP = 0.002
+
+
+def _remote_runner() -> Any:
+    from fabric.runners import Remote
+
+    class _Remote(Remote):
+        input_sleep = INPUT_SLEEP
+
+    return _Remote
+
+
+class HostError(PerfpostError):
+    """A host that could not be used: unreachable, authentication, host key, lost connection."""
+
+
+def _known_hosts_paths(spec: dict[str, Any]) -> list[Path]:
+    if spec.get("known_hosts"):
+        return [Path(os.path.expanduser(spec["known_hosts"]))]
+    return [Path(os.path.expanduser("~/.ssh/known_hosts"))]
+
+
+def _key_name(host: str, port: int) -> str:
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+def _names_match(names: str, hostname: str) -> bool:
+    """Whether a known_hosts line's first field names ``hostname``: plainly (comma-separated)
+    or hashed (``|1|salt|hmac``, as ``HashKnownHosts`` writes)."""
+    for name in names.split(","):
+        if name == hostname:
+            return True
+        if name.startswith("|1|"):
+            try:
+                salt, digest = (base64.b64decode(x) for x in name[3:].split("|", 1))
+            except (ValueError, TypeError):
+                continue
+            mine = hmac.new(salt, hostname.encode(), hashlib.sha1).digest()
+            if hmac.compare_digest(mine, digest):
+                return True
+    return False
+
+
+def _known_lines(text: str) -> list[tuple[str, str, str, str]]:
+    """(marker, names, key type, base64 key) of every host key line; comments, blank and
+    unreadable lines are skipped (and kept in the file as they are)."""
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        marker = fields.pop(0) if fields[0].startswith("@") else ""
+        if len(fields) >= 3:
+            out.append((marker, fields[0], fields[1], fields[2]))
+    return out
+
+
+class KeyChanged(HostError):
+    """The host offers a key that known_hosts does not hold for it, or holds as revoked."""
+
+
+def trust_key(path: Path, hostname: str, keytype: str, key: str) -> bool:
+    """Append ``hostname keytype key`` to the known_hosts file ``path``, as OpenSSH writes a
+    new host (``[host]:port`` for a port other than 22), unless it is there already.
+
+    The file is never rewritten: every other line (``@cert-authority``, ``@revoked``,
+    comments, hashed names) stays as it is, in its order. An exclusive lock is held while
+    the file is re-read and appended to, so parallel cells trusting hosts at once neither
+    lose a line nor add one twice. A key that differs from the one already recorded for
+    the host, or is revoked, raises :class:`KeyChanged`. Returns whether a line was added.
+    """
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "r+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)  # released when the file is closed
+        data = fh.read()
+        known = _known_lines(data.decode(errors="replace"))
+        if any(m == "@revoked" and (t, k) == (keytype, key) for m, _, t, k in known):
+            raise KeyChanged(f"host key rejected: the key of {hostname} is revoked in {path}")
+        mine = [(t, k) for m, names, t, k in known if not m and _names_match(names, hostname)]
+        if (keytype, key) in mine:
+            return False  # another cell added it meanwhile
+        if mine:
+            raise KeyChanged(
+                f"host key rejected: {hostname} offers a {keytype} key that is not the one "
+                f"in {path}; if the host was reinstalled, remove the old line "
+                f"(ssh-keygen -R '{hostname}') and add the new key after checking it"
+            )
+        sep = b"" if not data or data.endswith(b"\n") else b"\n"
+        fh.write(sep + f"{hostname} {keytype} {key}\n".encode())
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True
+
+
+class AppendNewKeys:
+    """paramiko's missing-host-key policy for ``trust_new_keys``: the new key is appended to
+    known_hosts by :func:`trust_key` (paramiko's own AutoAddPolicy rewrites the whole file,
+    dropping the lines it cannot read, and races with other cells)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        trust_key(self.path, hostname, key.get_name(), key.get_base64())
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
+
+def _load_known_hosts(client: Any, path: Path) -> None:
+    """Load the plain host keys of ``path`` into ``client``. paramiko's own loader stops at
+    the first line it cannot read (``@cert-authority``); those lines are skipped here, and a
+    key a ``@revoked`` line names is not loaded."""
+    from paramiko.hostkeys import HostKeyEntry
+
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return
+    known = _known_lines(text)
+    revoked = {(t, k) for m, _, t, k in known if m == "@revoked"}
+    keys = client.get_host_keys()
+    for marker, names, keytype, key in known:
+        if marker or (keytype, key) in revoked:
+            continue
+        try:
+            entry = HostKeyEntry.from_line(f"{names} {keytype} {key}")
+        except Exception:  # an unknown key type: OpenSSH skips it too
+            continue
+        if entry is None:
+            continue
+        for name in entry.hostnames:
+            keys.add(name, entry.key.get_name(), entry.key)
+
+
+class RemoteHost:
+    """A host from the inventory, reached over SSH."""
+
+    def __init__(self, spec: dict[str, Any], env: dict[str, str] | None = None) -> None:
+        from fabric import Config, Connection
+
+        self.name = spec["name"]
+        self.spec = spec
+        self.env = dict(env or {})
+        overrides: dict[str, Any] = {"runners": {"remote": _remote_runner()}}
+        config = Config(
+            overrides=overrides,
+            runtime_ssh_path=os.path.expanduser(spec["ssh_config"])
+            if spec.get("ssh_config")
+            else None,
+        )
+        kwargs: dict[str, Any] = {
+            "connect_timeout": int(spec.get("connect_timeout", CONNECT_TIMEOUT))
+        }
+        connect: dict[str, Any] = {}
+        if spec.get("key"):
+            connect["key_filename"] = [os.path.expanduser(spec["key"])]
+        if spec.get("user"):
+            kwargs["user"] = spec["user"]
+        if spec.get("port"):
+            kwargs["port"] = int(spec["port"])
+        target = spec.get("address") or spec.get("alias") or self.name
+        self.conn = Connection(target, config=config, connect_kwargs=connect, **kwargs)
+        self._hops = []
+        hop = self.conn
+        while hop is not None and not isinstance(hop, str):
+            self._hops.append(hop)
+            hop = hop.gateway if hop.gateway else None
+        for c in self._hops:
+            self._verify_keys(c)
+        self._open = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
+
+    def _verify_keys(self, conn: Any) -> None:
+        from paramiko import RejectPolicy
+
+        client = conn.client
+        files = _known_hosts_paths(self.spec)
+        for path in files:
+            _load_known_hosts(client, path)
+        if self.spec.get("trust_new_keys"):
+            # An explicit opt-in: record a new host's key (a changed key is still refused).
+            client.set_missing_host_key_policy(AppendNewKeys(files[0]))
+        else:
+            client.set_missing_host_key_policy(RejectPolicy())
+
+    def _connect(self) -> None:
+        if self._open:
+            return
+        from paramiko.ssh_exception import (
+            AuthenticationException,
+            BadHostKeyException,
+            NoValidConnectionsError,
+            SSHException,
+        )
+
+        known = ", ".join(str(p) for p in _known_hosts_paths(self.spec))
+        keyname = _key_name(self.conn.host, self.conn.port)
+        try:
+            self.conn.open()
+        except BadHostKeyException as e:
+            raise HostError(
+                f"host key rejected: the key of {self.name} ({keyname}) is not the one in "
+                f"{known} (got {e.key.get_name()} {e.key.get_fingerprint().hex()}); if the host "
+                f"was reinstalled, remove the old line (ssh-keygen -R '{keyname}') and add the "
+                "new key after checking it"
+            ) from None
+        except AuthenticationException as e:
+            raise HostError(f"authentication failed for {self.where}: {e}") from None
+        except NoValidConnectionsError as e:
+            raise HostError(f"unreachable: {self.where}: {_first_error(e)}") from None
+        except TimeoutError:
+            raise HostError(
+                f"unreachable: {self.where}: no answer within {self.conn.connect_timeout} s"
+            ) from None
+        except socket.gaierror as e:
+            raise HostError(f"unreachable: {self.where}: cannot resolve: {e}") from None
+        except OSError as e:
+            raise HostError(f"unreachable: {self.where}: {e}") from None
+        except SSHException as e:
+            if "not found in known_hosts" in str(e):
+                # The unknown host may be a ProxyJump hop: paramiko's message names it.
+                server = str(e).split("'")[1] if "'" in str(e) else keyname
+                raise HostError(
+                    f"host key rejected: {self.name} ({server}) is not in {known}; check "
+                    f"its key and add it (ssh-keyscan -p {self.conn.port} {self.conn.host} "
+                    f">> {_known_hosts_paths(self.spec)[0]}), or set trust_new_keys: true for "
+                    "this host in the inventory"
+                ) from None
+            raise HostError(f"ssh failed for {self.where}: {e}") from None
+        for hop in self._hops:
+            transport = hop.client.get_transport()
+            if transport is None:
+                continue
+            # Through a ProxyJump the socket is a channel of the hop before: only the first
+            # hop has a TCP socket to tune.
+            if isinstance(transport.sock, socket.socket):
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            transport.set_keepalive(15)
+        self._open = True
+
+    def run(
+        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+    ) -> CommandResult:
+        """Run ``script`` with ``sh`` on the host, killed with its whole process group at
+        ``timeout`` seconds (or when perfpost is interrupted). After an interrupt only
+        ``force`` commands (clean-up) still run. ``abandon`` runs on the host if the
+        connection drops while the script runs (perfpost killed): it removes scratch."""
+        from invoke.exceptions import CommandTimedOut
+
+        if _INTERRUPTED.is_set() and not force:
+            raise KeyboardInterrupt("interrupted")
+        self._connect()
+        pidfile = f"/tmp/perfpost-{uuid.uuid4().hex[:12]}.pid"
+        # `timeout` puts itself and the script in a new process group and kills that group;
+        # its pid (= the group id) goes to a file so perfpost can kill the group itself. The
+        # environment goes through standard input, which then stays open as the lifeline.
+        wrapper = hostscript.remote_wrapper(pidfile, timeout, KILL_AFTER)
+        command = (
+            f"sh -c {shlex.quote(wrapper)} perfpost {shlex.quote(script)} {shlex.quote(abandon)}"
+        )
+        stdin_r, stdin_w = os.pipe()
+        os.write(stdin_w, hostscript.env_block(self.env))
+        _ACTIVE[pidfile] = self
+        try:
+            with os.fdopen(stdin_r, "rb", buffering=0) as stdin:
+                result = self.conn.run(
+                    command,
+                    hide=True,
+                    warn=True,
+                    timeout=timeout + KILL_AFTER + CLIENT_GRACE,
+                    in_stream=stdin,
+                    echo_stdin=False,
+                )
+        except CommandTimedOut as e:
+            self._kill(pidfile)
+            return CommandResult(None, e.result.stdout, e.result.stderr, timed_out=True)
+        except BaseException as e:
+            # Interrupted, or the connection died: take the tools down if the host answers.
+            self._kill(pidfile)
+            if isinstance(e, KeyboardInterrupt | SystemExit):
+                raise
+            raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
+        finally:
+            _ACTIVE.pop(pidfile, None)
+            os.close(stdin_w)
+        if _INTERRUPTED.is_set() and not force:
+            raise KeyboardInterrupt("interrupted")
+        if result.exited is None or result.exited < 0:
+            # paramiko's "no exit status": the channel closed before the command ended (the
+            # host's sshd died or dropped the session); the command's outcome is unknown.
+            self._kill(pidfile)
+            raise HostError(
+                f"connection to {self.where} lost: the channel closed before the command ended"
+            )
+        timed_out = result.exited == 124
+        return CommandResult(
+            None if timed_out else result.exited, result.stdout, result.stderr, timed_out=timed_out
+        )
+
+    def _kill(self, pidfile: str) -> None:
+        """Kill the process group recorded in ``pidfile``, on a channel of its own.
+
+        Plain paramiko rather than Fabric: this may run inside a signal handler while a
+        Fabric command is waiting on the same connection.
+        """
+        # `kill -SIG -PGID`, no `--`: dash (Debian's sh) reads `-- -PGID` as a bad number.
+        script = (
+            f'p=$(cat {pidfile} 2>/dev/null) && [ -n "$p" ] && '
+            f'{{ kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; }}'
+            f"; rm -f {pidfile}"
+        )
+        try:
+            transport = self.conn.client.get_transport()
+            if transport is None or not transport.is_active():
+                return
+            channel = transport.open_session(timeout=10)
+            channel.settimeout(20)
+            channel.exec_command(f"sh -c {shlex.quote(script)}")
+            channel.recv_exit_status()
+            channel.close()
+        except Exception:  # best effort: the host may be gone
+            pass
+
+    def read(self, remote_path: str) -> bytes | None:
+        """A file's bytes, into memory, with ``cat`` on an exec channel of its own (no SFTP,
+        which a host may have disabled); None when it does not exist."""
+        self._connect()
+        q = shlex.quote(remote_path)
+        script = f"[ -e {q} ] || {{ echo {_MISSING} >&2; exit 1; }}; exec cat -- {q}"
+        out, err = bytearray(), bytearray()
+        try:
+            transport = self.conn.client.get_transport()
+            if transport is None or not transport.is_active():
+                raise EOFError("the connection is closed")
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT)
+            try:
+                channel.settimeout(READ_TIMEOUT)
+                channel.exec_command(f"sh -c {shlex.quote(script)}")
+                channel.shutdown_write()
+                while chunk := channel.recv(1 << 16):
+                    out += chunk
+                    while channel.recv_stderr_ready():
+                        err += channel.recv_stderr(1 << 16)
+                while chunk := channel.recv_stderr(1 << 16):
+                    err += chunk
+                code = channel.recv_exit_status()
+            finally:
+                channel.close()
+        except Exception as e:  # socket, SSH or timeout: the host is lost
+            raise HostError(
+                f"cannot copy {remote_path} from {self.where}: {e or type(e).__name__}"
+            ) from None
+        if code == 0:
+            return bytes(out)
+        said = err.decode(errors="replace").strip()
+        if said == _MISSING:
+            return None
+        raise HostError(f"cannot copy {remote_path} from {self.where}: exit code {code}: {said}")
+
+    def fetch(self, remote_path: str, local_path: Path) -> bool:
+        """Copy a file from the host; False when it does not exist."""
+        data = self.read(remote_path)
+        if data is None:
+            return False
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        local_path.write_bytes(data)
+        return True
+
+    def close(self) -> None:
+        """Close the connection, best effort: a host that died mid-cell leaves a dead socket,
+        and an error here would fail a cell whose record (and reason) is already written."""
+        from paramiko.ssh_exception import SSHException
+
+        dead = (EOFError, OSError, SSHException)
+        try:
+            self.conn.close()
+        except dead:
+            # Fabric's close stops at its first error on a dead socket: end the transport (its
+            # thread and socket) too.
+            with contextlib.suppress(*dead):
+                self.conn.client.close()
+        finally:
+            self._open = False
+
+
+def _first_error(e: Any) -> str:
+    errors = getattr(e, "errors", {}) or {}
+    for err in errors.values():
+        return err.strerror or str(err)
+    return str(e)

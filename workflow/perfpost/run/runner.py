@@ -1,0 +1,535 @@
+"""Run one cell on its host and leave exactly one record: done, failed (with reason) or skipped.
+
+Order: tool version, prepare (unmeasured), drop the page cache if asked, the measured step
+(timed on the host), the ``after`` steps (``sync``), fetch the raw logs, clean up, parse. The
+raw logs are kept whatever happens; the record is written last and atomically. Whatever goes
+wrong on the way (a host error, or an exception nobody foresaw), the cell ends with a record:
+failed, with the reason. Secrets are masked in memory before any log or record is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+import time
+import traceback
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from perfpost import __version__, hostenv, paths, tools
+from perfpost.errors import ParseError, PerfpostError, unforeseen
+from perfpost.hostenv import Redactor
+from perfpost.plan.config import CellSpec
+from perfpost.records import (
+    DONE,
+    FAILED,
+    RECORD_SCHEMA_VERSION,
+    SKIPPED,
+    read_record,
+    write_json_atomic,
+)
+from perfpost.run import hostscript
+from perfpost.run.hosts import Host
+from perfpost.run.hostscript import CommandResult
+from perfpost.tools.base import Fetch, Metric
+
+SHORT_TIMEOUT = 60.0
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="microseconds")
+
+
+def sync_adjusted(
+    metrics: list[Metric],
+    sync_time: float,
+    threshold: float,
+    adjust: tuple[tuple[str, str, str], ...],
+) -> list[Metric]:
+    """Adjusted rates: ``amount / (time + sync)`` when sync took longer than ``threshold``.
+
+    As in the onefile post, a slow ``sync`` means the write was not over when the tool said
+    so. Below the threshold the adjusted value equals the raw one, so both columns always exist.
+    """
+    by_name = {m.name: m for m in metrics}
+    added = sync_time if sync_time > threshold else 0.0
+    out = [Metric("sync_time", sync_time, "s"), Metric("sync_added", added, "s")]
+    for amount, time_name, rate in adjust:
+        if amount in by_name and time_name in by_name:
+            total = by_name[time_name].value + added
+            value = by_name[amount].value / total if total > 0 else math.nan
+            out.append(Metric(f"{time_name}_adjusted", total, "s"))
+            out.append(Metric(f"{rate}_adjusted", value, by_name[rate].unit))
+    return out
+
+
+def _tail(text: str, n: int = 5) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+class _CellRun:
+    def __init__(
+        self, spec: CellSpec, record_path: Path, host: Host, redactor: Redactor | None = None
+    ) -> None:
+        self.spec = spec
+        self.record_path = record_path
+        self.raw = record_path.parent / paths.RAW
+        self.host = host
+        self.redactor = redactor or Redactor()
+        self.adapter = tools.get(spec.tool)
+        token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
+        self.workdir = f"{spec.params['dir'].rstrip('/')}/{token}"
+        self.logdir = f"/tmp/{token}-logs"
+        self.steps: list[dict[str, Any]] = []
+        self.record: dict[str, Any] = {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "perfpost_version": __version__,
+            "experiment": spec.experiment,
+            "cell": spec.cell,
+            "labels": spec.labels,
+            "host": spec.host["name"],
+            "host_address": getattr(host, "where", "localhost"),
+            "repeat": spec.repeat,
+            "attempt": int(record_path.parent.name.rpartition("-")[2]),
+            "tool": spec.tool,
+            "measurement": spec.measurement_id(),
+            "params": spec.params,
+            "status": None,
+            "reason": None,
+            "command": None,
+            "exit_code": None,
+            "start": None,
+            "end": None,
+            "start_epoch": None,
+            "end_epoch": None,
+            "tool_version": None,
+            "workdir": self.workdir,
+            "logs": [],
+            "steps": self.steps,
+            "metrics": [],
+        }
+        if spec.cell_env():
+            self.record["env"] = hostenv.public(spec.cell_env())
+
+    def _run(self, name: str, script: str, timeout: float) -> CommandResult:
+        # Should perfpost die mid-step, the host removes the cell's scratch by itself.
+        abandon = hostscript.cleanup_script(self.workdir, self.logdir)
+        result = self.host.run(script, timeout, abandon=abandon)
+        if result.stderr:
+            self._keep(f"{name}.stderr", result.stderr)
+        self.steps.append(
+            {"step": name, "exit_code": result.exit_code, "timed_out": result.timed_out}
+        )
+        return result
+
+    def _remove_outputs(self) -> None:
+        """The plan's ``remove`` commands (teragen's output on HDFS or Ozone), once the
+        measured step ran; a failure is noted, it does not undo the measurement."""
+        plan = getattr(self, "plan", None)
+        if plan is None or not plan.remove or not hasattr(self, "measured"):
+            return
+        for i, proc in enumerate(plan.remove, start=1):
+            name = f"remove-{i}"
+            try:
+                got = self._run(name, hostscript.quote(proc.argv), SHORT_TIMEOUT * 5)
+            except PerfpostError as e:
+                self.record.setdefault("warnings", []).append(f"{name}: {e}")
+                continue
+            if got.exit_code != 0:
+                why = "timed out" if got.timed_out else f"exit code {got.exit_code}"
+                self.record.setdefault("warnings", []).append(
+                    f"{name} ({hostscript.quote(proc.argv)}) failed: {why}; "
+                    f"see {paths.RAW}/{name}.stderr"
+                )
+
+    def _keep(self, name: str, data: str | bytes) -> Path:
+        """Write a raw log of the attempt, its secrets masked before it touches the disk."""
+        path = self.raw / name
+        self.redactor.write(path, data)
+        return path
+
+    def _read_log(self, remote_path: str, name: str) -> str | None:
+        """Copy a log from the host into raw/ (masked on the way) and return its text as kept,
+        or None when the host has no such file."""
+        data = self.host.read(remote_path)
+        if data is None:
+            return None
+        data = self.redactor.bytes(data)
+        self._keep(name, data)
+        self.record["logs"].append(f"{paths.RAW}/{name}")
+        return data.decode(errors="replace")
+
+    def _finish(self, status: str, reason: str | None = None) -> dict[str, Any]:
+        try:
+            self._remove_outputs()
+        except Exception as e:  # the record says what went wrong, below
+            self.record.setdefault("warnings", []).append(f"removing outputs: {unforeseen(e)}")
+        # The host's scratch (the tool's files and unmasked logs) goes before the record says
+        # the attempt is over; what could not be removed is named in the record.
+        left = self.cleanup()
+        if left:
+            self.record.setdefault("warnings", []).append(left)
+        self.record["status"] = status
+        self.record["reason"] = reason
+        # JSON has no NaN: a value that could not be computed is left out, never invented.
+        self.record["metrics"] = [
+            m
+            for m in self.record["metrics"]
+            if isinstance(m["value"], int | float) and math.isfinite(m["value"])
+        ]
+        self.record = self.redactor.data(self.record)
+        write_json_atomic(self.record_path, self.record)
+        return self.record
+
+    def _guard(self, phase: Any, *args: Any) -> dict[str, Any] | None:
+        """Run one phase; a host failure (unreachable, key rejected, connection lost) fails
+        the cell with that reason, keeping whatever logs it had. So does any other exception
+        (a bug, a library's surprise): its traceback goes to the job's log, its message to the
+        record, and the other cells go on."""
+        if self.record["status"] is not None:
+            return self.record
+        try:
+            return phase(*args)
+        except PerfpostError as e:
+            return self._finish(FAILED, str(e))
+        except Exception as e:  # every cell ends with a record
+            traceback.print_exc(file=sys.stderr)
+            return self._finish(FAILED, unforeseen(e))
+
+    def _get(self, fetch: Fetch) -> tuple[str | None, str | None]:
+        """Poll ``fetch`` on the host until its record is final: (last body, why not)."""
+        deadline = time.monotonic() + fetch.timeout
+        body: str | None = None
+        why = "never tried"
+        while True:
+            for url in fetch.urls:
+                got = self.host.run(hostscript.http_get_script(url), SHORT_TIMEOUT)
+                code, text = hostscript.parse_http(got.stdout)
+                if code == 200:
+                    body = text
+                    if fetch.final(text):
+                        return body, None
+                    why = f"{url} gave a record that is not final yet"
+                    break
+                detail = _tail(got.stderr or text, 1) or f"exit code {got.exit_code}"
+                why = f"{url}: HTTP {code}: {detail}" if code else f"{url}: {detail}"
+                if code and 400 <= code < 500:
+                    return text or body, why  # the service does not know it: waiting won't help
+            if time.monotonic() >= deadline:
+                return body, f"{why} (gave up after {fetch.timeout:g} s)"
+            time.sleep(1.0)
+
+    def fetch_records(self, texts: dict[str, str]) -> tuple[list[Metric], str | None]:
+        """The adapter's service records of this run (the YARN application's), kept in raw/
+        whatever they say; metrics from the final ones, or why one is missing."""
+        fetches = getattr(self.adapter, "fetches", None)
+        metrics: list[Metric] = []
+        for fetch in fetches(self.spec.params, texts) if fetches else ():
+            body, why = self._get(fetch)
+            if body is not None:
+                body = self.redactor.text(body)
+                self._keep(fetch.name, body)
+                self.record["logs"].append(f"{paths.RAW}/{fetch.name}")
+            if why is not None:
+                return metrics, f"{fetch.what} not read: {why}"
+            try:
+                got, info = fetch.parse(body or "", f"{paths.RAW}/{fetch.name}")
+            except ParseError as e:
+                return metrics, f"{fetch.what} unreadable: {e}"
+            self.record.setdefault("service_records", {})[fetch.name] = info
+            metrics += got
+        return metrics, None
+
+    def cancel_services(self, texts: dict[str, str]) -> str:
+        """Stop what the killed client left running at a service (a YARN application keeps
+        running after its client dies); returns what to add to the cell's reason."""
+        fetches = getattr(self.adapter, "fetches", None)
+        said = ""
+        for fetch in fetches(self.spec.params, texts) if fetches else ():
+            if not fetch.cancel_urls:
+                continue
+            outcome = f"{fetch.cancel_what} could not be killed"
+            for url in fetch.cancel_urls:
+                got = self.host.run(hostscript.http_put_script(url, fetch.cancel_body), 30)
+                code, text = hostscript.parse_http(got.stdout)
+                self.record.setdefault("cancelled", []).append({"url": url, "http_status": code})
+                if code is not None and 200 <= code < 300:
+                    outcome = f"{fetch.cancel_what} killed (HTTP {code} from {url})"
+                    break
+                detail = _tail(got.stderr or text, 1) or f"exit code {got.exit_code}"
+                outcome += f": {url}: HTTP {code}: {detail}"
+            said += f"; {outcome}"
+        return said
+
+    def cleanup(self) -> str | None:
+        """Remove the cell's scratch on the host (once); what is left there, if anything."""
+        if getattr(self, "_cleaned", False):
+            return None
+        self._cleaned = True
+        try:
+            got = self.host.run(
+                hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT, force=True
+            )
+        except Exception:  # a host that is gone has nothing left to clean
+            return None
+        left = hostscript.parse_left(got.stdout)
+        if left:
+            return f"scratch left on the host, remove it by hand: {' '.join(left)}"
+        return None
+
+    def run(self) -> dict[str, Any]:
+        try:
+            self._guard(self.start)
+            self._guard(self.measure, None)
+            return self._guard(self.conclude) or self.record
+        finally:
+            self.cleanup()
+
+    def start(self) -> dict[str, Any] | None:
+        """Tool version, preparation and the page cache: everything before the measurement.
+        Returns the record when the cell is already over (failed or skipped)."""
+        self.raw.mkdir(parents=True, exist_ok=True)
+        spec, plan = self.spec, self.adapter.plan(self.spec.params, self.workdir)
+        self.plan = plan
+        self.record["command"] = "\n".join(
+            hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
+        )
+        self.record["prepare_commands"] = [hostscript.quote(p.argv) for p in plan.prepare]
+        self.record["remove_commands"] = [hostscript.quote(p.argv) for p in plan.remove]
+        self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
+        self.record["description"] = plan.description
+
+        version = self._run(
+            "version", hostscript.quote(self.adapter.version_argv(spec.params)), SHORT_TIMEOUT
+        )
+        if version.exit_code == 0 and version.stdout.strip():
+            self.record["tool_version"] = version.stdout.strip().splitlines()[0]
+
+        prep = self._run(
+            "prepare",
+            hostscript.prepare_script(self.workdir, self.logdir, plan.prepare),
+            spec.timeout,
+        )
+        if prep.exit_code != 0:
+            detail = self.redactor.text(prep.stderr)
+            detail = self._read_log(f"{self.logdir}/prepare.log", "prepare.log") or detail
+            why = "timed out" if prep.timed_out else f"exit code {prep.exit_code}"
+            detail = _tail(detail, 2)
+            return self._finish(FAILED, f"preparing the cell failed ({why}): {detail}".strip())
+
+        if plan.drop_cache:
+            drop = self._run("drop_cache", hostscript.drop_cache_script(), SHORT_TIMEOUT)
+            if drop.exit_code != 0:
+                msg = next(
+                    (
+                        ln.split(" ", 1)[1]
+                        for ln in drop.stdout.splitlines()
+                        if ln.startswith(hostscript.UNPRIVILEGED)
+                    ),
+                    None,
+                )
+                reason = (
+                    "cannot drop the page cache: "
+                    + (msg or f"exit code {drop.exit_code}: {_tail(drop.stderr, 2)}")
+                    + "; run as root on the host, or drop `drop_cache` from the cell"
+                )
+                skip = spec.params.get("on_unprivileged") == "skip" and msg is not None
+                return self._finish(SKIPPED if skip else FAILED, reason)
+        return None
+
+    def measure(self, start_at: float | None) -> dict[str, Any] | None:
+        """The measured step, timed on the host; with ``start_at``, it waits for that moment."""
+        spec, plan = self.spec, self.plan
+        self.measured = self._run(
+            "measure",
+            hostscript.measure_script(
+                "measure", self.logdir, plan.measure, plan.background, start_at=start_at
+            ),
+            spec.timeout + (max(start_at - time.time(), 0) if start_at else 0),
+        )
+        self.timing = timing = hostscript.parse_markers(self.measured.stdout).get("measure")
+        if timing:
+            self.record.update(
+                start_epoch=timing.start,
+                end_epoch=timing.end,
+                start=iso(timing.start),
+                end=iso(timing.end),
+            )
+            bad = [c for c in timing.exit_codes if c != 0]
+            self.record["exit_code"] = bad[0] if bad else 0
+            self.record["exit_codes"] = list(timing.exit_codes)
+        return None
+
+    def conclude(self) -> dict[str, Any]:
+        """Fetch the logs, run the after-steps, parse, and write the record."""
+        spec, plan, measured, timing = self.spec, self.plan, self.measured, self.timing
+        texts: dict[str, str] = {}
+        for proc in plan.measure:
+            text = self._read_log(f"{self.logdir}/{proc.log}", proc.log) if proc.log else None
+            if text is not None:
+                texts[proc.log] = text
+
+        if measured.timed_out:
+            reason = f"timed out after {spec.timeout:g} s"
+            return self._finish(FAILED, reason + self.cancel_services(texts))
+        if timing is None:
+            return self._finish(
+                FAILED,
+                f"the measured step did not finish (exit code "
+                f"{measured.exit_code}): {_tail(measured.stderr, 2)}",
+            )
+
+        metrics: list[Metric] = [Metric("wall_time", timing.elapsed, "s")]
+        if "start_skew" in self.record:
+            metrics.append(Metric("start_skew", self.record["start_skew"], "s"))
+        if "sync" in spec.after:
+            synced = self._run("sync", hostscript.sync_script(), spec.timeout)
+            st = hostscript.parse_markers(synced.stdout).get("sync")
+            if synced.timed_out or st is None or st.exit_codes != (0,):
+                why = (
+                    f"timed out after {spec.timeout:g} s"
+                    if synced.timed_out
+                    else f"exit code {synced.exit_code}"
+                )
+                return self._finish(FAILED, f"sync after the cell failed: {why}")
+            self.record["sync"] = {
+                "start": iso(st.start),
+                "end": iso(st.end),
+                "seconds": st.elapsed,
+            }
+
+        if self.record["exit_code"] != 0:
+            reason = self.adapter.error_reason(texts) or f"exit code {self.record['exit_code']}"
+            # A failed job's service record still tells why, and what it used.
+            fetched, _ = self.fetch_records(texts)
+            for info in self.record.get("service_records", {}).values():
+                said = (info.get("diagnostics") or "").strip().splitlines()
+                if said and said[0] not in reason:
+                    reason += f"; {info['status']}: {said[0]}"
+                else:
+                    reason += f" ({info['status']})"
+            self.record["metrics"] = [m.__dict__ for m in metrics + fetched]
+            return self._finish(FAILED, reason)
+        try:
+            parsed = self.adapter.parse_cell(texts, wall_time=timing.elapsed)
+        except ParseError as e:
+            # Named as it lies in the attempt directory, where the log is kept.
+            where = f"{paths.RAW}/{e.source}" if (self.raw / e.source).exists() else e.source
+            place = where if e.line is None else f"{where}:{e.line}"
+            return self._finish(FAILED, f"unparseable log: {place}: {e.message}")
+        fetched, why = self.fetch_records(texts)
+        if why is not None:
+            # Without its service record the cell would look complete but lack its numbers.
+            self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched]
+            return self._finish(FAILED, why)
+        metrics += parsed + fetched
+        if hasattr(self.adapter, "parse_series"):
+            self.record["series"] = {"progress": self.adapter.parse_series(texts)}
+        if "sync" in spec.after and plan.writes:
+            metrics += sync_adjusted(
+                parsed,
+                self.record["sync"]["seconds"],
+                spec.sync_threshold,
+                self.adapter.SYNC_ADJUST,
+            )
+        elif "sync" in spec.after:
+            metrics.append(Metric("sync_time", self.record["sync"]["seconds"], "s"))
+        self.record["metrics"] = [m.__dict__ for m in metrics]
+        return self._finish(DONE)
+
+
+START_MARGIN = 1.0  # seconds between the last host being ready and the common start
+
+
+def _each(cells: list[_CellRun], phase: str, *args: Any) -> None:
+    with ThreadPoolExecutor(max_workers=len(cells)) as pool:
+        list(pool.map(lambda c: c._guard(getattr(c, phase), *args), cells))
+
+
+def run_together(
+    specs: list[CellSpec],
+    record_paths: list[str | Path],
+    hosts: list[Host],
+    redactor: Redactor | None = None,
+) -> list[dict[str, Any]]:
+    """One cell on several hosts at the same moment, as the onefile post ran on 6 machines.
+
+    Every host prepares; then all measured steps wait on their host for one common start
+    time and run; each record gets the planned start, its own offset from it and the skew
+    between the hosts' actual starts (host clocks are assumed to be synchronised).
+    """
+    cells = [
+        _CellRun(s, Path(p), h, redactor)
+        for s, p, h in zip(specs, record_paths, hosts, strict=True)
+    ]
+    try:
+        _each(cells, "start")
+        ready = [c for c in cells if c.record["status"] is None]
+        if ready:
+            start_at = time.time() + START_MARGIN
+            _each(ready, "measure", start_at)
+            # A host lost during the measured step has its record already, and no timing.
+            measured = [c for c in ready if c.record["status"] is None]
+            starts = [c.timing.start for c in measured if c.timing]
+            skew = max(starts) - min(starts) if starts else 0.0
+            for c in ready:
+                c.record["planned_start"] = start_at
+                c.record["started_with"] = [x.spec.host["name"] for x in ready]
+                if getattr(c, "timing", None):
+                    c.record["start_offset"] = c.timing.start - start_at
+                c.record["start_skew"] = skew
+            _each(measured, "conclude")
+    except Exception as e:  # every cell ends with a record
+        traceback.print_exc(file=sys.stderr)
+        for c in cells:
+            if c.record["status"] is None:
+                c._finish(FAILED, unforeseen(e))
+    finally:
+        with ThreadPoolExecutor(max_workers=len(cells)) as pool:
+            list(pool.map(lambda c: c.cleanup(), cells))
+    return [c.record for c in cells]
+
+
+def run_cell(
+    spec: CellSpec, record_path: str | Path, host: Host, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """Run ``spec`` on ``host``; returns the record that was written to ``record_path``."""
+    return _CellRun(spec, Path(record_path), host, redactor).run()
+
+
+def record_failure(
+    spec: CellSpec, record_path: str | Path, reason: str, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """Write a failed record for a cell that could not even be set up to run (the last
+    resort of ``perfpost run-cell``: a cell never ends without a record)."""
+    path = Path(record_path)
+    if path.exists():
+        return read_record(path)  # a finished result is never overwritten
+    attempt = path.parent.name.rpartition("-")[2]
+    record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "perfpost_version": __version__,
+        "experiment": spec.experiment,
+        "cell": spec.cell,
+        "labels": spec.labels,
+        "host": spec.host.get("name"),
+        "repeat": spec.repeat,
+        "attempt": int(attempt) if attempt.isdigit() else None,
+        "tool": spec.tool,
+        "params": spec.params,
+        "status": FAILED,
+        "reason": reason,
+        "logs": [],
+        "steps": [],
+        "metrics": [],
+    }
+    if spec.cell_env():
+        record["env"] = hostenv.public(spec.cell_env())
+    record = (redactor or Redactor()).data(record)
+    write_json_atomic(path, record)
+    return record

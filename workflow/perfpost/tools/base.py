@@ -1,0 +1,135 @@
+"""What every tool provides: a pure command builder and a pure log parser.
+
+A tool never runs anything. It turns a cell's parameters into a :class:`Plan` (argument
+lists, quoted later by :mod:`perfpost.run.hostscript`) and turns the raw logs of that plan back
+into :class:`Metric` values. The runner does the I/O; that keeps tools testable on text.
+
+A tool is a package ``perfpost/tools/<name>/`` whose module has:
+
+- ``NAME``, ``PARAMS_SCHEMA`` (its ``params:`` in the config) and ``check_params``;
+- ``RUNTIME``: the :class:`perfpost.provision.Runtime` perfpost fetches for it (its one
+  version, its pom, log4j settings and launcher, kept in the same folder), or None, and
+  ``HOST_KEY``: the host inventory key naming its command (``ozone``, ``yarn``), or None;
+- ``complete_params(params, host, tools)``: a cell's parameters with what its host adds
+  (the launcher of a provisioned runtime), and ``install_marker(params, host, tools)``: the
+  file a provisioned runtime's install leaves when the host uses one (``tools`` is the
+  config's ``tools:``);
+- ``plan``, ``version_argv``, ``parse_cell``, ``parse_text``, ``error_reason`` (the command
+  builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
+  ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
+  over time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfpost import provision
+from perfpost.hostenv import LOCALHOST
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured value in a base unit (:data:`perfpost.units.BASE_UNITS`: s, never ms),
+    so tidy tables compare across tools; the post picks the prefix a reader sees."""
+
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process of a step: its argv, and the file (in the log dir) that gets its stderr."""
+
+    argv: tuple[str, ...]
+    log: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a cell runs on its host, in order, as argument lists.
+
+    ``prepare`` runs unmeasured (create input files); ``drop_cache`` asks the runner to empty
+    the page cache right before the measurement; ``measure`` runs concurrently and is timed on
+    the host; ``background`` runs during ``measure`` and is stopped after it; ``remove``
+    runs after everything else, whatever the outcome (output outside the scratch directory).
+    """
+
+    measure: tuple[Proc, ...]
+    prepare: tuple[Proc, ...] = ()
+    background: tuple[Proc, ...] = ()
+    remove: tuple[Proc, ...] = ()
+    drop_cache: bool = False
+    writes: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """A service's own record of a run, read by the host over HTTP after it (the YARN
+    ResourceManager's application record): tried at each of ``urls`` in turn (HA pairs)
+    until ``final`` says the record will not change, for at most ``timeout`` seconds.
+    ``parse`` turns the body into metrics and the facts the cell's record keeps."""
+
+    name: str  # file in the cell's raw/ directory
+    urls: tuple[str, ...]
+    final: Callable[[str], bool]
+    parse: Callable[[str, str], tuple[list[Metric], dict[str, Any]]]
+    timeout: float = 60.0
+    what: str = "record"
+    # How to stop the run at the service when its client was killed (a timeout): PUT this
+    # JSON to each URL in turn until one accepts it (YARN's application state: KILLED).
+    cancel_urls: tuple[str, ...] = ()
+    cancel_body: str = ""
+    cancel_what: str = "the run"
+
+
+class Unprivileged(Exception):
+    """A cell asked for something its host user may not do (dropping the page cache)."""
+
+
+def fill_work(value: Any, workdir: str) -> str:
+    """A parameter value with ``{work}`` replaced by the run's scratch directory."""
+    return str(value).replace("{work}", workdir)
+
+
+def env_prefix(params: Mapping[str, Any], java_var: str, workdir: str) -> list[str]:
+    """``env K=V ...`` for a JVM tool: the experiment's variables plus ``java_opts`` as
+    ``java_var`` (OZONE_OPTS, HADOOP_CLIENT_OPTS); nothing when there are none."""
+    env = dict(params.get("env", {}))
+    if params.get("java_opts"):
+        env.setdefault(java_var, params["java_opts"])
+    return ["env", *(f"{k}={fill_work(v, workdir)}" for k, v in env.items())] if env else []
+
+
+def provisioned_launcher(
+    runtime: provision.Runtime, host_key: str, host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> tuple[str, bool]:
+    """The host's command for a runtime's tool (the inventory's ``host_key``: ``ozone``,
+    ``yarn``), and whether it is one perfpost provisions: ``provisioned`` on localhost unless
+    the host names a command, the command of that name on PATH elsewhere."""
+    value = host.get(host_key, "provisioned" if host["name"] == LOCALHOST else host_key)
+    if value != "provisioned":
+        return value, False
+    settings = tools.get(runtime.name, {})
+    version = settings.get("version", runtime.version)
+    return str(provision.launcher(runtime, version, settings.get("cache"))), True
+
+
+def provisioned_marker(
+    runtime: provision.Runtime,
+    host_key: str,
+    params: Mapping[str, Any],
+    host: Mapping[str, Any],
+    tools: Mapping[str, Any],
+) -> str | None:
+    """The file the runtime's install leaves, when a cell with ``params`` on ``host`` runs a
+    provisioned one (not when the experiment names its own ``launcher``)."""
+    if "launcher" in params or not provisioned_launcher(runtime, host_key, host, tools)[1]:
+        return None
+    settings = tools.get(runtime.name, {})
+    version = settings.get("version", runtime.version)
+    return str(provision.marker(runtime, version, settings.get("cache")))
