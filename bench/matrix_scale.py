@@ -126,6 +126,7 @@ def fabricate(work: Path, config: dict) -> int:
                 **template,
                 "cell": spec.cell,
                 "labels": spec.labels,
+                "measurement": spec.measurement_id(),
                 "params": p,
                 "command": hostscript.quote(argv),
                 "workdir": workdir,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfpost import plots
-from perfpost.report import run_table
+from perfpost.analysis import plots
+from perfpost.analysis.report import run_table
 
 
 def rows(metric: str, unit: str, values: list[float]) -> pd.DataFrame:

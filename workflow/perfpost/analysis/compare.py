@@ -1,6 +1,6 @@
 """Comparisons a post may claim: a candidate against a baseline, as numbers and as sentences.
 
-Two kinds, one statistic (:func:`perfpost.stats.compare_all`):
+Two kinds, one statistic (:func:`perfpost.analysis.stats.compare_all`):
 
 - declared in an experiment (``compare:``), between cells of one matrix: baseline and
   candidate are filters over the axes, compared within each group of the other axes;
@@ -45,7 +45,7 @@ class Row:
 
 def _matches(df: pd.DataFrame, labels: Mapping[str, Any]) -> pd.Series:
     """Rows whose axis labels are the ones named: a config value (``1``, ``true``) is read as
-    the matrix labels it (:func:`perfpost.matrix.label`), the text the tables hold."""
+    the matrix labels it (:func:`perfpost.plan.matrix.label`), the text the tables hold."""
     mask = pd.Series(True, index=df.index)
     for axis, value in labels.items():
         mask &= df[axis].astype(str) == matrix.label(value)

@@ -39,7 +39,7 @@ DISPLAY_UNITS = {"1/s": "ops/s", "count": "", "B/s": "B/s", "vcore*s": "", "B*s"
 
 def git_revision() -> str | None:
     """The perfpost checkout's commit (with ``-dirty`` when it has local changes)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # workflow/perfpost/analysis/report.py
     try:
         rev = subprocess.run(
             ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
