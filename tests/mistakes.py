@@ -47,7 +47,7 @@ MISTAKES = [
     ("misspelt experiment key", _set(*W, "repeat", 3), "experiments.w", "unknown key"),
     ("wrong type", _set(*W, "repeats", "three"), "experiments.w.repeats", "not of type"),
     ("zero repeats", _set(*W, "repeats", 0), "experiments.w.repeats", "minimum"),
-    ("unknown tool", _set(*W, "tool", "fio"), "experiments.w.tool", "'fio' is not one of"),
+    ("unknown tool", _set(*W, "tool", "iozone"), "experiments.w.tool", "unknown tool 'iozone'"),
     ("unknown host", _set(*W, "hosts", ["nowhere"]), "experiments.w.hosts[0]", "unknown host"),
     (
         "host listed twice",

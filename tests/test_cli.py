@@ -36,7 +36,7 @@ def test_parse_of_a_bad_log_exits_2_naming_file_and_line():
 
 
 def test_parse_of_an_unknown_tool_or_missing_file_is_a_clear_error():
-    assert "unknown tool 'fio'" in run("parse", "fio", "x.log").stderr
+    assert "unknown tool 'iozone'" in run("parse", "iozone", "x.log").stderr
     result = run("parse", "dd", "/nonexistent/x.log")
     assert result.returncode == 2
     assert "/nonexistent/x.log: cannot read" in result.stderr

@@ -7,15 +7,16 @@ fetches to run it. :mod:`perfpost.tools.base` says what a tool module provides.
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from perfpost import provision
-from perfpost.tools import dd, freon, teragen
+
+# One entry per tool folder: adding a tool is its folder and its name here.
+NAMES = ("dd", "freon", "teragen")
 
 TOOLS: dict[str, ModuleType] = {
-    dd.NAME: dd,
-    freon.NAME: freon,
-    teragen.NAME: teragen,
+    name: importlib.import_module(f"perfpost.tools.{name}") for name in NAMES
 }
 
 
