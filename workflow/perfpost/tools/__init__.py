@@ -13,7 +13,7 @@ from types import ModuleType
 from perfpost import provision
 
 # One entry per tool folder: adding a tool is its folder and its name here.
-NAMES = ("dd", "freon", "teragen")
+NAMES = ("dd", "fio", "freon", "teragen")
 
 TOOLS: dict[str, ModuleType] = {
     name: importlib.import_module(f"perfpost.tools.{name}") for name in NAMES
