@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from perfpost.analysis import compare, report, tidy
+from perfpost.analysis import report, tidy
+from perfpost.units import format_value
 from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
 
 pytestmark = pytest.mark.e2e
@@ -126,8 +127,8 @@ def test_summary_numbers_equal_those_computed_from_the_table(run):
     # storage=blocked has no finished run, so the family has one test: p is not adjusted.
     want = expected_comparison(base, cand)
     (line,) = [ln for ln in post.splitlines() if ln.startswith("- 1M blocks vs 4k (storage=shm)")]
-    assert compare.fmt_value(statistics.median(cand), "B/s") in line
-    assert compare.fmt_value(statistics.median(base), "B/s") in line
+    assert format_value(statistics.median(cand), "B/s") in line
+    assert format_value(statistics.median(base), "B/s") in line
     assert f"95% CI {want['low']:+.1%} .. {want['high']:+.1%}" in line
     assert "n = 5/5" in line
     assert f"Mann-Whitney p = {want['p']:.2g})" in line

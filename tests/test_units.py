@@ -6,6 +6,7 @@ from perfpost.units import (
     UnitError,
     format_bytes,
     format_seconds,
+    format_value,
     human_unit_factor,
     parse_size,
     rate_scale,
@@ -122,11 +123,10 @@ def test_a_rate_unit_that_is_not_events_or_calls_per_a_time_unit_is_refused(unit
     ],
 )
 def test_times_are_shown_with_the_prefix_that_suits_them(seconds, shown):
-    from perfpost.analysis import report
 
     assert format_seconds(seconds) == shown
-    assert report._fmt(seconds, "s") == shown
-    assert report._value(seconds, "s", None) == shown
+    assert format_value(seconds, "s", cell=True) == shown
+    assert format_value(seconds, "s") == shown
 
 
 def test_a_column_of_times_gets_one_unit_from_its_median():
@@ -140,7 +140,27 @@ def test_a_column_of_times_gets_one_unit_from_its_median():
 
 
 def test_byte_seconds_are_shown_in_si_units():
-    from perfpost.analysis import plots, report
+    from perfpost.analysis import plots
 
-    assert report._fmt(15_256_780_800.0, "B*s") == "15.3 GB*s"
+    assert format_value(15_256_780_800.0, "B*s") == "15.3 GB*s"
     assert plots._unit("B*s", [1.5e10]) == ("GB*s", 1e9)
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "scale", "cell", "shown"),
+    [
+        # 1,830,000,000 B/s is 1.83 GB/s (SI, as dd prints); in a GB/s column, 1.83.
+        (1.83e9, "B/s", None, False, "1.83 GB/s"),
+        (1.83e9, "B/s", ("GB/s", 1e9), True, "1.83"),
+        (7.45e8, "B/s", ("GB/s", 1e9), False, "0.745 GB/s"),
+        (6341.0, "1/s", None, False, "6,341 ops/s"),
+        (6341.0, "1/s", None, True, "6,341"),
+        (102_400_000.0, "B", None, True, "102 MB"),
+        (0.0285, "s", None, True, "28.5 ms"),
+        (12.0, "vcore*s", None, False, "12 vcore*s"),
+        (5.0, "count", None, False, "5"),
+        (float("nan"), "B/s", None, False, "n/a"),
+    ],
+)
+def test_one_formatter_for_values_with_units(value, unit, scale, cell, shown):
+    assert format_value(value, unit, scale, cell=cell) == shown

@@ -204,6 +204,40 @@ def sig(x: float, digits: int = 3) -> str:
     return f"{x:,.{decimals}f}"
 
 
+def format_value(
+    value: float | None, unit: str, scale: tuple[str, float] | None = None, *, cell: bool = False
+) -> str:
+    """The one way perfpost shows a value with its unit (a base unit of the tidy table).
+
+    In a sentence (default) the value carries its unit: ``1.83 GB/s``, ``28.5 ms``, ``102 MB``,
+    ``6,341 ops/s``, ``15.3 GB*s``; ``scale`` (from :func:`rate_scale` or
+    :func:`seconds_scale`) puts a whole column in one unit. As a table ``cell`` whose header
+    names the unit, rates and counts are bare numbers in that scale; bytes, byte-seconds and
+    times keep the prefix that suits each value.
+    """
+    if value is None or value != value:  # None or NaN
+        return "n/a"
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "B*s":
+        return f"{format_bytes(value)}*s"
+    if unit == "s":
+        return format_seconds(value, scale if scale and not cell else None)
+    if scale:
+        number = sig(value / scale[1])
+        return number if cell else f"{number} {scale[0]}"
+    if cell:
+        return sig(value)
+    if unit == "B/s":
+        name, factor = rate_scale([value])
+        return f"{sig(value / factor)} {name}"
+    if unit == "1/s":
+        return f"{sig(value)} ops/s"
+    if unit in ("count", ""):
+        return sig(value)
+    return f"{sig(value)} {unit}"
+
+
 # How a metric is named in figures, tables and sentences (kept here, not with the plots, so
 # the post and the comparisons do not import matplotlib).
 METRIC_LABELS = {

@@ -25,7 +25,7 @@ import pandas as pd
 from perfpost.analysis import stats
 from perfpost.analysis.tidy import results
 from perfpost.plan import matrix
-from perfpost.units import format_bytes, format_seconds, metric_label, rate_scale, sig
+from perfpost.units import format_value, metric_label
 
 
 @dataclass(frozen=True)
@@ -108,24 +108,6 @@ def experiment_comparisons(
     return out
 
 
-def fmt_value(value: float, unit: str, scale: tuple[str, float] | None = None) -> str:
-    """A value in the unit a reader expects (MB/s, ops/s, s, bytes)."""
-    if value != value:  # NaN
-        return "n/a"
-    if unit == "B/s":
-        name, factor = scale or rate_scale([value])
-        return f"{sig(value / factor)} {name}"
-    if unit == "B":
-        return format_bytes(value)
-    if unit == "s":
-        return format_seconds(value)
-    if unit == "1/s":
-        return f"{sig(value)} ops/s"
-    if unit in ("count", ""):
-        return sig(value)
-    return f"{sig(value)} {unit}"
-
-
 def _pct(x: float | None) -> str:
     return "n/a" if x is None or x != x else f"{x:+.1%}"
 
@@ -151,7 +133,9 @@ def sentence(row: Row) -> str:
     r = row.result
     where = f" ({row.group})" if row.group else ""
     label = metric_label(row.metric).lower()
-    medians = f"median {fmt_value(r.median_cand, row.unit)} vs {fmt_value(r.median_base, row.unit)}"
+    medians = (
+        f"median {format_value(r.median_cand, row.unit)} vs {format_value(r.median_base, row.unit)}"
+    )
     n = f"n = {r.n_cand}/{r.n_base}"
     head = f"{row.name}{where}"
     level = f"{1 - r.alpha:.0%}"
@@ -215,8 +199,8 @@ def table_row(row: Row) -> list[str]:
         row.name,
         row.group or "all",
         metric_label(row.metric),
-        fmt_value(r.median_base, row.unit),
-        fmt_value(r.median_cand, row.unit),
+        format_value(r.median_base, row.unit),
+        format_value(r.median_cand, row.unit),
         _pct(r.change),
         _ci(r),
         f"{r.n_cand}/{r.n_base}",
@@ -270,7 +254,7 @@ def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
         delta = _pct(r.change) if r.significant else "~"
         lines.append(
             f"| {row.name} | `{row.group}` | {metric_label(row.metric)} | "
-            f"{fmt_value(r.median_base, row.unit)} | {fmt_value(r.median_cand, row.unit)} | "
+            f"{format_value(r.median_base, row.unit)} | {format_value(r.median_cand, row.unit)} | "
             f"{delta} | {_ci(r)} | {_p(r.p_value)} | {_p(r.p_adjusted)} | "
             f"{r.n_base}+{r.n_cand} |"
         )

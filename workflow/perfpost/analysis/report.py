@@ -26,6 +26,7 @@ from perfpost.records import write_text_atomic
 from perfpost.units import (
     format_bytes,
     format_seconds,
+    format_value,
     metric_label,
     rate_scale,
     seconds_scale,
@@ -50,22 +51,6 @@ def git_revision() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return rev.stdout.strip() or None
-
-
-def _fmt(value: float, unit: str, scale: tuple[str, float] | None = None) -> str:
-    """A table cell: B/s in the column's unit (named in the header); bytes, byte-seconds and
-    seconds carry the prefix that suits each value (``28.5 ms``, ``700 us``, ``14.8 GB*s``)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if unit == "B/s" and scale:
-        return sig(value / scale[1])
-    if unit == "B":
-        return format_bytes(value)
-    if unit == "B*s":
-        return f"{format_bytes(value)}*s"
-    if unit == "s":
-        return format_seconds(value)
-    return sig(value)
 
 
 def results_table(
@@ -109,11 +94,11 @@ def results_table(
                 if m == present[0]:
                     row += ["", ""]
                 continue
-            row.append(_fmt(s["median"], s["unit"], units[m]))
+            row.append(format_value(s["median"], s["unit"], units[m], cell=True))
             if m == present[0]:
                 row.append(
-                    f"{_fmt(s['min'], s['unit'], units[m])} .. "
-                    f"{_fmt(s['max'], s['unit'], units[m])}"
+                    f"{format_value(s['min'], s['unit'], units[m], cell=True)} .. "
+                    f"{format_value(s['max'], s['unit'], units[m], cell=True)}"
                 )
                 # CV needs two runs (summarize leaves it NaN with one): n/a, never 0.0%.
                 cv = s["cv"]
@@ -335,16 +320,6 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
     return out
 
 
-def _value(value: float, unit: str, scale: tuple[str, float] | None) -> str:
-    """A value in a sentence, with its unit: the scale's, else the one that suits it."""
-    if scale:
-        return f"{sig(value / scale[1])} {scale[0]}"
-    if unit in ("B", "B*s", "s"):
-        return _fmt(value, unit)
-    shown = DISPLAY_UNITS.get(unit, unit)
-    return f"{sig(value)} {shown}".strip()
-
-
 COMPARISON_COLUMNS = [
     "comparison",
     "group",
@@ -383,7 +358,7 @@ def _outliers(tidy_df: pd.DataFrame, by: list[str], metric: str) -> list[str]:
             if flag:
                 out.append(
                     f"`{row.cell}` on {row.host}, repeat {row.repeat}: "
-                    f"{compare.fmt_value(row.value, row.unit)} ({metric_label(metric).lower()})"
+                    f"{format_value(row.value, row.unit)} ({metric_label(metric).lower()})"
                 )
     return out
 
@@ -397,7 +372,9 @@ def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
     if not axes:
         r = sub.iloc[0]
         scale = rate_scale([r["median"]]) if unit == "B/s" else None
-        return [f"Median {label}: {_value(r['median'], unit, scale)} over {int(r['n'])} runs."]
+        return [
+            f"Median {label}: {format_value(r['median'], unit, scale)} over {int(r['n'])} runs."
+        ]
     med = sub.groupby(axes, sort=False)["median"].median()
     scale = rate_scale(med.tolist()) if unit == "B/s" else None
     hi, lo = med.idxmax(), med.idxmin()
@@ -407,8 +384,8 @@ def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
         return ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
 
     return [
-        f"Highest median {label}: {_value(med[hi], unit, scale)} ({name(hi)}).",
-        f"Lowest median {label}: {_value(med[lo], unit, scale)} ({name(lo)}).",
+        f"Highest median {label}: {format_value(med[hi], unit, scale)} ({name(hi)}).",
+        f"Lowest median {label}: {format_value(med[lo], unit, scale)} ({name(lo)}).",
     ]
 
 
