@@ -316,3 +316,24 @@ def test_with_tied_values_a_claim_also_needs_the_interval_to_exclude_zero():
     assert r.ci_low == pytest.approx(0, abs=1e-12)
     assert r.verdict == "no significant difference"
     assert "spans zero" in compare.sentence(row(base, cand, r))
+
+
+def test_a_family_whose_best_possible_p_fails_holm_claims_nothing_and_says_why():
+    """4 runs a side, fully separated, in two groups: each exact two-sided p is 2 / C(8, 4)
+    = 2/70 = 0.0286, but Holm multiplies the smallest by 2: 0.057 > 0.05. No outcome of 4
+    runs could be claimed, so neither 'faster' nor 'no significant difference' is said."""
+    from math import comb
+
+    from perfpost.analysis import stats as st
+
+    base, cand = [1.0, 1.1, 1.2, 1.3], [3.0, 3.1, 3.2, 3.3]
+    assert mannwhitneyu(cand, base, method="exact").pvalue == pytest.approx(2 / 70)
+    found = st.compare_all([(base, cand, True), (base, cand, True)])
+    assert [r.verdict for r in found] == [st.TOO_FEW, st.TOO_FEW]
+    assert found[0].p_min == pytest.approx(2 / comb(8, 4))
+    assert found[0].tests == 2
+    # 5 a side: 2 / C(10, 5) = 2/252 = 0.0079; times 2 = 0.016 <= 0.05: claimed.
+    base5, cand5 = [*base, 1.4], [*cand, 3.4]
+    claimed = st.compare_all([(base5, cand5, True), (base5, cand5, True)])
+    assert [r.verdict for r in claimed] == ["better", "better"]
+    assert claimed[0].p_adjusted == pytest.approx(2 * 2 / 252)

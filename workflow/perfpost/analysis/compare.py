@@ -141,6 +141,12 @@ def sentence(row: Row) -> str:
     level = f"{1 - r.alpha:.0%}"
     if r.verdict == stats.TOO_FEW and not (r.n_base and r.n_cand):
         return f"{head}: too few runs to say ({n}): no finished run to compare."
+    if r.verdict == stats.TOO_FEW and r.tests > 1 and r.p_min <= r.alpha:
+        return (
+            f"{head}: too few runs to say ({n}: the smallest possible p-value, {_p(r.p_min)}, "
+            f"is {_p(min(1.0, r.p_min * r.tests))} after Holm's correction over {r.tests} "
+            f"comparisons, above {r.alpha:g}); {label} {medians} ({_pct(r.change)})."
+        )
     if r.verdict == stats.TOO_FEW:
         return (
             f"{head}: too few runs to say ({n}: the smallest possible p-value is "

@@ -326,14 +326,20 @@ def compare_all(
     A baseline median of 0 with the shift method gives no relative change, and no claim.
     The family is
     every pair with enough runs that a 1 - alpha interval exists: which pairs count depends
-    on n alone, never on the values. The others say "too few runs to say"."""
+    on n alone, never on the values. The others say "too few runs to say", and so do all of
+    a family whose smallest possible p, times the family's size (Holm's first step), is above
+    ``alpha``: no outcome of such runs could be claimed."""
     out = [_one(b, c, alpha) for b, c, _ in pairs]
     tested = [i for i, r in enumerate(out) if r.verdict != TOO_FEW]
     adjusted = holm([out[i].p_value for i in tested])  # type: ignore[misc]
     for i, p_adj in zip(tested, adjusted, strict=True):
         r = out[i]
         excludes = r.ci_low > 0 or r.ci_high < 0  # type: ignore[operator]
-        if p_adj <= alpha and excludes:
+        if r.p_min * len(tested) > alpha:
+            # Holm multiplies the smallest p by the family's size: at these n no value of
+            # the runs could be claimed, so "no difference" would say more than they can.
+            verdict = TOO_FEW
+        elif p_adj <= alpha and excludes:
             hib = pairs[i][2]
             up = r.change > 0
             if hib is None:
