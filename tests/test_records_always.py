@@ -83,7 +83,8 @@ def test_a_host_without_sftp_runs_a_cell_and_its_log_comes_back(no_sftp_bed, tmp
 
 RUN_CELL_WITH_A_BUG = """
 import sys
-from perfpost import cli, {module}
+from perfpost import cli
+from perfpost.run import {module}
 
 def broken(*args, **kwargs):
     raise {exc}("{message}")
