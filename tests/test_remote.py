@@ -48,8 +48,7 @@ def test_metacharacters_arrive_literally_on_the_host(testbed, tmp_path):
         host.run(f"mkdir -p {logdir}", 10)
         script = hostscript.measure_script("m", logdir, [Proc(("printf", "%s", evil), "o.log")])
         assert host.run(script, 30).exit_code == 0
-        assert host.fetch(f"{logdir}/o.log", tmp_path / "o.log")
-        assert (tmp_path / "o.log").read_text() == evil
+        assert host.read(f"{logdir}/o.log") == evil.encode()
         assert host.run(f"test -e {victim}", 10).exit_code == 1
     finally:
         host.run(hostscript.cleanup_script(logdir), 10)
@@ -167,7 +166,7 @@ def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, t
     the cell must not turn that close into a failed job: Snakemake deletes a failed job's
     output, and the record with its reason would be lost."""
     host = RemoteHost(host_spec(testbed, "h3"))
-    assert host.fetch("/etc/hostname", tmp_path / "hostname")  # the connection is in use
+    assert host.read("/etc/hostname")  # the connection is in use
     # The host's sshd and sessions are frozen, so they cannot close the connection first,
     # and this end can no longer send: closing hits a dead socket, as after a crash.
     frozen = [*_descendants(testbed.host("h3").pid), testbed.host("h3").pid]

@@ -153,10 +153,6 @@ class Watched:
         self._check()
         return self.host.read(path)
 
-    def fetch(self, *args):
-        self._check()
-        return self.host.fetch(*args)
-
     def close(self) -> None:
         self.host.close()
 

@@ -320,27 +320,8 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
     return out
 
 
-COMPARISON_COLUMNS = [
-    "comparison",
-    "group",
-    "metric",
-    "unit",
-    "n_base",
-    "n_cand",
-    "median_base",
-    "median_cand",
-    "change",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "p_value",
-    "p_adjusted",
-    "tests",
-    "p_min",
-    "detectable",
-    "method",
-    "verdict",
-]
+# comparisons.csv: the comparisons' own record columns, in their order.
+COMPARISON_COLUMNS = compare.RECORD_COLUMNS
 
 
 def _outliers(tidy_df: pd.DataFrame, by: list[str], metric: str) -> list[str]:

@@ -32,8 +32,6 @@ class Host(Protocol):
 
     def read(self, remote_path: str) -> bytes | None: ...
 
-    def fetch(self, remote_path: str, local_path: Path) -> bool: ...
-
     def close(self) -> None: ...
 
 
@@ -117,15 +115,6 @@ class LocalHost:
         except FileNotFoundError:
             return None
 
-    def fetch(self, remote_path: str, local_path: Path) -> bool:
-        """Copy a file from the host; False when it does not exist."""
-        data = self.read(remote_path)
-        if data is None:
-            return False
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        local_path.write_bytes(data)
-        return True
-
     def close(self) -> None:
         pass
 
@@ -145,9 +134,6 @@ class UnusableHost:
         raise PerfpostError(self.reason)
 
     def read(self, remote_path: str) -> bytes | None:
-        raise PerfpostError(self.reason)
-
-    def fetch(self, remote_path: str, local_path: Path) -> bool:
         raise PerfpostError(self.reason)
 
     def close(self) -> None:

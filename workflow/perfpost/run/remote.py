@@ -417,15 +417,6 @@ class RemoteHost:
             return None
         raise HostError(f"cannot copy {remote_path} from {self.where}: exit code {code}: {said}")
 
-    def fetch(self, remote_path: str, local_path: Path) -> bool:
-        """Copy a file from the host; False when it does not exist."""
-        data = self.read(remote_path)
-        if data is None:
-            return False
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        local_path.write_bytes(data)
-        return True
-
     def close(self) -> None:
         """Close the connection, best effort: a host that died mid-cell leaves a dead socket,
         and an error here would fail a cell whose record (and reason) is already written."""
