@@ -133,3 +133,17 @@ def provisioned_marker(
     settings = tools.get(runtime.name, {})
     version = settings.get("version", runtime.version)
     return str(provision.marker(runtime, version, settings.get("cache")))
+
+
+def params_as_given(
+    params: dict[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``complete_params`` of a tool the host already has (dd, fio): nothing to add."""
+    return params
+
+
+def never_provisioned(
+    params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
+) -> str | None:
+    """``install_marker`` of a tool perfpost never fetches: no install to wait for."""
+    return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfpost.errors import ConfigError, ParseError
-from perfpost.tools.base import Metric, Plan, Proc
+from perfpost.tools.base import Metric, Plan, Proc, never_provisioned, params_as_given
 from perfpost.units import UnitError, human_unit_factor, parse_size
 
 NAME = "dd"
@@ -109,18 +109,8 @@ def reader_log(i: int) -> str:
     return f"reader-{i}.log"
 
 
-def complete_params(
-    params: dict[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
-) -> dict[str, Any]:
-    """dd needs nothing from its host beyond its parameters."""
-    return params
-
-
-def install_marker(
-    params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
-) -> str | None:
-    """dd is never provisioned."""
-    return None
+complete_params = params_as_given
+install_marker = never_provisioned
 
 
 def check_params(params: Mapping[str, Any], where: str) -> None:

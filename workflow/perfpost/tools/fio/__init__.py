@@ -31,7 +31,14 @@ from fractions import Fraction
 from typing import Any
 
 from perfpost.errors import ConfigError, ParseError
-from perfpost.tools.base import Metric, Plan, Proc, fill_work
+from perfpost.tools.base import (
+    Metric,
+    Plan,
+    Proc,
+    fill_work,
+    never_provisioned,
+    params_as_given,
+)
 from perfpost.units import SECONDS_PER
 
 NAME = "fio"
@@ -209,18 +216,8 @@ def _options(params: Mapping[str, Any]) -> dict[str, Any]:
     return dict(params.get("options") or {})
 
 
-def complete_params(
-    params: dict[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
-) -> dict[str, Any]:
-    """fio needs nothing from its host beyond its parameters."""
-    return params
-
-
-def install_marker(
-    params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
-) -> str | None:
-    """fio is installed from the host's packages, never provisioned."""
-    return None
+complete_params = params_as_given
+install_marker = never_provisioned
 
 
 def check_params(params: Mapping[str, Any], where: str) -> None:
