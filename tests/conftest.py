@@ -115,3 +115,15 @@ def pytest_terminal_summary(terminalreporter) -> None:
     tr.write_line(f"{'-' * widths[0]}-+-{'-' * widths[1]}-+-{'-' * 7}")
     for fault, how, kept in FAULTS:
         tr.write_line(f"{fault:<{widths[0]}} | {how:<{widths[1]}} | {kept}")
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Every figure perfpost closes after saving it, kept open for inspection."""
+    import matplotlib.pyplot as plt
+
+    kept, close = [], plt.close
+    monkeypatch.setattr(plt, "close", kept.append)
+    yield kept
+    for fig in kept:
+        close(fig)

@@ -6,7 +6,6 @@ import json
 import uuid
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pytest
 
 from perfpost import cli, tools
@@ -84,16 +83,6 @@ def test_a_comparison_selecting_x_1_finds_its_runs(made, name):
         ("bs=1", "x=1"): (REPEATS, REPEATS),
         ("bs=1", "x=1.5"): (REPEATS, REPEATS),
     }
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """Every figure perfpost closes after saving it, kept open for inspection."""
-    kept, close = [], plt.close
-    monkeypatch.setattr(plt, "close", kept.append)
-    yield kept
-    for fig in kept:
-        close(fig)
 
 
 def _draw(made, tmp_path, plot):

@@ -5,9 +5,7 @@ is drawn, and rates spanning decades get a log axis."""
 
 import json
 
-import matplotlib.pyplot as plt
 import pandas as pd
-import pytest
 
 from perfpost import cli
 from perfpost.analysis import plots, tidy
@@ -27,16 +25,6 @@ ONEFILE_RATES = {
     ("FILE_PER_BLOCK", "100k"): (9718.6, 9722.7),
     ("FILE_PER_BLOCK", "1M"): (974.7, 975.9),
 }
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """Every figure perfpost closes after saving it, kept open for inspection."""
-    kept, close = [], plt.close
-    monkeypatch.setattr(plt, "close", kept.append)
-    yield kept
-    for fig in kept:
-        close(fig)
 
 
 def _records(plan, name, value_of, metric="rate", unit="1/s"):
