@@ -238,7 +238,7 @@ def test_the_post_is_written_when_a_cell_hits_an_unforeseen_exception(tmp_path):
     from tests.conftest import env_with_venv, snakemake_bin
     from tests.e2e import make_checkout
 
-    scratch = f"/tmp/perfpost-bug-{uuid.uuid4().hex[:6]}"
+    scratch = str(tmp_path / "scratch")  # removed with tmp_path
     cfg = {
         "experiments": {
             "bug": {
