@@ -40,5 +40,11 @@ onstart:
     glue.start_run(PLAN, workflow)
 
 
+# No cluster perfpost started outlives the run, however it ends (a killed run's are stopped
+# by its watcher, or by the next run).
 onsuccess:
-    print(glue.outcome(PLAN))
+    glue.end_run(PLAN, ok=True)
+
+
+onerror:
+    glue.end_run(PLAN, ok=False)

@@ -91,14 +91,30 @@ def ozone_cache(tool_cache):
 @pytest.fixture(scope="session")
 def single_yarn(tool_cache, tmp_path_factory):
     """A real single-node YARN 3.4.2 (ResourceManager + NodeManager) on loopback ports."""
+    from types import SimpleNamespace
+
     from perfpost import provision
-    from perfpost.clusters.yarn import RUNTIME, SingleNodeYarn
+    from perfpost.clusters import base
+    from perfpost.clusters.yarn import RUNTIME
+    from perfpost.run.hosts import open_host
 
     launcher = provision.install(RUNTIME, "3.4.2", str(tool_cache), str(tool_cache / "yarn.log"))
-    yarn = SingleNodeYarn(launcher, tmp_path_factory.mktemp("yarn"))
-    yarn.start()
-    yield yarn
-    yarn.stop()
+    root = tmp_path_factory.mktemp("yarn")
+    spec = base.ClusterSpec(
+        name="yarn",
+        kind="yarn",
+        version="3.4.2",
+        roles={"resourcemanager": ["localhost"], "nodemanager": ["localhost"]},
+        dir=str(root),
+    )
+    home = {"localhost": str(launcher.resolve().parents[1])}
+    with base.running(spec, {"localhost": {"name": "localhost"}}, home, open_host) as dep:
+        yield SimpleNamespace(
+            rm_url=dep.values["url"],
+            rm_address=dep.values["rm"],
+            client_conf=base.write_client_conf(dep, root / "client-conf"),
+            deployment=dep,
+        )
 
 
 # The fault suite's table (tests/test_faults.py): fault, how it was injected, what was kept.

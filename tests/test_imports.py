@@ -224,7 +224,7 @@ def module_strings(root: Path, package: str = "perfpost") -> list[tuple[str, str
 
 
 def test_modules_named_in_strings_exist():
-    # `python -m perfpost.run.lifeline`, sys.modules.get("perfpost.run.remote"): a module
+    # `python -m perfpost.run.janitor`, sys.modules.get("perfpost.run.remote"): a module
     # that moved would otherwise fail only when a run is killed.
     known = set(import_graph(PACKAGE))
     assert [(m, s) for m, s in module_strings(PACKAGE) if s not in known] == []

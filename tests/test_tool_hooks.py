@@ -34,7 +34,9 @@ def params(p, host):
 def test_freon_on_localhost_runs_the_provisioned_ozone(tmp_path):
     p = plan(tmp_path, FREON, tool_settings={"ozone": {"version": "1.4.1", "cache": str(tmp_path)}})
     assert params(p, "localhost")["launcher"] == str(tmp_path / "ozone-1.4.1" / "bin" / "ozone")
-    assert p.provisioned_marker("e", "localhost") == str(tmp_path / "ozone-1.4.1" / "COMPLETE")
+    assert p.provisioned_marker("e", "localhost") == str(
+        tmp_path / "ozone-1.4.1" / f"COMPLETE-{pom_hash('freon')}"
+    )
     # Another host runs the `ozone` on its PATH, and needs nothing provisioned here.
     assert params(p, "h1")["launcher"] == "ozone"
     assert p.provisioned_marker("e", "h1") is None
@@ -64,7 +66,7 @@ def test_teragen_on_a_provisioned_client_runs_its_examples_jar(tmp_path):
     got = params(p, "localhost")
     assert got["launcher"] == str(home / "bin" / "yarn")
     assert got["jar"] == str(home / "lib" / "hadoop-mapreduce-examples-3.3.6.jar")
-    assert p.provisioned_marker("e", "localhost") == str(home / "COMPLETE")
+    assert p.provisioned_marker("e", "localhost") == str(home / f"COMPLETE-{pom_hash('teragen')}")
     # A host's own yarn brings its own jar (teragen's default), not the provisioned one.
     assert params(p, "h1")["launcher"] == "yarn"
     assert "jar" not in params(p, "h1") or not params(p, "h1")["jar"].startswith(str(home))
@@ -82,13 +84,21 @@ def test_without_a_version_the_tool_folders_own_is_used(tmp_path, tool, runtime)
     p = plan(tmp_path, exp, tool_settings={runtime: {"cache": str(tmp_path)}})
     version = tools.get(tool).VERSION
     assert p.provisioned_marker("e", "localhost") == str(
-        tmp_path / f"{runtime}-{version}" / "COMPLETE"
+        tmp_path / f"{runtime}-{version}" / f"COMPLETE-{pom_hash(tool)}"
     )
 
 
 def test_the_provisioning_rule_covers_every_configured_cache_and_the_default(tmp_path):
     p = plan(tmp_path, FREON, tool_settings={"ozone": {"cache": str(tmp_path / "c")}})
     patterns = provision_patterns(p)
-    assert str(tmp_path / "c" / "{tool}-{version}" / "COMPLETE") in patterns
+    assert str(tmp_path / "c" / "{tool}-{version}" / "COMPLETE-{pom}") in patterns
     assert len(patterns) == 2  # and the default cache, where the others live
-    assert all(Path(x).name == "COMPLETE" for x in patterns)
+    assert all(Path(x).name == "COMPLETE-{pom}" for x in patterns)
+
+
+def pom_hash(tool):
+    """The first 16 hex digits of sha256 of the tool folder's pom.xml, by hand."""
+    import hashlib
+
+    pom = Path(tools.get(tool).__file__).parent / "pom.xml"
+    return hashlib.sha256(pom.read_bytes()).hexdigest()[:16]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfpost.clusters.yarn import free_port, get_json
+from perfpost.clusters.yarn import get_json
 from perfpost.tools.teragen import yarnapp
 from tests.e2e import make_checkout, snakemake
 
@@ -193,3 +193,12 @@ def test_outputs_are_removed_when_asked_and_kept_otherwise(yarn_run):
     assert sorted(p.name for p in outputs.iterdir()) == sorted(
         f"teragen-{r['workdir'].rsplit('/', 1)[1]}" for r in kept
     )
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

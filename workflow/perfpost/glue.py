@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import paths, records
+from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
 from perfpost.plan.config import CellSpec, Plan
 
@@ -84,6 +85,63 @@ def start_run(plan: Plan, workflow: Any) -> None:
     export_retries(workflow)
     export_runtime(plan)
     lifeline.start_janitor()
+    if plan.clusters or Path(paths.CLUSTERS_DIR).is_dir():
+        from perfpost.run import deploy
+
+        # A killed run's clusters whose watcher did not get to them: stopped before any cell.
+        for line in deploy.stop_owned(why="left by a run that is gone"):
+            print(f"perfpost: {line}", file=sys.stderr)
+        deploy.write_pending(cluster_pending(plan))
+
+
+def end_run(plan: Plan, ok: bool) -> None:
+    """Snakemake's ``onsuccess`` and ``onerror``: no cluster outlives the run."""
+    if Path(paths.CLUSTERS_DIR).is_dir():
+        from perfpost.run import deploy
+
+        why = "the run ended" if ok else "the run ended with an error"
+        for line in deploy.stop_owned(why=why):
+            print(f"perfpost: {line}", file=sys.stderr)
+    if ok:
+        print(outcome(plan))
+
+
+def cluster_pending(plan: Plan) -> dict[str, list[str]]:
+    """Per cluster configuration, the records of its cells this run still has to make: the
+    cell that leaves none stops the cluster."""
+    out: dict[str, list[str]] = {}
+    for name, exp in plan.experiments.items():
+        if not exp.cluster_specs:
+            continue
+        for record in current_records(plan, name):
+            rec = _read(Path(record))
+            if rec is not None and _finished(rec):
+                continue
+            cell = Path(record).parents[3].name
+            for c in exp.cluster_specs.get(cell, []):
+                ident = ClusterSpec.from_dict(c).ident()
+                out.setdefault(ident, []).append(record)
+    return out
+
+
+def cell_priority(plan: Plan) -> Any:
+    """Cells of one cluster configuration before the next one's, so that few clusters are
+    up at once (each is stopped after its last cell); 0 where no experiment has clusters."""
+    order: dict[str, int] = {}
+    for exp in plan.experiments.values():
+        for cell in exp.cells:
+            for c in exp.cluster_specs.get(cell.id, []):
+                order.setdefault(ClusterSpec.from_dict(c).ident(), len(order))
+    if not order:
+        return 0
+
+    def priority(wildcards: Any) -> int:
+        specs = plan.experiments[wildcards.experiment].cluster_specs.get(wildcards.cell)
+        if not specs:
+            return 0
+        return len(order) - min(order[ClusterSpec.from_dict(c).ident()] for c in specs)
+
+    return priority
 
 
 def export_retries(workflow: Any) -> None:
@@ -111,7 +169,7 @@ def cell_inputs(plan: Plan) -> Any:
     """The cell rule's input: the provisioned tools a cell needs, if any experiment needs
     one; else none, and no function for Snakemake to call on every cell."""
     needs = any(
-        plan.provisioned_marker(name, host)
+        plan.provisioned_marker(name, host) or plan.cluster_markers(name)
         for name, exp in plan.experiments.items()
         for host in exp.hosts
     )
@@ -139,7 +197,7 @@ def host_resources(plan: Plan, workflow: Any) -> dict[str, Any]:
         if name not in workflow.global_resources:
             workflow.register_resource(name, limit)
         # One host: every job uses it, a number rather than a function called on every job.
-        out[name] = 1 if len(limits) == 1 else _uses(host)
+        out[name] = 1 if len(limits) == 1 else _uses(plan, host)
     return out
 
 
@@ -152,9 +210,21 @@ def controller_resources(plan: Plan) -> dict[str, int]:
     return {resource_name(LOCALHOST): limits[LOCALHOST]} if LOCALHOST in limits else {}
 
 
-def _uses(host: str) -> Any:
+def _uses(plan: Plan, host: str) -> Any:
+    """A job uses ``host`` when it runs there, or when its cell's cluster has a daemon
+    there: a host that serves a cluster measures nothing else meanwhile."""
+    served = {
+        (name, cell)
+        for name, exp in plan.experiments.items()
+        for cell, specs in exp.cluster_specs.items()
+        if any(host in h for c in specs for h in c["roles"].values())
+    }
+
     def uses(wildcards: Any) -> int:
-        return int(wildcards.host == host)
+        if wildcards.host == host:
+            return 1
+        cell = getattr(wildcards, "cell", None)
+        return int(cell is not None and (wildcards.experiment, cell) in served)
 
     return uses
 
@@ -190,29 +260,39 @@ def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
     from snakemake.io import ancient
 
     markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
+    markers |= set(plan.cluster_markers(experiment))
     return [ancient(m) for m in sorted(markers)]
 
 
 def provision_patterns(plan: Plan) -> list[str]:
     """Output patterns of the provisioning rule, <cache>/{tool}-{version}/COMPLETE, one per
     cache the config names (the tools may share one)."""
-    from perfpost import provision, tools
+    from perfpost import provision
 
     # The default cache is always one: runtimes no experiment configures live there.
     caches = {provision.cache_dir(None)}
-    caches |= {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in tools.runtimes()}
-    return sorted(str(c / "{tool}-{version}" / provision.COMPLETE) for c in caches)
+    caches |= {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in plan.tools}
+    return sorted(str(c / "{tool}-{version}" / (provision.COMPLETE + "-{pom}")) for c in caches)
 
 
 def provisioned_names() -> str:
     """A wildcard pattern for the runtimes the tools have perfpost provision."""
-    from perfpost import tools
+    return "|".join(re.escape(n) for n in sorted(runtimes()))
 
-    return "|".join(re.escape(n) for n in sorted(tools.runtimes()))
+
+def runtimes() -> dict[str, Any]:
+    """Everything perfpost can provision, by name: the tools' runtimes and the clusters'."""
+    from perfpost import clusters, tools
+
+    out = dict(tools.runtimes())
+    for kind in clusters.NAMES:
+        runtime = clusters.get(kind).RUNTIME
+        out[runtime.name] = runtime
+    return out
 
 
 def cache_of(marker: str) -> str:
-    """The cache directory of a provisioned install's marker (<cache>/<tool>/COMPLETE)."""
+    """The cache directory of a provisioned install's marker (<cache>/<tool>/COMPLETE-<pom>)."""
     return str(Path(marker).parents[1])
 
 
@@ -328,7 +408,14 @@ class Together:
             paths.RECORD.replace("{experiment}", name).replace("{host}", h) for h in self.exp.hosts
         ]
         self.log = paths.TOGETHER_LOG.replace("{experiment}", name)
-        self.resources = {resource_name(h): 1 for h in self.exp.hosts}
+        served = {
+            h
+            for specs in self.exp.cluster_specs.values()
+            for c in specs
+            for hs in c["roles"].values()
+            for h in hs
+        }
+        self.resources = {resource_name(h): 1 for h in {*self.exp.hosts, *served}}
 
     def tools(self, wildcards: Any) -> list[Any]:
         return cell_tools(self.plan, self.exp.name, self.exp.hosts)

@@ -45,6 +45,14 @@ POST_DATA = POST_DIR + "/data.csv"
 POST_COMPARISONS = POST_DIR + "/comparisons.csv"
 FIGURES_DIR = POST_DIR + "/figures"
 
+# Clusters perfpost deployed: one directory per configuration (its id), one per start in it
+# (state.json, the lifecycle's log, the daemons' logs copied back at the stop).
+CLUSTERS_DIR = RESULTS + "/clusters"
+CLUSTER_DIR = CLUSTERS_DIR + "/{cluster}"
+CLUSTER_START_DIR = CLUSTER_DIR + "/start-{start}"
+# The cells of this run still to come, per cluster: the last one stops its cluster.
+CLUSTERS_PENDING = CLUSTERS_DIR + "/pending.json"
+
 # What the wildcards may match; ids are checked at config time to fit these.
 WILDCARDS = {
     "experiment": r"[A-Za-z0-9][A-Za-z0-9._+-]*",

@@ -56,7 +56,9 @@ def launcher(runtime: Runtime, version: str, cache: str | None = None) -> Path:
 
 
 def marker(runtime: Runtime, version: str, cache: str | None = None) -> Path:
-    return home(runtime.name, version, cache) / COMPLETE
+    """The file a finished install of this perfpost's pom leaves (``COMPLETE-<pom hash>``):
+    a pom that changed (a jar added) has no marker yet, so the install is made again."""
+    return home(runtime.name, version, cache) / f"{COMPLETE}-{_pom_hash(runtime)}"
 
 
 def _mvn(args: list[str], log: Any) -> None:
@@ -93,6 +95,18 @@ def _refresh(runtime: Runtime, target: Path) -> None:
             tmp.replace(dst)
 
 
+def _pom_hash(runtime: Runtime) -> str:
+    import hashlib
+
+    return hashlib.sha256((runtime.files / "pom.xml").read_bytes()).hexdigest()[:16]
+
+
+def _same_pom(runtime: Runtime, target: Path) -> bool:
+    """Whether a finished install was resolved from this perfpost's pom: a pom that gained
+    a jar (Ozone's file system for teragen) makes the install again."""
+    return (target / f"{COMPLETE}-{_pom_hash(runtime)}").exists()
+
+
 def refresh_launcher(launcher_path: str | None, runtimes: Mapping[str, Runtime]) -> None:
     """Bring the install a cell's launcher belongs to up to date with this perfpost (see
     :func:`_refresh`); a launcher that is not a finished local install of one of ``runtimes``
@@ -120,7 +134,7 @@ def install(
     tool = runtime.name
     version = version or runtime.version
     target = home(tool, version, cache)
-    if (target / COMPLETE).exists():
+    if (target / COMPLETE).exists() and _same_pom(runtime, target):
         _refresh(runtime, target)
         return target / "bin" / spec.launcher
     base = cache_dir(cache)
@@ -172,8 +186,12 @@ def install(
         _refresh(runtime, staging)
         (staging / "VERSION").write_text(version + "\n")
         (staging / COMPLETE).write_text(
-            json.dumps({"tool": tool, "version": version, "jars": len(jars)}) + "\n"
+            json.dumps(
+                {"tool": tool, "version": version, "jars": len(jars), "pom": _pom_hash(runtime)}
+            )
+            + "\n"
         )
+        (staging / f"{COMPLETE}-{_pom_hash(runtime)}").write_text("")
         # Readable by every user: test hosts log in as other users and share this path.
         for p in [staging, *staging.rglob("*")]:
             p.chmod(p.stat().st_mode | 0o044 | (0o011 if p.is_dir() else 0))

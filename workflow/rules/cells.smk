@@ -10,6 +10,8 @@ rule cell:
         paths.CELL_LOG,
     wildcard_constraints:
         experiment=glue.solo_experiments(PLAN),
+    # The cells of one cluster configuration before the next's: few clusters up at once.
+    priority: glue.cell_priority(PLAN)
     conda:
         "../../envs/perfpost.yaml"
     resources:
@@ -74,9 +76,10 @@ for i, pattern in enumerate(glue.provision_patterns(PLAN)):
         output:
             pattern,
         log:
-            "results/tools/{tool}-{version}.log",
+            "results/tools/{tool}-{version}-{pom}.log",
         wildcard_constraints:
             tool=glue.provisioned_names(),
+            pom="[0-9a-f]{16}",
         localrule: True
         conda:
             "../../envs/perfpost.yaml"

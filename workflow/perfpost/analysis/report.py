@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from perfpost import __version__, records
+from perfpost import __version__, paths, records
 from perfpost import tools as adapters
 from perfpost.analysis import commands, compare, stats
 from perfpost.records import write_text_atomic
@@ -241,6 +241,52 @@ def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
     return diffs
 
 
+def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]]:
+    """The systems under test the cells ran on, one entry per cluster start: its
+    configuration, hosts per role, JVM options, version output and the keys that differ
+    from the release's defaults, from the state perfpost kept of it."""
+    if "clusters" not in cells:
+        return []
+    out = []
+    seen: dict[str, list[str]] = {}
+    for r in cells.itertuples(index=False):
+        for ref in str(r.clusters or "").split():
+            if ref == "nan":
+                continue
+            seen.setdefault(ref, [])
+            if r.cell not in seen[ref]:
+                seen[ref].append(r.cell)
+    for ref, cell_ids in seen.items():
+        ident, _, start = ref.partition("/")
+        sdir = root / paths.fill(paths.CLUSTER_DIR, cluster=ident) / start
+        try:
+            state = json.loads((sdir / "state.json").read_text())
+        except (OSError, ValueError):
+            out.append({"ref": ref, "error": f"no state in {sdir}", "cells": cell_ids})
+            continue
+        dep = state["deployment"]
+        spec = dep["spec"]
+        out.append(
+            {
+                "ref": ref,
+                "name": spec["name"],
+                "kind": spec["kind"],
+                "id": ident,
+                "cells": cell_ids,
+                "roles": {role: ", ".join(hosts) for role, hosts in spec["roles"].items()},
+                "jvm": spec.get("jvm", {}),
+                "env": spec.get("env", {}),
+                "version": dep.get("version", ""),
+                "changed": dep.get("changed", []),
+                "started": state.get("started"),
+                "ready": state.get("ready"),
+                "logs": str(sdir / "logs"),
+                "status": state.get("status"),
+            }
+        )
+    return out
+
+
 def overlap(cell_rows: pd.DataFrame) -> dict[str, Any]:
     """How many runs measured at once on one host, from the records' own start and end
     times: the post states what happened, not what was configured."""
@@ -436,6 +482,7 @@ def render(
         "failed": failed_list,
         "commands": _commands(cells, experiment),
         "envs": _env_groups(envs),
+        "clusters": clusters_of(cells),
         "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
         "tails": _log_tails(cells),
         "tool_versions": versions,

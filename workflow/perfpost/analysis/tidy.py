@@ -58,6 +58,7 @@ CELL_COLUMNS = (
     "command",
     "job_id",
     "job_status",
+    "clusters",
     "record",
 )
 
@@ -110,11 +111,13 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     """One row per cell attempt that counts: its status and reason, for the failures list."""
     rows = []
     for path, r in records:
-        row = {k: r.get(k) for k in CELL_COLUMNS if k != "record"}
+        row = {k: r.get(k) for k in CELL_COLUMNS if k not in ("record", "clusters")}
         # A service's own record of the run (YARN's application): its id and final state.
         service = next(iter((r.get("service_records") or {}).values()), {})
         row["job_id"] = service.get("id")
         row["job_status"] = service.get("status")
+        # The clusters it ran on, as <id>/start-<n>: results/clusters/<id>/start-<n>/.
+        row["clusters"] = " ".join(f"{c['id']}/start-{c['start']}" for c in r.get("clusters", []))
         row["record"] = path
         rows.append(row)
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))

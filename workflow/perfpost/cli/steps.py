@@ -22,10 +22,9 @@ from perfpost.glue import RETRIES_ENV
 
 def runtimes() -> dict[str, Any]:
     """Everything perfpost can provision, by name: the tools' runtimes and the clusters'."""
-    from perfpost import tools
-    from perfpost.clusters import yarn
+    from perfpost import glue
 
-    return {**tools.runtimes(), yarn.RUNTIME.name: yarn.RUNTIME}
+    return glue.runtimes()
 
 
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:

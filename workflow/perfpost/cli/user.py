@@ -93,28 +93,44 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
     """A single-node YARN in the foreground until Ctrl-C or SIGTERM; its addresses go to
     stdout and to DIR/cluster.json."""
     from perfpost import provision
-    from perfpost.clusters.yarn import RUNTIME, SingleNodeYarn
+    from perfpost.clusters import base
+    from perfpost.clusters.yarn import RUNTIME
+    from perfpost.hostenv import LOCALHOST
     from perfpost.records import write_json_atomic
+    from perfpost.run.hosts import open_host
 
     launcher = provision.install(RUNTIME, args.version, args.cache or None)
     root = Path(args.dir).resolve()
-    yarn = SingleNodeYarn(launcher, root, memory_mb=args.memory_mb, vcores=args.vcores)
-    yarn.start()
+    spec = base.ClusterSpec(
+        name="yarn",
+        kind="yarn",
+        version=args.version,
+        roles={"resourcemanager": [LOCALHOST], "nodemanager": [LOCALHOST]},
+        site={
+            "yarn-site": {
+                "yarn.nodemanager.resource.memory-mb": str(args.memory_mb),
+                "yarn.nodemanager.resource.cpu-vcores": str(args.vcores),
+            }
+        },
+        dir=str(root),
+    )
+    home = str(launcher.resolve().parents[1])
+    hosts = {LOCALHOST: {"name": LOCALHOST}}
     try:
-        info = {
-            "resourcemanager": yarn.rm_url,
-            "rm_address": yarn.rm_address,
-            "hadoop_conf_dir": str(yarn.client_conf),
-            "logs": str(root / "logs"),
-        }
-        write_json_atomic(root / "cluster.json", info)
-        for k, v in info.items():
-            print(f"{k}: {v}", flush=True)
-        signal.pause()
+        with base.running(spec, hosts, {LOCALHOST: home}, open_host, log=sys.stderr) as dep:
+            info = {
+                "resourcemanager": dep.values["url"],
+                "rm_address": dep.values["rm"],
+                "hadoop_conf_dir": str(base.write_client_conf(dep, root / "client-conf")),
+                "logs": f"{dep.root(LOCALHOST)}/logs",
+            }
+            write_json_atomic(root / "cluster.json", info)
+            for k, v in info.items():
+                print(f"{k}: {v}", flush=True)
+            signal.pause()
     except KeyboardInterrupt:
         pass
     finally:
-        yarn.stop()
         (root / "cluster.json").unlink(missing_ok=True)
     return 0
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from perfpost import hostenv, tools
+from perfpost import clusters, hostenv, tools
+from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
 from perfpost.hostenv import LOCALHOST
@@ -44,13 +45,15 @@ class CellSpec:
     sync_threshold: float
     timeout: float
     env: dict[str, Any] = field(default_factory=dict)  # the experiment's; the host's is in host
+    clusters: list[dict[str, Any]] = field(default_factory=list)  # ClusterSpec dicts
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
         # Shallow: json.dumps copies nothing, and asdict's deep copy was 70% of the time.
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        if not data["env"]:
-            del data["env"]
+        for k in ("env", "clusters"):
+            if not data[k]:
+                del data[k]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def param_json(self) -> str:
@@ -65,21 +68,28 @@ class CellSpec:
         """
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "timeout"}
         data["host"] = {k: v for k, v in self.host.items() if k in MEASUREMENT_HOST_KEYS}
-        if not data["env"]:
-            del data["env"]
+        for k in ("env", "clusters"):
+            if not data[k]:
+                del data[k]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def measurement(self) -> dict[str, Any]:
         """What defines this run's measurement: the tool, its parameters (the launcher
         included: another install may be another build), what runs after it, and the
         variables its commands get (secrets by their source only)."""
-        return {
+        out = {
             "tool": self.tool,
             "params": self.params,
             "after": self.after,
             "sync_threshold": self.sync_threshold,
             "env": hostenv.public(self.cell_env()),
         }
+        if self.clusters:  # the system under test, by configuration (not by name)
+            out["clusters"] = [ClusterSpec.from_dict(c).identity() for c in self.clusters]
+        return out
+
+    def cluster_specs(self) -> list[ClusterSpec]:
+        return [ClusterSpec.from_dict(c) for c in self.clusters]
 
     def measurement_id(self) -> str:
         """A short hash of :meth:`measurement`: records carry it, and a finished record
@@ -154,9 +164,12 @@ class Experiment:
     plot: dict[str, Any]
     compare: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
+    cluster: str | list[str] | None = None
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
+    # cell id -> the clusters it runs against (ClusterSpec dicts), when it names any
+    cluster_specs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
         """The experiment as configured, for the post and its provenance hash."""
@@ -180,6 +193,8 @@ class Experiment:
             "compare",
         )
         out = {k: getattr(self, k) for k in keys}
+        if self.cluster:
+            out["cluster"] = self.cluster
         if self.env:
             out["env"] = hostenv.public(self.env)  # a secret by its source, never its value
         return out
@@ -194,12 +209,27 @@ class Plan:
     hosts: dict[str, dict[str, Any]]
     experiments: dict[str, Experiment]
     tools: dict[str, Any] = field(default_factory=dict)
+    clusters: dict[str, dict[str, Any]] = field(default_factory=dict)  # as configured
 
     def provisioned_marker(self, experiment: str, host: str) -> str | None:
         """The file a provisioned runtime's install leaves, when this cell needs one."""
         exp = self.experiments[experiment]
         host_spec = {"name": host, **self.hosts[host]}
         return tools.get(exp.tool).install_marker(exp.params, host_spec, self.tools)
+
+    def cluster_markers(self, experiment: str) -> list[str]:
+        """The installs the experiment's clusters run from, when perfpost provisions them."""
+        from perfpost import provision
+
+        out = set()
+        for specs in self.experiments[experiment].cluster_specs.values():
+            for c in specs:
+                if c.get("home"):
+                    continue
+                runtime = clusters.get(c["kind"]).RUNTIME
+                cache = self.tools.get(_VERSION_FROM[c["kind"]], {}).get("cache")
+                out.add(str(provision.marker(runtime, c["version"], cache)))
+        return sorted(out)
 
     def jobs(self) -> Iterator[CellSpec]:
         for exp in self.experiments.values():
@@ -225,10 +255,19 @@ class Plan:
             sync_threshold=float(exp.sync_threshold),
             timeout=float(exp.timeout),
             env=dict(exp.env),
+            clusters=copy.deepcopy(exp.cluster_specs.get(cell, [])),
         )
 
     def host_limits(self) -> dict[str, int]:
         used = {h for e in self.experiments.values() for h in e.hosts}
+        used |= {
+            h
+            for e in self.experiments.values()
+            for specs in e.cluster_specs.values()
+            for c in specs
+            for hs in c["roles"].values()
+            for h in hs
+        }
         return {h: int(self.hosts[h].get("max_parallel_cells", 1)) for h in sorted(used)}
 
 
@@ -319,10 +358,14 @@ def _template_fields(text: str, where: str) -> list[str]:
 
 
 # Column names of the tidy table and its summaries: an axis may not take one.
-RESERVED_AXES = frozenset((*FIXED_COLUMNS, *TAIL_COLUMNS, *SUMMARY_COLUMNS, "work"))
+RESERVED_AXES = frozenset(
+    (*FIXED_COLUMNS, *TAIL_COLUMNS, *SUMMARY_COLUMNS, "work", "run", "cluster", "id")
+)
 
-# Filled in on the host, not from the axes: the cell's own scratch directory.
-RESERVED_FIELDS = frozenset({"work"})
+# Filled in on the host, not from the axes: the cell's own scratch directory, its name.
+RESERVED_FIELDS = frozenset({"work", "run"})
+# Filled in when the cell's clusters are up: {<cluster name>.<field>}, {cluster.<field>}.
+_CLUSTER_FIELD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\.[a-z0-9_]+$")
 
 
 def _render(value: Any, values: Mapping[str, Any], where: str) -> Any:
@@ -332,14 +375,40 @@ def _render(value: Any, values: Mapping[str, Any], where: str) -> Any:
         if isinstance(value, dict):
             return {k: _render(v, values, f"{where}.{k}") for k, v in value.items()}
         return value
-    fields = [f for f in _template_fields(value, where) if f not in RESERVED_FIELDS]
+    fields = [
+        f
+        for f in _template_fields(value, where)
+        if f not in RESERVED_FIELDS and not _CLUSTER_FIELD.match(f)
+    ]
     for f in fields:
         if f not in values:
             known = ", ".join(sorted(values)) or "none"
             raise ConfigError(where, f"template field {{{f}}} names no axis (axes: {known})")
     if len(fields) == 1 and value == "{" + fields[0] + "}":
         return values[fields[0]]  # keep the axis value's type: "{count}" -> 10000
-    return value.format_map({**values, **{r: "{" + r + "}" for r in RESERVED_FIELDS}})
+    return value.format_map(_KeepReserved(values))
+
+
+class _KeepReserved(dict):
+    """Axis values; reserved and cluster fields stay as they are, for the run to fill."""
+
+    def __missing__(self, key: str) -> Any:
+        return _Dotted(key)  # only dotted fields reach here: others were checked
+
+    def __getitem__(self, key: str) -> Any:
+        if key in RESERVED_FIELDS:
+            return "{" + key + "}"
+        return super().__getitem__(key)
+
+
+class _Dotted:
+    """``{a.b}`` kept as written by ``str.format``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attr: str) -> str:
+        return "{" + self.name + "." + attr + "}"
 
 
 def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, Any]:
@@ -435,6 +504,136 @@ def _check_tool_params(
         raise ConfigError(place, message)
     adapter.check_params(params, f"{where}.params")
     return params
+
+
+# Tools' config keys whose version a cluster kind takes by default.
+_VERSION_FROM = {"ozone": "ozone", "hdfs": "hadoop", "yarn": "hadoop"}
+
+
+def cluster_spec(
+    name: str,
+    raw: dict[str, Any],
+    values: Mapping[str, Any],
+    hosts: Mapping[str, Any],
+    tools_cfg: Mapping[str, Any],
+    where: str,
+) -> ClusterSpec:
+    """One cluster configuration for a cell: ``raw`` (``clusters.<name>``) with the cell's
+    axis ``values`` filled in, roles completed, hosts checked. ``{id}`` stays for the
+    cluster's own id (a directory of its own: "/dev/shm/perfpost/ratis-{id}")."""
+    here = f"clusters.{name}"
+    kind = clusters.get(raw["kind"])
+    filled = _render(raw, {**values, "id": "{id}"}, here)
+    roles: dict[str, list[str]] = {}
+    for role, (fewest, most) in kind.ROLES.items():
+        given = filled.get("roles", {}).get(role, [LOCALHOST] * max(fewest, 1))
+        given = [given] if isinstance(given, str) else list(given)
+        if len(given) < fewest or (most is not None and len(given) > most):
+            span = f"{fewest}" if fewest == most else f"{fewest} to {most or 'any number of'}"
+            raise ConfigError(f"{here}.roles.{role}", f"needs {span} host(s), got {len(given)}")
+        for h in given:
+            if h not in hosts:
+                raise ConfigError(
+                    f"{here}.roles.{role}", f"unknown host {h!r} (known: {sorted(hosts)})"
+                )
+        if len(set(given)) != len(given):
+            raise ConfigError(f"{here}.roles.{role}", "a host is listed twice")
+        roles[role] = given
+    for role in filled.get("roles", {}):
+        if role not in kind.ROLES:
+            raise ConfigError(
+                f"{here}.roles.{role}",
+                f"{raw['kind']} has no role {role!r} (roles: {', '.join(kind.ROLES)})",
+            )
+    jvm = filled.get("jvm", {})
+    if isinstance(jvm, str):
+        jvm = {"all": jvm}
+    for role in jvm:
+        if role != "all" and role not in kind.ROLES:
+            raise ConfigError(f"{here}.jvm.{role}", f"{raw['kind']} has no role {role!r}")
+    site = {f: {k: str(v) for k, v in filled[f].items()} for f in SITE_KEYS if filled.get(f)}
+    if filled.get("buckets") and raw["kind"] != "ozone":
+        raise ConfigError(f"{here}.buckets", "only Ozone has buckets")
+    version = str(
+        filled.get("version")
+        or tools_cfg.get(_VERSION_FROM[raw["kind"]], {}).get("version")
+        or kind.RUNTIME.version
+    )
+    spec = ClusterSpec(
+        name=name,
+        kind=raw["kind"],
+        version=version,
+        roles=roles,
+        site=site,
+        jvm={k: str(v) for k, v in jvm.items()},
+        env={k: str(v) for k, v in filled.get("env", {}).items()},
+        dir=filled.get("dir", "/var/tmp/perfpost"),
+        home=filled.get("home"),
+        buckets=list(filled.get("buckets", [])),
+        fresh=filled.get("fresh", "configuration"),
+        shared=bool(filled.get("shared", False)),
+    )
+    del where
+    return spec
+
+
+SITE_KEYS = ("core-site", "hdfs-site", "ozone-site", "yarn-site", "mapred-site")
+
+
+def _cluster_fields(value: Any) -> list[str]:
+    """``{name.field}`` templates in a params value, anywhere inside it."""
+    if isinstance(value, str):
+        return [f for f in _template_fields(value, "") if _CLUSTER_FIELD.match(f)]
+    if isinstance(value, list):
+        return [f for v in value for f in _cluster_fields(v)]
+    if isinstance(value, dict):
+        return [f for v in value.values() for f in _cluster_fields(v)]
+    return []
+
+
+def _cell_clusters(
+    plan_clusters: Mapping[str, Any],
+    hosts: Mapping[str, Any],
+    tools_cfg: Mapping[str, Any],
+    exp: Experiment,
+    cell: matrix.Cell,
+    params: dict[str, Any],
+    where: str,
+) -> list[dict[str, Any]]:
+    """The clusters a cell runs against, and a check that its params' cluster fields name
+    one of them and a field it has."""
+    names = exp.cluster if isinstance(exp.cluster, list) else [exp.cluster] if exp.cluster else []
+    specs = []
+    for i, raw_name in enumerate(names):
+        name = str(_render(raw_name, cell.value_map, f"{where}.cluster"))
+        if name not in plan_clusters:
+            raise ConfigError(
+                f"{where}.cluster" + (f"[{i}]" if isinstance(exp.cluster, list) else ""),
+                f"no cluster {name!r} under `clusters:` (known: {sorted(plan_clusters) or 'none'})",
+            )
+        specs.append(
+            cluster_spec(name, plan_clusters[name], cell.value_map, hosts, tools_cfg, where)
+        )
+    by_name = {s.name: s for s in specs}
+    if specs:
+        by_name.setdefault("cluster", specs[0])
+    for f in _cluster_fields(params):
+        prefix, _, attr = f.partition(".")
+        spec = by_name.get(prefix)
+        if spec is None:
+            raise ConfigError(
+                f"{where}.params",
+                f"{{{f}}} names no cluster of this cell (its clusters: "
+                f"{', '.join(s.name for s in specs) or 'none; set cluster:'})",
+            )
+        known = clusters.get(spec.kind).FIELDS
+        if attr not in known:
+            raise ConfigError(
+                f"{where}.params",
+                f"{{{f}}}: a {spec.kind} cluster has no field {attr!r} (fields: "
+                f"{', '.join(sorted(known))})",
+            )
+    return [s.to_dict() for s in specs]
 
 
 def _check_comparisons(exp: Experiment, where: str) -> None:
@@ -535,8 +734,23 @@ def build_plan(config: dict[str, Any]) -> Plan:
         for cell in exp.cells:
             params = resolve_params(exp, cell, where)
             exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]", checker)
+            if exp.cluster or _cluster_fields(params):
+                exp.cluster_specs[cell.id] = _cell_clusters(
+                    config.get("clusters", {}),
+                    hosts,
+                    config.get("tools", {}),
+                    exp,
+                    cell,
+                    params,
+                    f"{where}[{cell.id}]",
+                )
         experiments[name] = exp
-    return Plan(hosts=hosts, experiments=experiments, tools=config.get("tools", {}))
+    return Plan(
+        hosts=hosts,
+        experiments=experiments,
+        tools=config.get("tools", {}),
+        clusters=config.get("clusters", {}),
+    )
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -220,7 +220,7 @@ def start_janitor(workdir: str | None = None) -> None:
     workdir = os.path.realpath(workdir or os.getcwd())
     pid = os.getpid()
     subprocess.Popen(
-        [sys.executable, "-m", "perfpost.run.lifeline", str(pid), str(_starttime(pid)), workdir],
+        [sys.executable, "-m", "perfpost.run.janitor", str(pid), str(_starttime(pid)), workdir],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -247,7 +247,3 @@ def janitor(pid: int, start: str, workdir: str) -> list[str]:
         os.close(fd)
     said = remove_stale_locks(workdir)
     return said + recover(workdir, locks=False)
-
-
-if __name__ == "__main__":
-    janitor(int(sys.argv[1]), sys.argv[2], sys.argv[3])

@@ -10,7 +10,9 @@ failed, with the reason. Secrets are masked in memory before any log or record i
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import os
 import sys
 import time
 import traceback
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import __version__, hostenv, paths, tools
+from perfpost.clusters.base import ClusterError, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
 from perfpost.plan.config import CellSpec
@@ -31,12 +34,14 @@ from perfpost.records import (
     read_record,
     write_json_atomic,
 )
-from perfpost.run import hostscript
+from perfpost.run import deploy, hostscript
 from perfpost.run.hosts import Host
 from perfpost.run.hostscript import CommandResult
 from perfpost.tools.base import Fetch, Metric
 
 SHORT_TIMEOUT = 60.0
+# Where Hadoop and Ozone clients look for their configuration: a cell on a cluster gets one.
+CONF_VARS = ("HADOOP_CONF_DIR", "OZONE_CONF_DIR")
 
 
 def iso(ts: float | None) -> str | None:
@@ -72,9 +77,27 @@ def _tail(text: str, n: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
 
+def fill_fields(value: Any, fields: dict[str, str]) -> Any:
+    """``value`` with every ``{<cluster>.<field>}`` replaced by the running cluster's value."""
+    if isinstance(value, str):
+        for k, v in fields.items():
+            value = value.replace("{" + k + "}", v)
+        return value
+    if isinstance(value, list):
+        return [fill_fields(v, fields) for v in value]
+    if isinstance(value, dict):
+        return {k: fill_fields(v, fields) for k, v in value.items()}
+    return value
+
+
 class _CellRun:
     def __init__(
-        self, spec: CellSpec, record_path: Path, host: Host, redactor: Redactor | None = None
+        self,
+        spec: CellSpec,
+        record_path: Path,
+        host: Host,
+        redactor: Redactor | None = None,
+        lease: deploy.Lease | None = None,
     ) -> None:
         self.spec = spec
         self.record_path = record_path
@@ -115,6 +138,19 @@ class _CellRun:
         }
         if spec.cell_env():
             self.record["env"] = hostenv.public(spec.cell_env())
+        self.fields: dict[str, str] = {}
+        self.client_site: dict[str, dict[str, str]] = {}
+        if lease is not None:
+            # The cluster it ran on: which configuration, which start of it, its release.
+            self.record["clusters"] = lease.records()
+            self.fields = lease.fields()
+            self.client_site = lease.client_site()
+            self.record["cluster_fields"] = self.fields
+            if self.client_site:
+                conf = f"{self.logdir}/conf"
+                self.record["client_conf"] = self.client_site
+                for var in CONF_VARS:
+                    getattr(host, "env", {})[var] = conf
 
     def _run(self, name: str, script: str, timeout: float) -> CommandResult:
         # Should perfpost die mid-step, the host removes the cell's scratch by itself.
@@ -294,7 +330,8 @@ class _CellRun:
         """Tool version, preparation and the page cache: everything before the measurement.
         Returns the record when the cell is already over (failed or skipped)."""
         self.raw.mkdir(parents=True, exist_ok=True)
-        spec, plan = self.spec, self.adapter.plan(self.spec.params, self.workdir)
+        spec = self.spec
+        plan = self.adapter.plan(fill_fields(spec.params, self.fields), self.workdir)
         self.plan = plan
         self.record["command"] = "\n".join(
             hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
@@ -303,6 +340,21 @@ class _CellRun:
         self.record["remove_commands"] = [hostscript.quote(p.argv) for p in plan.remove]
         self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
         self.record["description"] = plan.description
+        if self.client_site:
+            conf = self._run(
+                "client_conf",
+                hostscript.write_files_script(
+                    {
+                        f"{self.logdir}/conf/{name}.xml": site_xml(keys)
+                        for name, keys in self.client_site.items()
+                    }
+                ),
+                SHORT_TIMEOUT,
+            )
+            if conf.exit_code != 0:
+                return self._finish(
+                    FAILED, f"writing the cluster's client configuration failed: {conf.stderr}"
+                )
 
         version = self._run(
             "version", hostscript.quote(self.adapter.version_argv(spec.params)), SHORT_TIMEOUT
@@ -463,8 +515,23 @@ def run_together(
     time and run; each record gets the planned start, its own offset from it and the skew
     between the hosts' actual starts (host clocks are assumed to be synchronised).
     """
+    return _on_clusters(
+        specs,
+        record_paths,
+        redactor,
+        lambda lease: _together(specs, record_paths, hosts, redactor, lease),
+    )
+
+
+def _together(
+    specs: list[CellSpec],
+    record_paths: list[str | Path],
+    hosts: list[Host],
+    redactor: Redactor | None,
+    lease: deploy.Lease | None,
+) -> list[dict[str, Any]]:
     cells = [
-        _CellRun(s, Path(p), h, redactor)
+        _CellRun(s, Path(p), h, redactor, lease)
         for s, p, h in zip(specs, record_paths, hosts, strict=True)
     ]
     try:
@@ -499,7 +566,47 @@ def run_cell(
     spec: CellSpec, record_path: str | Path, host: Host, redactor: Redactor | None = None
 ) -> dict[str, Any]:
     """Run ``spec`` on ``host``; returns the record that was written to ``record_path``."""
-    return _CellRun(spec, Path(record_path), host, redactor).run()
+    return _on_clusters(
+        [spec],
+        [record_path],
+        redactor,
+        lambda lease: [_CellRun(spec, Path(record_path), host, redactor, lease).run()],
+    )[0]
+
+
+def _cluster_hosts(specs: list[CellSpec]) -> dict[str, dict[str, Any]]:
+    """How to reach every host a cluster may use: the run's inventory, and the cells' own."""
+    from perfpost.plan.config import RUNTIME_ENV
+
+    known = json.loads(os.environ.get(RUNTIME_ENV) or "{}").get("hosts", {})
+    out = {hostenv.LOCALHOST: {"name": hostenv.LOCALHOST}, **known}
+    for s in specs:
+        out[s.host["name"]] = {**out.get(s.host["name"], {}), **s.host}
+    return out
+
+
+def _on_clusters(
+    specs: list[CellSpec],
+    record_paths: list[str | Path],
+    redactor: Redactor | None,
+    body: Any,
+) -> list[dict[str, Any]]:
+    """``body(lease)`` with the cells' clusters up (``body(None)`` for cells without); a
+    cluster that cannot start fails the cells with its reason."""
+    wanted = {c.ident(): c for s in specs for c in s.cluster_specs()}
+    if not wanted:
+        return body(None)
+    try:
+        with deploy.lease(
+            list(wanted.values()), _cluster_hosts(specs), record=str(record_paths[0])
+        ) as lease:
+            return body(lease)
+    except ClusterError as e:
+        traceback.print_exc(file=sys.stderr)
+        return [
+            record_failure(s, p, f"cluster: {e}", redactor)
+            for s, p in zip(specs, record_paths, strict=True)
+        ]
 
 
 def record_failure(

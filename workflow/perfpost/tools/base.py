@@ -92,8 +92,10 @@ class Unprivileged(Exception):
 
 
 def fill_work(value: Any, workdir: str) -> str:
-    """A parameter value with ``{work}`` replaced by the run's scratch directory."""
-    return str(value).replace("{work}", workdir)
+    """A parameter value with ``{work}`` replaced by the run's scratch directory and
+    ``{run}`` by its name (a path of its own on a cluster: "{cluster.fs}/{run}")."""
+    name = workdir.rstrip("/").rsplit("/", 1)[-1]
+    return str(value).replace("{work}", workdir).replace("{run}", name)
 
 
 def env_prefix(params: Mapping[str, Any], java_var: str, workdir: str) -> list[str]:

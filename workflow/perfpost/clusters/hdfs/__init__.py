@@ -1,0 +1,149 @@
+"""HDFS: a NameNode and DataNodes of one Hadoop release.
+
+Fetched from Maven Central (``pom.xml`` here): hadoop-hdfs, its client and hadoop-common,
+plus hadoop-hdfs's ``tests`` jar, the only published jar carrying ``webapps/hdfs``, without
+which the NameNode does not start. The NameNode is formatted, started, then the DataNodes.
+Ready when the NameNode counts every DataNode live and has left safe mode (JMX over HTTP).
+
+Every address is the role's host (loopback on ``localhost``) on a free port. Replication is
+the number of DataNodes, up to 3 (``dfs.replication``, given to clients too). Keys perfpost
+sets are in :meth:`Hdfs.configure`; the config's ``hdfs-site`` and ``core-site`` override
+any of them, and the post lists the keys that differ from Hadoop's defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from perfpost import provision
+from perfpost.clusters.base import Kind
+
+VERSION = "3.4.2"
+RUNTIME = provision.Runtime(
+    name="hdfs",
+    version=VERSION,
+    files=Path(__file__).resolve().parent,
+    version_property="hadoop.version",
+    launcher="hdfs",
+    expect_jar="hadoop-hdfs-",
+)
+
+NN_MAIN = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+DN_MAIN = "org.apache.hadoop.hdfs.server.datanode.DataNode"
+VERSION_MAIN = "org.apache.hadoop.util.VersionInfo"  # what `hadoop version` runs
+OPENS = ["--add-opens=java.base/java.lang=ALL-UNNAMED"]
+HEAP = "-Xmx512m"
+NN_STATE = "Hadoop:service=NameNode,name=FSNamesystemState"
+NN_INFO = "Hadoop:service=NameNode,name=NameNodeInfo"
+
+
+class Hdfs(Kind):
+    KIND = "hdfs"
+    RUNTIME = RUNTIME
+    ROLES: ClassVar[dict[str, tuple[int, int | None]]] = {"namenode": (1, 1), "datanode": (1, None)}
+    START_ORDER = ("namenode", "datanode")
+    FIELDS: ClassVar[dict[str, str]] = {
+        "uri": "the file system's URI (hdfs://host:port), as fs.defaultFS",
+        "fs": "the same: where a test's files go",
+        "nn": "the NameNode's RPC address (host:port)",
+    }
+
+    def _nn(self) -> str:
+        return self.dep.spec.roles["namenode"][0]
+
+    @property
+    def replication(self) -> str:
+        return str(min(3, len(self.dep.spec.roles["datanode"])))
+
+    def configure(self) -> dict[str, dict[str, str]]:
+        dep = self.dep
+        nn = self._nn()
+        dep.free_ports(nn, ["nn.rpc", "nn.http", "nn.https"])
+        a, p = dep.node(nn).address, dep.ports
+        core = {"fs.defaultFS": f"hdfs://{a}:{p['nn.rpc']}"}
+        hdfs = {
+            "dfs.namenode.rpc-address": f"{a}:{p['nn.rpc']}",
+            "dfs.namenode.http-address": f"{a}:{p['nn.http']}",
+            "dfs.namenode.https-address": f"{a}:{p['nn.https']}",
+            "dfs.namenode.secondary.http-address": f"{a}:0",
+            "dfs.namenode.secondary.https-address": f"{a}:0",
+            "dfs.replication": self.replication,
+            # Leave safe mode as soon as every DataNode reported, not 30 s later.
+            "dfs.namenode.safemode.extension": "0",
+            "dfs.namenode.safemode.min.datanodes": str(len(dep.spec.roles["datanode"])),
+            "dfs.permissions.enabled": "false",
+        }
+        return {"core-site": core, "hdfs-site": hdfs}
+
+    def host_site(self, host: str) -> dict[str, dict[str, str]]:
+        dep = self.dep
+        root = dep.root(host)
+        keys = {
+            "hadoop.tmp.dir": f"{root}/tmp",
+            "dfs.namenode.name.dir": f"{root}/data/name",
+            "dfs.datanode.data.dir": f"{root}/data/data",
+        }
+        if host in dep.spec.roles["datanode"]:
+            # Port 0: a DataNode tells the NameNode the ports it got, so none can be taken.
+            a = dep.node(host).address
+            keys.update(
+                {
+                    "dfs.datanode.address": f"{a}:0",
+                    "dfs.datanode.ipc.address": f"{a}:0",
+                    "dfs.datanode.http.address": f"{a}:0",
+                    "dfs.datanode.https.address": f"{a}:0",
+                }
+            )
+        return {"hdfs-site": keys}
+
+    def _opts(self) -> list[str]:
+        return [HEAP, *OPENS]
+
+    def launch(self) -> None:
+        dep = self.dep
+        nn = self._nn()
+        dep.run_java(
+            nn,
+            "namenode",
+            NN_MAIN,
+            ["-format", "-force", "-nonInteractive"],
+            self._opts(),
+            "namenode format",
+        )
+        dep.start_daemon("namenode", 0, NN_MAIN, [], self._opts())
+        # DataNodes retry the NameNode every 100 ms rather than every second (then 5 s).
+        retry = ["-Dipc.client.connect.retry.interval=100", "-Dipc.client.connect.max.retries=600"]
+        for i, _ in enumerate(dep.spec.roles["datanode"]):
+            dep.start_daemon("datanode", i, DN_MAIN, [], [*self._opts(), *retry])
+
+    def ready(self) -> str | None:
+        dep = self.dep
+        want = len(dep.spec.roles["datanode"])
+        state = dep.jmx("namenode", "nn.http", NN_STATE)
+        live = int(state.get("NumLiveDataNodes") or 0)
+        if live < want:
+            return f"{want} live DataNode(s) in the NameNode ({live} so far)"
+        if not int(state.get("CapacityRemaining") or 0):
+            return "the DataNodes' storage reports"
+        safemode = dep.jmx("namenode", "nn.http", NN_INFO).get("Safemode")
+        if safemode != "":
+            return "the NameNode to leave safe mode"
+        return None
+
+    def client_site(self) -> dict[str, dict[str, str]]:
+        hdfs = self.dep.site["hdfs-site"]
+        keys = {"dfs.replication": hdfs["dfs.replication"]}
+        # Keys the config set for clients (dfs.client.*) travel too.
+        keys.update({k: v for k, v in hdfs.items() if k.startswith("dfs.client.")})
+        return {"hdfs-site": keys}
+
+    def fields(self) -> dict[str, str]:
+        uri = self.dep.site["core-site"]["fs.defaultFS"]
+        return {"uri": uri, "fs": uri, "nn": self.dep.site["hdfs-site"]["dfs.namenode.rpc-address"]}
+
+    def version_command(self, home: str) -> str:
+        return self.dep.java_command(self._nn(), VERSION_MAIN)
+
+
+KIND = Hdfs

@@ -1,0 +1,282 @@
+"""Ozone: a Storage Container Manager, an Ozone Manager and datanodes of one release.
+
+The daemons run from the same jars as freon (``tools/freon``'s runtime holds the SCM, OM,
+datanode, shell and file system classes), so nothing more is fetched. Start order, as
+Ozone's own scripts: ``scm --init``, the SCM, the datanodes (they retry until the SCM
+answers), ``om --init`` (needs the running SCM), the OM. Ready when the SCM has left safe
+mode with every datanode HEALTHY and a pipeline OPEN, and the OM's Ratis role is
+LEADER_AND_READY (JMX over HTTP). Then the config's ``buckets`` are created.
+
+Every address is the role's host (loopback on ``localhost``) on a free port, chosen once per
+start. One datanode means replication ONE (``ozone.replication=1``, given to clients too);
+three or more, RATIS/THREE. Keys perfpost sets are in :meth:`Ozone.configure`; the config's
+``ozone-site`` overrides any of them, and the post lists the keys that differ from Ozone's
+defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from perfpost.clusters.base import Kind
+from perfpost.tools.freon import RUNTIME
+
+SCM_MAIN = "org.apache.hadoop.hdds.scm.server.StorageContainerManagerStarter"
+OM_MAIN = "org.apache.hadoop.ozone.om.OzoneManagerStarter"
+DN_MAIN = "org.apache.hadoop.ozone.HddsDatanodeService"
+SHELL_MAIN = "org.apache.hadoop.ozone.shell.OzoneShell"
+VERSION_MAIN = "org.apache.hadoop.ozone.util.OzoneVersionInfo"  # what `ozone version` runs
+
+# Java 17: Ozone's own module access flags (OZONE_MODULE_ACCESS_ARGS of its scripts) and
+# the Ratis netty option its launcher adds.
+OPENS = [
+    "--add-opens=java.management/com.sun.jmx.mbeanserver=ALL-UNNAMED",
+    "--add-exports=java.management/com.sun.jmx.mbeanserver=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "-Dorg.apache.ratis.thirdparty.io.netty.tryReflectionSetAccessible=true",
+]
+HEAP = "-Xmx512m"
+
+SCM_INFO = (
+    "Hadoop:service=StorageContainerManager,name=StorageContainerManagerInfo,"
+    "component=ServerRuntime"
+)
+SCM_NODES = "Hadoop:service=SCMNodeManager,name=SCMNodeManagerInfo"
+SCM_PIPELINES = "Hadoop:service=SCMPipelineManager,name=SCMPipelineManagerInfo"
+OM_INFO = "Hadoop:service=OzoneManager,name=OzoneManagerInfo,component=ServerRuntime"
+
+SCM_PORTS = ("client", "block", "datanode", "security", "http", "https", "grpc", "ratis")
+OM_PORTS = ("rpc", "http", "https", "ratis", "grpc")
+DN_PORTS = ("ipc", "ratis.ipc", "ratis.admin", "ratis.server", "ratis.ds", "client", "http")
+DN_PORTS += ("https", "replication")
+
+
+def _entry(value: Any, key: str) -> Any:
+    """A JMX map's value: maps come back as [{"key": k, "value": v}, ...] or as dicts."""
+    if isinstance(value, dict):
+        return value.get(key)
+    for e in value or []:
+        if isinstance(e, dict) and e.get("key") == key:
+            return e.get("value")
+    return None
+
+
+def healthy_nodes(bean: dict[str, Any]) -> int:
+    """HEALTHY datanodes in an SCMNodeManagerInfo bean: its NodeCount maps each operational
+    state (IN_SERVICE, DECOMMISSIONING, ...) to counts per health (HEALTHY, STALE, ...)."""
+    total = 0
+    for state in bean.get("NodeCount") or []:
+        if isinstance(state, dict):
+            total += int(_entry(state.get("value"), "HEALTHY") or 0)
+    return total
+
+
+class Ozone(Kind):
+    KIND = "ozone"
+    RUNTIME = RUNTIME
+    ROLES: ClassVar[dict[str, tuple[int, int | None]]] = {
+        "scm": (1, 1),
+        "om": (1, 1),
+        "datanode": (1, None),
+    }
+    START_ORDER = ("scm", "datanode", "om")
+    FIELDS: ClassVar[dict[str, str]] = {
+        "om": "the Ozone Manager's address (host:port), as ozone.om.address",
+        "ofs": "the ofs:// root of the cluster (ofs://host:port)",
+        "fs": "the first bucket as a file system: ofs://host:port/volume/bucket",
+        "o3fs": "the first bucket as o3fs://bucket.volume.host:port",
+        "volume": "the first bucket's volume",
+        "bucket": "the first bucket",
+        "scm": "the SCM's client address (host:port)",
+    }
+
+    def _one(self, role: str) -> str:
+        return self.dep.spec.roles[role][0]
+
+    @property
+    def replication(self) -> str:
+        return "3" if len(self.dep.spec.roles["datanode"]) >= 3 else "1"
+
+    def configure(self) -> dict[str, dict[str, str]]:
+        dep = self.dep
+        scm, om = self._one("scm"), self._one("om")
+        dep.free_ports(scm, [f"scm.{p}" for p in SCM_PORTS])
+        dep.free_ports(om, [f"om.{p}" for p in OM_PORTS])
+        for h in dep.spec.roles["datanode"]:
+            dep.free_ports(h, [f"dn.{h}.{p}" for p in DN_PORTS])
+        s, o, p = dep.node(scm).address, dep.node(om).address, dep.ports
+        dn_count = len(dep.spec.roles["datanode"])
+        keys = {
+            "ozone.scm.names": s,
+            # Both forms: datanodes find the SCM by ozone.scm.names and the *.port keys.
+            "ozone.scm.client.address": f"{s}:{p['scm.client']}",
+            "ozone.scm.client.port": str(p["scm.client"]),
+            "ozone.scm.block.client.address": f"{s}:{p['scm.block']}",
+            "ozone.scm.block.client.port": str(p["scm.block"]),
+            "ozone.scm.datanode.address": f"{s}:{p['scm.datanode']}",
+            "ozone.scm.datanode.port": str(p["scm.datanode"]),
+            "ozone.scm.security.service.address": f"{s}:{p['scm.security']}",
+            "ozone.scm.security.service.port": str(p["scm.security"]),
+            "ozone.scm.http-address": f"{s}:{p['scm.http']}",
+            "ozone.scm.https-address": f"{s}:{p['scm.https']}",
+            "ozone.scm.grpc.port": str(p["scm.grpc"]),
+            "ozone.scm.ratis.port": str(p["scm.ratis"]),
+            "ozone.om.address": f"{o}:{p['om.rpc']}",
+            "ozone.om.http-address": f"{o}:{p['om.http']}",
+            "ozone.om.https-address": f"{o}:{p['om.https']}",
+            "ozone.om.ratis.port": str(p["om.ratis"]),
+            "ozone.om.grpc.port": str(p["om.grpc"]),  # default: a fixed 8981
+            "ozone.om.s3.grpc.server_enabled": "false",  # no S3 gateway here
+            # As many datanodes as the config has: the SCM leaves safe mode with all of them.
+            "hdds.scm.safemode.min.datanode": str(dn_count),
+            "hdds.scm.wait.time.after.safemode.exit": "5s",
+            "ozone.replication": self.replication,
+            "ozone.server.default.replication": self.replication,
+            # Small test machines: containers of 1 GB, little free space demanded.
+            "ozone.scm.container.size": "1GB",
+            "hdds.datanode.volume.min.free.space": "100MB",
+            "hdds.datanode.volume.min.free.space.percent": "0",
+            "hdds.datanode.volume.min.free.space.hard.limit.percent": "0",
+            "ozone.scm.datanode.ratis.volume.free-space.min": "10MB",
+        }
+        for role, host in (("scm", scm), ("om", om)):
+            addr = dep.node(host).address
+            keys.update(
+                {
+                    f"ozone.{role}.http-bind-host": addr,
+                    f"ozone.{role}.https-bind-host": addr,
+                }
+            )
+        keys.update(
+            {
+                f"ozone.scm.{k}.bind.host": s
+                for k in ("client", "block.client", "datanode", "security.service")
+            }
+        )
+        return {"ozone-site": keys}
+
+    def host_site(self, host: str) -> dict[str, dict[str, str]]:
+        dep = self.dep
+        root = dep.root(host)
+        keys = {
+            "ozone.metadata.dirs": f"{root}/data/meta",
+            "ozone.scm.db.dirs": f"{root}/data/scm/db",
+            "ozone.scm.ha.ratis.storage.dir": f"{root}/data/scm/ratis",
+            "ozone.om.db.dirs": f"{root}/data/om/db",
+            "ozone.om.ratis.storage.dir": f"{root}/data/om/ratis",
+            "hdds.datanode.dir": f"{root}/data/dn/data",
+            "hdds.container.ratis.datanode.storage.dir": f"{root}/data/dn/ratis",
+            "ozone.scm.datanode.id.dir": f"{root}/data/dn",
+        }
+        if host in dep.spec.roles["datanode"]:
+            a, p = dep.node(host).address, dep.ports
+            q = f"dn.{host}."
+            keys.update(
+                {
+                    "hdds.container.ipc.port": str(p[q + "ipc"]),
+                    "hdds.container.ratis.ipc.port": str(p[q + "ratis.ipc"]),
+                    "hdds.container.ratis.admin.port": str(p[q + "ratis.admin"]),
+                    "hdds.container.ratis.server.port": str(p[q + "ratis.server"]),
+                    "hdds.container.ratis.datastream.port": str(p[q + "ratis.ds"]),
+                    "hdds.datanode.client.address": f"{a}:{p[q + 'client']}",
+                    "hdds.datanode.client.bind.host": a,
+                    "hdds.datanode.http-address": f"{a}:{p[q + 'http']}",
+                    "hdds.datanode.http-bind-host": a,
+                    "hdds.datanode.https-address": f"{a}:{p[q + 'https']}",
+                    "hdds.datanode.https-bind-host": a,
+                    "hdds.datanode.replication.port": str(p[q + "replication"]),
+                    "hdds.ratis.raft.grpc.server.host": a,
+                    "hdds.ratis.raft.grpc.admin.host": a,
+                    "hdds.ratis.raft.grpc.client.host": a,
+                }
+            )
+        return {"ozone-site": keys}
+
+    def _opts(self) -> list[str]:
+        return [HEAP, *OPENS]
+
+    def launch(self) -> None:
+        dep = self.dep
+        scm = self._one("scm")
+        dep.run_java(scm, "scm", SCM_MAIN, ["--init"], self._opts(), "scm init")
+        dep.start_daemon("scm", 0, SCM_MAIN, [], self._opts())
+        # Datanodes retry until the SCM answers: started now, they register sooner.
+        for i, _ in enumerate(dep.spec.roles["datanode"]):
+            dep.start_daemon("datanode", i, DN_MAIN, [], self._opts())
+        dep.wait_for(lambda: dep.jmx("scm", "scm.http", SCM_INFO) != {}, 180.0, "the SCM")
+        dep.run_java(self._one("om"), "om", OM_MAIN, ["--init"], self._opts(), "om init")
+        dep.start_daemon("om", 0, OM_MAIN, [], self._opts())
+
+    def ready(self) -> str | None:
+        dep = self.dep
+        want = len(dep.spec.roles["datanode"])
+        healthy = healthy_nodes(dep.jmx("scm", "scm.http", SCM_NODES))
+        if healthy < want:
+            return f"{want} HEALTHY datanode(s) in the SCM ({healthy} so far)"
+        pipelines = int(
+            _entry(dep.jmx("scm", "scm.http", SCM_PIPELINES).get("PipelineInfo"), "OPEN") or 0
+        )
+        if pipelines < 1:
+            return "an OPEN pipeline"
+        if dep.jmx("scm", "scm.http", SCM_INFO).get("InSafeMode") is not False:
+            return "the SCM to leave safe mode"
+        if "LEADER_AND_READY" not in str(dep.jmx("om", "om.http", OM_INFO).get("RatisRoles", "")):
+            return "the OM to be LEADER_AND_READY"
+        return None
+
+    def prepare(self) -> None:
+        dep = self.dep
+        om = self._one("om")
+        made: set[str] = set()
+        for pair in dep.spec.buckets:
+            volume, bucket = pair.split("/")
+            steps = ([] if volume in made else [["volume", "create", f"/{volume}"]]) + [
+                ["bucket", "create", f"/{volume}/{bucket}"]
+            ]
+            made.add(volume)
+            for args in steps:
+                dep.run_java(om, "", SHELL_MAIN, args, self._client_opts(), f"create {args[-1]}")
+
+    def _client_opts(self) -> list[str]:
+        return ["-Xmx256m", *OPENS]
+
+    def client_site(self) -> dict[str, dict[str, str]]:
+        site = self.dep.site["ozone-site"]
+        keys = {
+            k: site[k]
+            for k in (
+                "ozone.om.address",
+                "ozone.scm.names",
+                "ozone.scm.client.address",
+                "ozone.scm.block.client.address",
+                "ozone.replication",
+            )
+        }
+        # Keys the config set for clients (ozone.client.*) travel too.
+        keys.update({k: v for k, v in site.items() if k.startswith("ozone.client.")})
+        return {"ozone-site": keys}
+
+    def fields(self) -> dict[str, str]:
+        om = self.dep.site["ozone-site"]["ozone.om.address"]
+        out = {
+            "om": om,
+            "ofs": f"ofs://{om}",
+            "scm": self.dep.site["ozone-site"]["ozone.scm.client.address"],
+        }
+        if self.dep.spec.buckets:
+            volume, bucket = self.dep.spec.buckets[0].split("/")
+            out.update(
+                volume=volume,
+                bucket=bucket,
+                fs=f"ofs://{om}/{volume}/{bucket}",
+                o3fs=f"o3fs://{bucket}.{volume}.{om}",
+            )
+        return out
+
+    def version_command(self, home: str) -> str:
+        return self.dep.java_command(self._one("scm"), VERSION_MAIN)
+
+
+KIND = Ozone

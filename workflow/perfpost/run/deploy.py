@@ -1,0 +1,401 @@
+"""Clusters over the life of a run: started by the first cell that needs one, shared by the
+cells of the same configuration, stopped after the last of them, and whatever ends the run.
+
+A cell holds its clusters through :func:`lease`. The first cell of a configuration starts it
+(fresh directories, readiness); the next ones find it up and use it, one at a time unless
+the cluster is ``shared``. A cluster that could not start fails every cell of it in this run
+with the same reason, without trying again. The cell that leaves no other cell of this run
+for its cluster (:data:`perfpost.paths.CLUSTERS_PENDING`, written when the run starts) stops
+it, copies the daemons' logs beside the cluster's state and removes its directories;
+``fresh: cell`` does so after every cell.
+
+What the cells miss is stopped by the run: at its end (:func:`stop_owned`, Snakemake's
+``onsuccess`` and ``onerror``), by its watcher when it is killed, and by the next run for any
+cluster whose run is gone. Every start has a directory of its own
+(``results/clusters/<id>/start-<n>/``): ``state.json`` (status, owner run, the daemons and
+where they run, addresses, version), ``cluster.log`` (what perfpost did) and ``logs/`` (the
+daemons' own logs); a later start never overwrites an earlier one's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shlex
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from perfpost import clusters, paths, provision
+from perfpost.clusters.base import ClusterError, ClusterSpec, Deployment, start, stop
+from perfpost.run import lifeline
+from perfpost.run.hosts import open_host
+
+START_TIMEOUT = 300.0  # seconds a cluster may take to become ready
+ACTIVE = ("starting", "up")
+
+
+def owner() -> str:
+    """The run this process belongs to (``$PERFPOST_RUN``), or this process alone."""
+    run = os.environ.get(lifeline.ENV)
+    if run:
+        return run
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{lifeline._starttime(pid)}"
+
+
+def _alive(run: str) -> bool:
+    host, _, rest = run.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname():
+        return True  # not ours to judge
+    try:
+        return lifeline._alive(int(pid), start)
+    except ValueError:
+        return False
+
+
+def _starts(cdir: Path) -> list[int]:
+    found = []
+    for entry in cdir.glob("start-*"):
+        m = re.fullmatch(r"start-([1-9][0-9]*)", entry.name)
+        if m:
+            found.append(int(m.group(1)))
+    return sorted(found)
+
+
+def _read_state(sdir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((sdir / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_state(sdir: Path, state: dict[str, Any]) -> None:
+    tmp = sdir / ".state.json.new"
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    tmp.replace(sdir / "state.json")
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[int]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, mode)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _log(sdir: Path) -> TextIO:
+    return open(sdir / "cluster.log", "a")
+
+
+def _homes(spec: ClusterSpec, cache: str | None) -> dict[str, str]:
+    """The install each host runs the daemons from: ``home`` when the config names one,
+    else perfpost's provisioned runtime (on another host, at the same path: the config
+    says ``home`` when that host has its own)."""
+    if spec.home:
+        return {h: spec.home for h in spec.hosts()}
+    kind = clusters.get(spec.kind)
+    launcher = provision.install(kind.RUNTIME, spec.version, cache)
+    home = str(launcher.resolve().parents[1])
+    return {h: home for h in spec.hosts()}
+
+
+def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
+    """Stop a start's daemons, keep their logs beside its state, remove its directories."""
+    dep = Deployment.from_state(state["deployment"])
+    dep.opener = open_host
+    kind = clusters.get(dep.spec.kind)
+    with _log(sdir) as log:
+        print(f"{_now()} stopping ({why})", file=log, flush=True)
+        stop(dep, kind.START_ORDER, log=log)
+        for host in dep.spec.hosts():
+            try:
+                node = dep.node(host)
+                root = dep.root(host)
+                names = node.sh(f"ls {shlex.quote(root)}/logs 2>/dev/null; true").split()
+                out = sdir / "logs" / host
+                out.mkdir(parents=True, exist_ok=True)
+                for name in names:
+                    if re.fullmatch(r"[\w.+-]+\.(log|out)", name):
+                        (out / name).write_text(node.read(f"{root}/logs/{name}"))
+                doomed = [root] + [
+                    part
+                    for keys in dep.site.values()
+                    for value in keys.values()
+                    for part in str(value).split(",")
+                    if dep.ident in part and part.startswith("/")
+                ]
+                node.sh("rm -rf " + " ".join(shlex.quote(p) for p in doomed), what="clean-up")
+            except Exception as e:  # a host that is gone: its daemons went with it
+                print(f"{_now()} clean-up on {host}: {e}", file=log, flush=True)
+        dep.close()
+        print(f"{_now()} stopped", file=log, flush=True)
+    state["status"] = "stopped" if state["status"] == "up" else state["status"]
+    if state["status"] == "starting":
+        state["status"] = "failed"
+        state.setdefault("reason", why)
+    state["stopped"] = _now()
+    _write_state(sdir, state)
+
+
+@dataclass
+class Held:
+    """One cluster a cell holds: its configuration, its start and how it is reached."""
+
+    spec: ClusterSpec
+    start: int
+    state: dict[str, Any]
+    use_fd: int = -1
+
+    @property
+    def ident(self) -> str:
+        return self.spec.ident()
+
+    def record(self) -> dict[str, Any]:
+        """What the cell's record says of the cluster it ran on."""
+        return {
+            "name": self.spec.name,
+            "kind": self.spec.kind,
+            "id": self.ident,
+            "start": self.start,
+            "version": self.state["deployment"].get("version", ""),
+        }
+
+
+@dataclass
+class Lease:
+    """The clusters a cell holds while it runs."""
+
+    held: list[Held] = field(default_factory=list)
+
+    def fields(self) -> dict[str, str]:
+        """``{<name>.<field>}`` values for the cell's params; ``cluster.`` is the first."""
+        out: dict[str, str] = {}
+        for i, h in enumerate(self.held):
+            for k, v in h.state["deployment"].get("fields", {}).items():
+                out[f"{h.spec.name}.{k}"] = v
+                if i == 0:
+                    out[f"cluster.{k}"] = v
+        return out
+
+    def client_site(self) -> dict[str, dict[str, str]]:
+        """One client configuration for all the cell's clusters (Hadoop reads one dir)."""
+        out: dict[str, dict[str, str]] = {}
+        for h in self.held:
+            for name, keys in h.state["deployment"].get("client", {}).items():
+                out.setdefault(name, {}).update(keys)
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        return [h.record() for h in self.held]
+
+
+def _acquire(
+    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path, cache: str | None
+) -> Held:
+    cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=spec.ident())
+    cdir.mkdir(parents=True, exist_ok=True)
+    use_fd = os.open(cdir / "use.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(use_fd, fcntl.LOCK_SH if spec.shared else fcntl.LOCK_EX)
+        with _flock(cdir / "start.lock"):
+            held = _up(spec, hosts, cdir, cache)
+        held.use_fd = use_fd
+        return held
+    except BaseException:
+        os.close(use_fd)
+        raise
+
+
+def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, cache: str | None) -> Held:
+    me = owner()
+    starts = _starts(cdir)
+    n = starts[-1] if starts else 0
+    sdir = cdir / f"start-{n}"
+    state = _read_state(sdir) if n else None
+    if state is not None and state["owner"] == me:
+        if state["status"] == "up":
+            dep = Deployment.from_state(state["deployment"])
+            dep.opener = open_host
+            try:
+                dead = dep.dead_daemon()
+                reason = None
+                if dead is not None:
+                    reason = (
+                        f"the {dead.label} on {dead.host} of cluster {spec.ident()} died "
+                        f"after it started; {dead.log} ends:\n{dep.log_tail(dead)}"
+                    )
+            finally:
+                dep.close()
+            if reason is None:
+                return Held(spec, n, state)
+            state["reason"] = reason
+            _teardown(sdir, state, "a daemon died")
+            state["status"] = "failed"
+            _write_state(sdir, state)
+            raise ClusterError(reason)
+        if state["status"] == "failed":
+            raise ClusterError(
+                f"cluster {spec.name} ({spec.ident()}) could not be started in this run "
+                f"(see {sdir}/cluster.log): {state.get('reason', 'unknown')}"
+            )
+    if state is not None and state["status"] in ACTIVE:
+        _teardown(sdir, state, "left by an earlier run")
+    n += 1
+    sdir = cdir / f"start-{n}"
+    sdir.mkdir()
+    state = {
+        "schema": 1,
+        "status": "starting",
+        "owner": me,
+        "name": spec.name,
+        "started": _now(),
+        "deployment": Deployment(spec, {h: hosts[h] for h in spec.hosts()}).to_state(),
+    }
+    _write_state(sdir, state)
+    with _log(sdir) as log:
+        try:
+            dep = Deployment(
+                spec,
+                {h: hosts[h] for h in spec.hosts()},
+                home=_homes(spec, cache),
+                opener=open_host,
+            )
+
+            def save(d: Deployment) -> None:
+                state["deployment"] = d.to_state()
+                _write_state(sdir, state)
+
+            dep.on_change = save
+            print(
+                f"{_now()} starting {spec.kind} {spec.version} for {spec.name}",
+                file=log,
+                flush=True,
+            )
+            try:
+                start(clusters.get(spec.kind), dep, START_TIMEOUT, log=log)
+            finally:
+                state["deployment"] = dep.to_state()
+                dep.close()
+        except BaseException as e:
+            reason = str(e) if isinstance(e, Exception) else f"interrupted ({type(e).__name__})"
+            state["reason"] = reason
+            print(f"{_now()} failed: {reason}", file=log, flush=True)
+            log.flush()
+            _teardown(sdir, state, "it could not start")
+            state["status"] = "failed"
+            _write_state(sdir, state)
+            if isinstance(e, Exception) and not isinstance(e, ClusterError):
+                raise ClusterError(reason) from e
+            raise
+        state["status"] = "up"
+        state["ready"] = _now()
+        _write_state(sdir, state)
+        print(f"{_now()} up", file=log, flush=True)
+    return Held(spec, n, state)
+
+
+def _pending(root: Path, ident: str, mine: str | None) -> list[str]:
+    """Records of this run's cells of cluster ``ident`` not written yet (``mine`` aside)."""
+    try:
+        data = json.loads((root / paths.CLUSTERS_PENDING).read_text())
+    except (OSError, ValueError):
+        return []
+    if data.get("owner") != owner():
+        return []
+    return [
+        p for p in data.get("clusters", {}).get(ident, []) if p != mine and not (root / p).exists()
+    ]
+
+
+def _release(held: Held, root: Path, record: str | None) -> None:
+    cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=held.ident)
+    try:
+        with _flock(cdir / "start.lock"):
+            try:
+                fcntl.flock(held.use_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another cell of a shared cluster still uses it
+            last = held.spec.fresh == "cell" or not _pending(root, held.ident, record)
+            if not last:
+                return
+            sdir = cdir / f"start-{held.start}"
+            state = _read_state(sdir)
+            if state is not None and state["status"] == "up":
+                why = (
+                    "fresh: cell"
+                    if held.spec.fresh == "cell"
+                    else "no other cell of this run needs it"
+                )
+                _teardown(sdir, state, why)
+    finally:
+        os.close(held.use_fd)
+
+
+@contextlib.contextmanager
+def lease(
+    specs: list[ClusterSpec],
+    hosts: dict[str, dict[str, Any]],
+    root: Path = Path(),
+    record: str | None = None,
+    cache: str | None = None,
+) -> Iterator[Lease]:
+    """Hold the clusters ``specs`` (started if need be) for one cell whose record will be
+    ``record``; released, and stopped when no other cell of the run needs them, after."""
+    got = Lease()
+    try:
+        for spec in sorted(specs, key=lambda s: s.ident()):
+            got.held.append(_acquire(spec, hosts, root, cache))
+        yield got
+    finally:
+        for h in reversed(got.held):
+            _release(h, root, record)
+
+
+def stop_owned(
+    root: Path = Path(), run: str | None = None, why: str = "the run ended"
+) -> list[str]:
+    """Stop every cluster still up that belongs to ``run`` (default: this one) or to a run
+    that is gone. Returns what was stopped, one line each."""
+    said = []
+    base = root / paths.CLUSTERS_DIR
+    if not base.is_dir():
+        return said
+    for cdir in sorted(p for p in base.iterdir() if p.is_dir()):
+        starts = _starts(cdir)
+        if not starts:
+            continue
+        with _flock(cdir / "start.lock"):
+            sdir = cdir / f"start-{starts[-1]}"
+            state = _read_state(sdir)
+            if state is None or state.get("status") not in ACTIVE:
+                continue
+            theirs = state.get("owner", "")
+            if theirs != (run or owner()) and _alive(theirs):
+                continue
+            _teardown(sdir, state, why)
+            said.append(f"stopped cluster {state.get('name')} ({cdir.name}): {why}")
+    return said
+
+
+def write_pending(pending: dict[str, list[str]], root: Path = Path()) -> None:
+    """Record this run's cells still to come, per cluster (the run's ``onstart``)."""
+    path = root / paths.CLUSTERS_PENDING
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(".pending.json.new")
+    tmp.write_text(json.dumps({"owner": owner(), "clusters": pending}, sort_keys=True) + "\n")
+    tmp.replace(path)
