@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -241,6 +242,30 @@ def _env_differences(envs: dict[str, dict[str, Any]]) -> list[str]:
     return diffs
 
 
+_PLACEMENT = re.compile(
+    r"(address|\.port|bind\.host|bind-host|hostname|\.names|\.dirs?|dir\.\w+|tmp\.dir|"
+    r"staging-dir|local-dirs|log-dirs|classpath|fs\.defaultFS)$"
+)
+
+
+def _split_changed(changed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The keys that change how the system behaves, and how many only place it (addresses,
+    ports, directories, class paths): those are in the cluster's state.json."""
+    settings = [k for k in changed if not _PLACEMENT.search(k["key"])]
+    return settings, len(changed) - len(settings)
+
+
+def _role_order(kind: str, roles: dict[str, Any]) -> list[str]:
+    """Roles in the order the kind starts them (SCM, datanodes, OM), not alphabetically."""
+    from perfpost import clusters
+
+    try:
+        order = list(clusters.get(kind).START_ORDER)
+    except KeyError:
+        order = []
+    return [r for r in order if r in roles] + [r for r in roles if r not in order]
+
+
 def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]]:
     """The systems under test the cells ran on, one entry per cluster start: its
     configuration, hosts per role, JVM options, version output and the keys that differ
@@ -273,11 +298,17 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                 "kind": spec["kind"],
                 "id": ident,
                 "cells": cell_ids,
-                "roles": {role: ", ".join(hosts) for role, hosts in spec["roles"].items()},
+                "roles": {
+                    role: ", ".join(spec["roles"][role])
+                    for role in _role_order(spec["kind"], spec["roles"])
+                },
                 "jvm": spec.get("jvm", {}),
                 "env": spec.get("env", {}),
                 "version": dep.get("version", ""),
-                "changed": dep.get("changed", []),
+                "changed": _split_changed(dep.get("changed", []))[0],
+                "placement": _split_changed(dep.get("changed", []))[1],
+                "notes": dep.get("notes", []),
+                "state": str(sdir / "state.json"),
                 "started": state.get("started"),
                 "ready": state.get("ready"),
                 "logs": str(sdir / "logs"),

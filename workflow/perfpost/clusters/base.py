@@ -209,7 +209,9 @@ class Kind:
     ROLES: ClassVar[dict[str, tuple[int, int | None]]]  # role -> (fewest, most hosts)
     START_ORDER: ClassVar[tuple[str, ...]]  # roles; stopped in the reverse order
     FIELDS: ClassVar[dict[str, str]]  # what `{<cluster>.<field>}` gives a cell's params
-    DEFAULTS: ClassVar[dict[str, dict[str, str]]] = {}  # site keys perfpost sets, per file
+    # What a daemon's log may say that changes what was measured (a setting it ignored):
+    # (pattern, the post's sentence with the pattern's groups as {0}, {1}...).
+    NOTES: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(self, dep: Deployment) -> None:
         self.dep = dep
@@ -262,6 +264,7 @@ class Deployment:
     values: dict[str, str] = field(default_factory=dict)  # FIELDS' values
     version: str = ""
     changed: list[dict[str, Any]] = field(default_factory=list)  # keys not at their default
+    notes: list[str] = field(default_factory=list)  # what the daemons said of the config
     # How a host is reached (:func:`perfpost.run.hosts.open_host`), given by the run.
     opener: Any = field(default=None, repr=False)
     # Called with the deployment whenever a daemon was started, so its state is saved.
@@ -421,6 +424,25 @@ class Deployment:
             return f"(cannot read {d.log}: {e})"
         return "\n".join(text.splitlines()[-lines:])
 
+    def read_notes(self, patterns: tuple[tuple[str, str], ...], logs: dict[str, str]) -> None:
+        """Add what ``logs`` (daemon label -> text) say that ``patterns`` look for."""
+        for label, text in logs.items():
+            for pattern, sentence in patterns:
+                for m in re.finditer(pattern, text):
+                    note = f"{label}: " + sentence.format(*m.groups())
+                    if note not in self.notes:
+                        self.notes.append(note)
+
+    def daemon_logs(self) -> dict[str, str]:
+        """Every daemon's whole log, by its label and host."""
+        out = {}
+        for d in self.daemons:
+            try:
+                out[f"{d.label} on {d.host}"] = self.node(d.host).read(d.log)
+            except Exception:
+                continue
+        return out
+
     def dead_daemon(self) -> Daemon | None:
         """A daemon that exited; None while all run."""
         by_host: dict[str, list[Daemon]] = {}
@@ -446,6 +468,7 @@ class Deployment:
             "fields": self.values,
             "version": self.version,
             "changed": self.changed,
+            "notes": self.notes,
         }
 
     @classmethod
@@ -461,6 +484,7 @@ class Deployment:
             values=state.get("fields", {}),
             version=state.get("version", ""),
             changed=state.get("changed", []),
+            notes=state.get("notes", []),
         )
 
 
@@ -578,6 +602,8 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             dep.node(first).sh(kind.version_command(dep.home[first]), what="version").strip()
         )
         dep.changed = changed_keys(dep.site, site_defaults(dep.home[first]))
+        if kind_cls.NOTES:
+            dep.read_notes(kind_cls.NOTES, dep.daemon_logs())
     except BaseException:
         stop(dep, kind_cls.START_ORDER, log=log)
         raise

@@ -132,6 +132,15 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
                 for name in names:
                     if re.fullmatch(r"[\w.+-]+\.(log|out)", name):
                         (out / name).write_text(node.read(f"{root}/logs/{name}"))
+                if kind.NOTES:
+                    dep.read_notes(
+                        kind.NOTES,
+                        {
+                            f"{d.label} on {d.host}": (out / Path(d.log).name).read_text()
+                            for d in dep.daemons
+                            if d.host == host and (out / Path(d.log).name).exists()
+                        },
+                    )
                 doomed = [root] + [
                     part
                     for keys in dep.site.values()
@@ -143,6 +152,7 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
             except Exception as e:  # a host that is gone: its daemons went with it
                 print(f"{_now()} clean-up on {host}: {e}", file=log, flush=True)
         dep.close()
+        state["deployment"]["notes"] = dep.notes
         print(f"{_now()} stopped", file=log, flush=True)
     state["status"] = "stopped" if state["status"] == "up" else state["status"]
     if state["status"] == "starting":

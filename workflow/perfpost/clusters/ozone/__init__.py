@@ -92,6 +92,13 @@ class Ozone(Kind):
         "scm": "the SCM's client address (host:port)",
     }
 
+    NOTES = (
+        (
+            r"(FILE_PER_\w+) layout is not supported\. Falling back to default : (FILE_PER_\w+)",
+            "{0} is not supported by this release; the datanode used {1}",
+        ),
+    )
+
     def _one(self, role: str) -> str:
         return self.dep.spec.roles[role][0]
 
@@ -131,9 +138,29 @@ class Ozone(Kind):
             "ozone.om.s3.grpc.server_enabled": "false",  # no S3 gateway here
             # As many datanodes as the config has: the SCM leaves safe mode with all of them.
             "hdds.scm.safemode.min.datanode": str(dn_count),
-            "hdds.scm.wait.time.after.safemode.exit": "5s",
+            "hdds.scm.wait.time.after.safemode.exit": "1s",
             "ozone.replication": self.replication,
             "ozone.server.default.replication": self.replication,
+            # Readiness in seconds rather than minutes: heartbeats and reports every second or
+            # two, the pipeline created 2 s after a datanode registers (a datanode that
+            # registers before the SCM leads is otherwise passed over for 120 s), and one
+            # election timeout of 1 s for the single-member Ratis groups.
+            "hdds.heartbeat.initial-interval": "500ms",
+            "hdds.heartbeat.interval": "1s",
+            "hdds.node.report.interval": "2s",
+            "hdds.pipeline.report.interval": "2s",
+            "hdds.command.status.report.interval": "2s",
+            "ozone.scm.heartbeat.thread.interval": "500ms",
+            "ozone.scm.heartbeat.rpc-retry-interval": "250ms",
+            "ozone.scm.pipeline.creation.interval": "2s",
+            "ozone.scm.ha.ratis.leader.election.timeout": "1s",
+            "ozone.om.ratis.minimum.timeout": "1s",
+            "hdds.ratis.leader.election.minimum.timeout.duration": "1s",
+            # Not below 1 s: om --init divides it by 1000 in whole seconds.
+            "hdds.scmclient.failover.retry.interval": "1s",
+            # The native snapshot library needs a newer libstdc++ than many hosts have; its
+            # load failure is only noise in the OM's log.
+            "ozone.om.snapshot.load.native.lib": "false",
             # Small test machines: containers of 1 GB, little free space demanded.
             "ozone.scm.container.size": "1GB",
             "hdds.datanode.volume.min.free.space": "100MB",
