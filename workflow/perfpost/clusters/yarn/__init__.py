@@ -59,6 +59,8 @@ class Yarn(Kind):
     FIELDS: ClassVar[dict[str, str]] = {
         "rm": "the ResourceManager's address (host:port), as yarn.resourcemanager.address",
         "url": "the ResourceManager's web address (http://host:port), for its REST API",
+        "web": "the same without the scheme (host:port): teragen's resourcemanager is "
+        '"http://{yarn.web}"',
     }
     MEMORY_MB = 4096
     VCORES = 4
@@ -167,10 +169,8 @@ class Yarn(Kind):
 
     def fields(self) -> dict[str, str]:
         addr = self.dep.address("resourcemanager")
-        return {
-            "rm": f"{addr}:{self.dep.ports['rm.address']}",
-            "url": f"http://{addr}:{self.dep.ports['rm.webapp']}",
-        }
+        web = f"{addr}:{self.dep.ports['rm.webapp']}"
+        return {"rm": f"{addr}:{self.dep.ports['rm.address']}", "url": f"http://{web}", "web": web}
 
     def version_command(self, home: str) -> str:
         return self.dep.java_command(self._rm(), "org.apache.hadoop.util.VersionInfo")

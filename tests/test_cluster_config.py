@@ -1,0 +1,230 @@
+"""Clusters in the config: which configuration a cell runs on, its id, and mistakes named
+with their key. No daemon starts here (see test_clusters_e2e.py for real ones)."""
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfpost import glue
+from perfpost.clusters.base import ClusterSpec
+from perfpost.errors import ConfigError
+from perfpost.plan.config import build_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = {
+    "experiments": {
+        "e": {
+            "tool": "freon",
+            "cluster": "{storage}",
+            "params": {
+                "subcommand": "dfsg",
+                "dir": "/var/tmp/p",
+                "options": {"path": "{cluster.fs}/{run}", "n": 10, "copy-buffer": "{buffer}"},
+            },
+            "axes": {"storage": ["ozone", "hdfs"], "buffer": {"default": None, "one": 1}},
+            "repeats": 2,
+        }
+    },
+    "clusters": {
+        "ozone": {"kind": "ozone", "buckets": ["vol1/bucket1"]},
+        "hdfs": {"kind": "hdfs", "hdfs-site": {"dfs.blocksize": "{blocksize}"}},
+    },
+}
+
+
+def plan_of(change=None):
+    cfg = copy.deepcopy(BASE)
+    if change:
+        change(cfg)
+    return build_plan(cfg)
+
+
+def specs(plan, exp, cell):
+    return [ClusterSpec.from_dict(c) for c in plan.experiments[exp].cluster_specs[cell]]
+
+
+def test_an_axis_chooses_the_cluster_and_the_buffer_axis_shares_it():
+    def hdfs_plain(cfg):
+        del cfg["clusters"]["hdfs"]["hdfs-site"]
+
+    plan = plan_of(hdfs_plain)
+    ozone = specs(plan, "e", "storage=ozone,buffer=default")
+    assert [(s.name, s.kind) for s in ozone] == [("ozone", "ozone")]
+    # The client's buffer is no setting of the cluster: both buffers run on one cluster.
+    assert ozone[0].ident() == specs(plan, "e", "storage=ozone,buffer=one")[0].ident()
+    hdfs = specs(plan, "e", "storage=hdfs,buffer=default")[0]
+    assert hdfs.ident().startswith("hdfs-")
+    assert hdfs.ident() != ozone[0].ident()
+    # Every role on localhost by default, one host each.
+    assert hdfs.roles == {"namenode": ["localhost"], "datanode": ["localhost"]}
+
+
+def test_the_id_follows_the_configuration_not_its_name():
+    a = ClusterSpec(name="a", kind="hdfs", version="3.4.2", roles={"namenode": ["x"]})
+    b = ClusterSpec(name="b", kind="hdfs", version="3.4.2", roles={"namenode": ["x"]})
+    c = ClusterSpec(
+        name="a",
+        kind="hdfs",
+        version="3.4.2",
+        roles={"namenode": ["x"]},
+        site={"hdfs-site": {"dfs.blocksize": "1m"}},
+    )
+    d = ClusterSpec(name="a", kind="hdfs", version="3.4.2", roles={"namenode": ["x"]}, fresh="cell")
+    assert a.ident() == b.ident() == d.ident()  # the name and the sharing policy are no setting
+    assert a.ident() != c.ident()
+    assert re.fullmatch(r"hdfs-[0-9a-f]{10}", a.ident())
+
+
+def test_axis_values_fill_site_keys_and_id_stays_for_the_run():
+    def with_axis(cfg):
+        cfg["experiments"]["e"]["axes"]["blocksize"] = ["1m", "4m"]
+        cfg["clusters"]["hdfs"]["hdfs-site"]["dfs.datanode.data.dir"] = "/d/{id}/{blocksize}"
+
+    plan = plan_of(with_axis)
+    one = specs(plan, "e", "storage=hdfs,buffer=default,blocksize=1m")[0]
+    four = specs(plan, "e", "storage=hdfs,buffer=default,blocksize=4m")[0]
+    assert one.site["hdfs-site"] == {"dfs.blocksize": "1m", "dfs.datanode.data.dir": "/d/{id}/1m"}
+    assert four.site["hdfs-site"]["dfs.blocksize"] == "4m"
+    assert one.ident() != four.ident()
+
+
+def test_a_changed_cluster_setting_is_another_measurement():
+    def block(size):
+        def change(cfg):
+            cfg["experiments"]["e"]["axes"]["blocksize"] = [size]
+
+        return change
+
+    cell = "storage=hdfs,buffer=default,blocksize=1m"
+    m1 = plan_of(block("1m")).spec("e", cell, "localhost", 1).measurement_id()
+    plan = plan_of(block("1m"))
+    plan.experiments["e"].cluster_specs[cell][0]["site"]["hdfs-site"]["dfs.blocksize"] = "2m"
+    assert plan.spec("e", cell, "localhost", 1).measurement_id() != m1
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "said"),
+    [
+        (
+            lambda c: c["experiments"]["e"]["axes"].update(storage=["ozone", "s3"]),
+            "experiments.e[storage=s3,buffer=default,blocksize=1m].cluster",
+            "no cluster 's3'",
+        ),
+        (
+            lambda c: c["clusters"]["ozone"].update(roles={"scm": ["localhost", "h2"]}),
+            "clusters.ozone.roles.scm",
+            "needs 1 host(s), got 2",
+        ),
+        (
+            lambda c: c["clusters"]["ozone"].update(roles={"gateway": "localhost"}),
+            "clusters.ozone.roles.gateway",
+            "ozone has no role 'gateway'",
+        ),
+        (
+            lambda c: c["clusters"]["ozone"].update(roles={"datanode": ["nowhere"]}),
+            "clusters.ozone.roles.datanode",
+            "unknown host 'nowhere'",
+        ),
+        (
+            lambda c: c["experiments"]["e"]["params"]["options"].update(path="{cluster.uri}"),
+            "experiments.e[storage=ozone,buffer=default,blocksize=1m].params",
+            "a ozone cluster has no field 'uri'",
+        ),
+        (
+            lambda c: c["experiments"]["e"]["params"]["options"].update(path="{yarn.rm}"),
+            "experiments.e[storage=ozone,buffer=default,blocksize=1m].params",
+            "{yarn.rm} names no cluster of this cell",
+        ),
+        (
+            lambda c: c["clusters"]["hdfs"].update(buckets=["vol1/bucket1"]),
+            "clusters.hdfs.buckets",
+            "only Ozone has buckets",
+        ),
+        (
+            lambda c: c["clusters"]["hdfs"].update(jvm={"scm": "-Xmx1g"}),
+            "clusters.hdfs.jvm.scm",
+            "hdfs has no role 'scm'",
+        ),
+    ],
+)
+def test_mistakes_name_their_key(change, where, said):
+    def fix_blocksize(cfg):
+        cfg["experiments"]["e"]["axes"]["blocksize"] = ["1m"]
+        change(cfg)
+
+    with pytest.raises(ConfigError) as e:
+        plan_of(fix_blocksize)
+    assert e.value.where == where
+    assert said in str(e.value)
+
+
+def test_an_unknown_kind_is_refused_by_the_schema():
+    def bad(cfg):
+        cfg["clusters"]["hdfs"] = {"kind": "cassandra"}
+
+    with pytest.raises(ConfigError) as e:
+        plan_of(bad)
+    assert "clusters.hdfs.kind" in str(e.value)
+
+
+def test_cells_of_one_configuration_come_before_the_next_ones():
+    def plain(cfg):
+        del cfg["clusters"]["hdfs"]["hdfs-site"]
+
+    plan = plan_of(plain)
+    priority = glue.cell_priority(plan)
+
+    class W:
+        def __init__(self, cell):
+            self.experiment, self.cell = "e", cell
+
+    # ozone is the first configuration of the plan, hdfs the second (of 2).
+    assert priority(W("storage=ozone,buffer=one")) == 2
+    assert priority(W("storage=hdfs,buffer=one")) == 1
+
+
+def test_cells_without_clusters_have_no_priority_function():
+    plan = build_plan(
+        {
+            "experiments": {
+                "d": {"tool": "dd", "params": {"dir": "/var/tmp/p", "bs": "4k", "count": 1}}
+            }
+        }
+    )
+    assert glue.cell_priority(plan) == 0
+    assert plan.experiments["d"].cluster_specs == {}
+
+
+def test_the_pending_cells_of_each_cluster_are_its_missing_records(tmp_path, monkeypatch):
+    def plain(cfg):
+        del cfg["clusters"]["hdfs"]["hdfs-site"]
+
+    monkeypatch.chdir(tmp_path)
+    plan = plan_of(plain)
+    pending = glue.cluster_pending(plan)
+    ozone = specs(plan, "e", "storage=ozone,buffer=one")[0].ident()
+    hdfs = specs(plan, "e", "storage=hdfs,buffer=one")[0].ident()
+    # 2 buffers x 2 repeats on each cluster, none run yet.
+    assert len(pending[ozone]) == len(pending[hdfs]) == 4
+    assert all("/storage=ozone," in p for p in pending[ozone])
+
+
+def test_the_readme_cluster_example_is_a_valid_config():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Clusters perfpost deploys", 1)[1]
+    block = section.split("```yaml", 1)[1].split("```", 1)[0]
+    assert len(block.strip().splitlines()) < 30  # the issue's "under 30 lines"
+    cfg = yaml.safe_load(block)
+    cfg["hosts"] = {
+        h: {"address": f"10.0.0.{i}"} for i, h in enumerate(["nn1", "dn1", "dn2", "dn3"])
+    }
+    plan = build_plan(cfg)
+    cells = plan.experiments["teragen"].cluster_specs
+    kinds = {c[0]["name"]: c[0]["kind"] for c in cells.values()}
+    assert kinds == {"hdfs": "hdfs", "ozone": "ozone", "ozone-hdd": "ozone"}
+    hdfs = next(c[0] for c in cells.values() if c[0]["name"] == "hdfs")
+    assert hdfs["roles"] == {"namenode": ["nn1"], "datanode": ["dn1", "dn2", "dn3"]}
