@@ -80,14 +80,14 @@ for i, pattern in enumerate(glue.provision_patterns(PLAN)):
         wildcard_constraints:
             tool=glue.provisioned_names(),
             pom="[0-9a-f]{16}",
+        # Before any cell: cells are ordered by cluster, and one waiting for its tool would
+        # let another cluster's cells in between (two clusters up at once).
+        priority: 1000
         localrule: True
         conda:
             "../../envs/perfpost.yaml"
         resources:
             **CONTROLLER,
-        # Before any cell: cells are ordered by cluster, and one waiting for its tool would
-        # let another cluster's cells in between (two clusters up at once).
-        priority: 1000
         params:
             cache=lambda wildcards, output: glue.cache_of(output[0]),
         shell:

@@ -252,6 +252,10 @@ class Kind:
         """A shell command printing the release as the system's own ``version`` does."""
         raise NotImplementedError
 
+    def version_text(self, printed: str) -> str:
+        """What the post shows of :meth:`version_command`'s output."""
+        return printed.strip()
+
 
 @dataclass
 class Deployment:
@@ -604,8 +608,8 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
         dep.client = kind.client_site()
         dep.values = kind.fields()
         first = dep.spec.hosts()[0]
-        dep.version = (
-            dep.node(first).sh(kind.version_command(dep.home[first]), what="version").strip()
+        dep.version = kind.version_text(
+            dep.node(first).sh(kind.version_command(dep.home[first]), what="version")
         )
         dep.changed = changed_keys(dep.site, site_defaults(dep.home[first]))
         if kind_cls.NOTES:

@@ -16,6 +16,7 @@ defaults.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from perfpost.clusters.base import Kind
@@ -304,6 +305,13 @@ class Ozone(Kind):
 
     def version_command(self, home: str) -> str:
         return self.dep.java_command(self._one("scm"), VERSION_MAIN)
+
+    def version_text(self, printed: str) -> str:
+        """``ozone version`` without the ASCII-art logo it opens with: from the release line
+        (``2.2.0(Katmai)``) on."""
+        lines = printed.strip().splitlines()
+        start = next((i for i, ln in enumerate(lines) if re.match(r"^\d+\.\d+", ln)), 0)
+        return "\n".join(lines[start:]).strip()
 
 
 KIND = Ozone
