@@ -9,6 +9,7 @@ failed, with the reason. Secrets are masked in memory before any log or record i
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -151,6 +152,9 @@ class _CellRun:
                 self.record["client_conf"] = self.client_site
                 for var in CONF_VARS:
                     getattr(host, "env", {})[var] = conf
+            # Every step sees the cluster's addresses; the record keeps the params as planned
+            # (its measurement), with the values beside them (cluster_fields).
+            self.spec = dataclasses.replace(spec, params=fill_fields(spec.params, self.fields))
 
     def _run(self, name: str, script: str, timeout: float) -> CommandResult:
         # Should perfpost die mid-step, the host removes the cell's scratch by itself.
@@ -331,7 +335,7 @@ class _CellRun:
         Returns the record when the cell is already over (failed or skipped)."""
         self.raw.mkdir(parents=True, exist_ok=True)
         spec = self.spec
-        plan = self.adapter.plan(fill_fields(spec.params, self.fields), self.workdir)
+        plan = self.adapter.plan(spec.params, self.workdir)
         self.plan = plan
         self.record["command"] = "\n".join(
             hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
