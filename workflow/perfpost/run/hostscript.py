@@ -261,7 +261,12 @@ def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
     """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` over SSH: ``timeout`` puts the script
     in a new process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill
     it); the watcher kills that group when the SSH channel closes before the script ends,
-    then runs ABANDON (removing the cell's scratch, which perfpost can no longer do)."""
+    then runs ABANDON (removing the cell's scratch, which perfpost can no longer do).
+
+    The wrapper stops the watcher (TERM) once the script has ended, as after any script;
+    after a lost channel it is the watcher that ended it, so the watcher ignores TERM from
+    the moment it takes over, and ABANDON runs whether or not sshd has closed the channel's
+    output yet (the wrapper may then die of SIGPIPE, or live on to that TERM)."""
     pf = shlex.quote(pidfile)
     kill = (
         f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}; '
@@ -271,7 +276,8 @@ def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
         _READ_ENV + "exec 3<&0; "
         f'timeout -k {kill_after:g} {timeout:g} sh -c "$1" </dev/null 3<&- & p=$!; '
         f'echo "$p" > {pf}; '
-        f"{{ cat <&3 >/dev/null 2>&1; if [ -e {pf} ]; then {kill}; fi; }} >/dev/null 2>&1 & "
+        f"{{ cat <&3 >/dev/null 2>&1; trap '' TERM; if [ -e {pf} ]; then {kill}; fi; }} "
+        ">/dev/null 2>&1 & "
         'w=$!; exec 3<&-; wait "$p"; rc=$?; '
         f'rm -f {pf}; kill "$w" 2>/dev/null; exit $rc'
     )
