@@ -191,6 +191,22 @@ def cleanup_script(*paths: str) -> str:
     )
 
 
+RELEASE = "release"
+RELEASE_WAIT = 10.0  # seconds a released guard gets to end
+
+
+def scratch_guard() -> str:
+    """For ``sh -c GUARD perfpost ABANDON``, started before a cell makes its scratch: ABANDON
+    (the cell's :func:`cleanup_script`) runs when standard input closes, unless a ``release``
+    line came first. perfpost holds that standard input open for the whole cell, steps and
+    the moments between them (copying a log back, parsing, waiting for the next step), and
+    releases the guard once it removed the scratch itself; so when perfpost dies, even by
+    SIGKILL, the pipe or SSH channel closes and the host removes the scratch. (The step
+    that was running removes it again once its tool is dead: a tool still writing could
+    have put files back.)"""
+    return f'IFS= read -r l; [ "$l" = {RELEASE} ] || sh -c "$1" >/dev/null 2>&1'
+
+
 def parse_left(stdout: str) -> list[str]:
     """The paths a :func:`cleanup_script` could not remove."""
     prefix = f"{LEFT_MARKER} "
