@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -231,6 +232,193 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
             f"kill -9 of snakemake and every job, dd running on {busy} SSH host(s)",
             f"remote dd gone {gone_after:.1f} s later, scratch {cleaned_after:.1f} s later; "
             "resume completed 4 runs",
+        )
+    )
+
+
+# `perfpost run-cell` that stops for good where the measured step is over and its log not yet
+# asked for: no command of the cell runs on the host then. It says where it stopped and
+# which scratch the cell has.
+PAUSED_BETWEEN_STEPS = """
+import os, sys, threading
+from perfpost.cli import main
+from perfpost.run import runner
+
+def pause(self, *args):
+    with open(os.environ["PAUSED_AT"], "w") as f:
+        f.write(self.workdir + "\\n" + self.logdir + "\\n")
+    threading.Event().wait()
+
+runner._CellRun._read_log = pause
+sys.exit(main(sys.argv[1:]))
+"""
+
+# A dd whose log is large (256 MiB): copying it back takes seconds (5 s on the testbed).
+BIG_LOG_DD = r"""#!/bin/sh
+case "$1" in --version) exec /bin/dd "$@" ;; esac
+/bin/dd "$@"; rc=$?
+head -c 268435456 /dev/zero >&2
+exit $rc
+"""
+
+
+def cell_job(host: str, spec: dict, scratch: str, **exp) -> str:
+    from perfpost.plan.config import build_plan
+
+    cfg = {
+        "hosts": {host: {k: v for k, v in spec.items() if k != "name"}},
+        "experiments": {
+            "killed": {
+                "tool": "dd",
+                "hosts": [host],
+                "repeats": 1,
+                "params": {"dir": scratch, "bs": "4k", "count": 100},
+                **exp,
+            }
+        },
+    }
+    return next(build_plan(cfg).jobs()).to_json()
+
+
+class OnHost:
+    """Files and processes on a cell's host: localhost directly, a testbed host over SSH."""
+
+    def __init__(self, testbed, name: str) -> None:
+        from perfpost.run.remote import RemoteHost
+
+        self.remote = RemoteHost(testbed.spec(name)) if name != "localhost" else None
+
+    def existing(self, *paths: str) -> list[str]:
+        if self.remote is None:
+            return [p for p in paths if os.path.lexists(p)]
+        got = self.remote.run(f"ls -d {' '.join(paths)} 2>/dev/null; true", 30)
+        return got.stdout.split()
+
+    def processes(self) -> list[str]:
+        if self.remote is None:
+            out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+            return out.splitlines()
+        from tests.test_remote import processes
+
+        return processes(self.remote)
+
+    def remove(self, *paths: str) -> None:
+        if self.remote is None:
+            for p in paths:
+                shutil.rmtree(p, ignore_errors=True)
+        else:
+            self.remote.run(f"rm -rf {' '.join(paths)}", 30)
+
+    def close(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
+
+
+def scratch_gone_after_kill(on: OnHost, workdir: str, logdir: str) -> float:
+    """Seconds until the cell's scratch and every process naming it are gone from the host
+    (at most 10: the tool is given 1 s to die before its scratch goes)."""
+    token = Path(workdir).name
+    t0 = time.monotonic()
+    try:
+        deadline = t0 + 10
+        while time.monotonic() < deadline:
+            left = on.existing(workdir, logdir)
+            running = [p for p in on.processes() if token in p and "/proc/" not in p]
+            if not left and not running:
+                return time.monotonic() - t0
+            time.sleep(0.2)
+        pytest.fail(f"10 s after the kill the host still has {left} and runs {running}")
+    finally:
+        on.remove(workdir, logdir)  # the next tests expect no scratch on the host
+
+
+@pytest.mark.parametrize("host", ["localhost", "h1"])
+def test_kill_9_of_a_cell_between_two_steps_leaves_no_scratch(testbed, tmp_path, host):
+    """perfpost dies while no command of the cell runs on the host: the host removes the
+    cell's scratch all the same."""
+    spec = {"name": "localhost"} if host == "localhost" else testbed.spec(host)
+    scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"  # on h1, that host's own /tmp
+    paused = tmp_path / "paused"
+    out = tmp_path / "attempt-1" / "record.json"
+    job = cell_job(host, spec, scratch)
+    on = OnHost(testbed, host)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_BETWEEN_STEPS, "run-cell", "--spec", job, "--out", str(out)],
+        env={**env_with_venv(), "PAUSED_AT": str(paused)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: paused.exists() and paused.read_text().count("\n") == 2, 60, "pause")
+        workdir, logdir = paused.read_text().split()
+        assert set(on.existing(workdir, logdir)) == {workdir, logdir}  # the cell has its scratch
+        proc.kill()
+        proc.wait(10)
+        took = scratch_gone_after_kill(on, workdir, logdir)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        on.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert not out.exists()
+    FAULTS.append(
+        (
+            "interrupt between steps",
+            f"kill -9 of run-cell on {host} after the measured step, before the copy-back",
+            f"scratch and its guard gone {took:.1f} s later",
+        )
+    )
+
+
+def test_kill_9_of_a_cell_while_its_log_is_copied_back_leaves_no_scratch(testbed, tmp_path):
+    spec = testbed.spec("h1")
+    # The shim is read on the host: under /var/tmp, which the testbed hosts share with this
+    # machine (their /tmp is their own).
+    shim = Path(f"/var/tmp/perfpost-shim-{uuid.uuid4().hex[:8]}")
+    shim.mkdir(mode=0o755)
+    (shim / "dd").write_text(BIG_LOG_DD)
+    (shim / "dd").chmod(0o755)
+    scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
+    path = f"{shim}:/usr/local/bin:/usr/bin:/bin"
+    job = cell_job("h1", spec, scratch, env={"PATH": path})
+    out = tmp_path / "attempt-1" / "record.json"
+    on = OnHost(testbed, "h1")
+
+    def copying() -> list[str]:
+        return [
+            p.split()[2]
+            for p in on.processes()
+            if p.startswith("cat -- /tmp/perfpost-") and p.split()[2].endswith("-logs/dd.log")
+        ]
+
+    proc = subprocess.Popen(
+        [PERFPOST, "run-cell", "--spec", job, "--out", str(out)],
+        env=env_with_venv(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        log = wait_for(copying, 60, "the copy of dd's log")[0]
+        proc.kill()
+        proc.wait(10)
+        logdir = str(Path(log).parent)
+        workdir = f"{scratch}/{Path(logdir).name.removesuffix('-logs')}"
+        took = scratch_gone_after_kill(on, workdir, logdir)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        on.close()
+        shutil.rmtree(shim, ignore_errors=True)
+    assert not out.exists()
+    FAULTS.append(
+        (
+            "interrupt during a copy",
+            "kill -9 of run-cell while h1 sends back a 256 MiB raw log",
+            f"scratch and its guard gone {took:.1f} s later",
         )
     )
 

@@ -1,6 +1,8 @@
 """Scripts built from argument lists, run for real on localhost."""
 
 import os
+import signal
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -103,3 +105,43 @@ def test_drop_cache_refused_where_proc_sys_is_read_only(localhost):
 def test_scratch_paths_perfpost_did_not_name_are_refused(path):
     with pytest.raises(PerfpostError):
         hostscript.cleanup_script(path)
+
+
+def test_a_remote_step_runs_its_abandon_script_when_its_lifeline_closes_before_its_output(
+    tmp_path,
+):
+    """The remote wrapper as sshd runs it, with the SSH channel's three pipes. When perfpost
+    dies, sshd closes the channel's standard input (the lifeline) and its output pipes, in
+    an order of its own: the abandon script must run whichever closes last. Here the
+    output pipes stay open, as they do for a moment when sshd closes standard input first."""
+    gone = tmp_path / "abandoned"
+    pidfile = tmp_path / "step.pid"
+    lifeline_r, lifeline_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(lifeline_w, hostscript.env_block({}))
+    wrapper = hostscript.remote_wrapper(str(pidfile), 60, 5)
+    proc = subprocess.Popen(
+        ["sh", "-c", wrapper, "perfpost", "sleep 60", f"touch {gone}"],
+        stdin=lifeline_r,
+        stdout=out_w,
+        stderr=out_w,
+        start_new_session=True,
+    )
+    os.close(lifeline_r)
+    os.close(out_w)
+    try:
+        deadline = time.monotonic() + 10
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pidfile.exists(), "the step never started"
+        os.close(lifeline_w)  # perfpost is gone; its output pipe is still open
+        proc.wait(10)
+        # The watcher kills the step, waits a second for it to die, then runs the script.
+        deadline = time.monotonic() + 10
+        while not gone.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone.exists(), "the abandon script never ran"
+    finally:
+        os.close(out_r)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

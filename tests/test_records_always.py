@@ -136,6 +136,9 @@ class Exploding:
     def run(self, *args, **kwargs):
         return self.host.run(*args, **kwargs)
 
+    def guard(self, abandon):
+        return self.host.guard(abandon)
+
     def read(self, path):
         raise KeyError(f"no such key: {path}")
 

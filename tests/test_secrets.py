@@ -149,6 +149,10 @@ class Watched:
         self._check()
         return self.host.run(*args, **kwargs)
 
+    def guard(self, abandon):
+        self._check()
+        return self.host.guard(abandon)
+
     def read(self, path):
         self._check()
         return self.host.read(path)

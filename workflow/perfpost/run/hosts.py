@@ -23,12 +23,23 @@ from perfpost.run.hostscript import CommandResult
 KILL_GRACE = 2.0
 
 
+class Guard(Protocol):
+    """A :func:`hostscript.scratch_guard` running on a host, until released."""
+
+    def release(self) -> None: ...
+
+
 class Host(Protocol):
     name: str
 
     def run(
         self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
     ) -> CommandResult: ...
+
+    def guard(self, abandon: str) -> Guard:
+        """Start a guard that runs ``abandon`` on the host if perfpost dies (or lets go of
+        the host) before :meth:`Guard.release`."""
+        ...
 
     def read(self, remote_path: str) -> bytes | None: ...
 
@@ -107,6 +118,9 @@ class LocalHost:
             os.close(lifeline_w)
         return CommandResult(proc.returncode, out, err)
 
+    def guard(self, abandon: str) -> LocalGuard:
+        return LocalGuard(abandon)
+
     def read(self, remote_path: str) -> bytes | None:
         """A file's bytes, into memory (the caller masks secrets before any copy is
         written); None when it does not exist."""
@@ -117,6 +131,39 @@ class LocalHost:
 
     def close(self) -> None:
         pass
+
+
+class LocalGuard:
+    """A scratch guard on this machine: its standard input is a pipe only perfpost holds, and
+    it is in a session of its own, so a signal to perfpost's process group (kill -9 of a
+    Snakemake run and its jobs) leaves it to do its work."""
+
+    def __init__(self, abandon: str) -> None:
+        self.proc = subprocess.Popen(
+            ["/bin/sh", "-c", hostscript.scratch_guard(), "perfpost", abandon],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+            start_new_session=True,
+            env=hostenv.base(),
+            cwd="/",
+        )
+
+    def release(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(f"{hostscript.RELEASE}\n".encode())
+        except OSError:  # it ended already
+            pass
+        finally:
+            stdin.close()
+        try:
+            self.proc.wait(hostscript.RELEASE_WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class UnusableHost:
@@ -131,6 +178,9 @@ class UnusableHost:
     def run(
         self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
     ) -> CommandResult:
+        raise PerfpostError(self.reason)
+
+    def guard(self, abandon: str) -> Guard:
         raise PerfpostError(self.reason)
 
     def read(self, remote_path: str) -> bytes | None:

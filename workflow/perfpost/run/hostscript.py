@@ -191,6 +191,22 @@ def cleanup_script(*paths: str) -> str:
     )
 
 
+RELEASE = "release"
+RELEASE_WAIT = 10.0  # seconds a released guard gets to end
+
+
+def scratch_guard() -> str:
+    """For ``sh -c GUARD perfpost ABANDON``, started before a cell makes its scratch: ABANDON
+    (the cell's :func:`cleanup_script`) runs when standard input closes, unless a ``release``
+    line came first. perfpost holds that standard input open for the whole cell, steps and
+    the moments between them (copying a log back, parsing, waiting for the next step), and
+    releases the guard once it removed the scratch itself; so when perfpost dies, even by
+    SIGKILL, the pipe or SSH channel closes and the host removes the scratch. (The step
+    that was running removes it again once its tool is dead: a tool still writing could
+    have put files back.)"""
+    return f'IFS= read -r l; [ "$l" = {RELEASE} ] || sh -c "$1" >/dev/null 2>&1'
+
+
 def parse_left(stdout: str) -> list[str]:
     """The paths a :func:`cleanup_script` could not remove."""
     prefix = f"{LEFT_MARKER} "
@@ -261,7 +277,12 @@ def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
     """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` over SSH: ``timeout`` puts the script
     in a new process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill
     it); the watcher kills that group when the SSH channel closes before the script ends,
-    then runs ABANDON (removing the cell's scratch, which perfpost can no longer do)."""
+    then runs ABANDON (removing the cell's scratch, which perfpost can no longer do).
+
+    The wrapper stops the watcher (TERM) once the script has ended, as after any script;
+    after a lost channel it is the watcher that ended it, so the watcher ignores TERM from
+    the moment it takes over, and ABANDON runs whether or not sshd has closed the channel's
+    output yet (the wrapper may then die of SIGPIPE, or live on to that TERM)."""
     pf = shlex.quote(pidfile)
     kill = (
         f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}; '
@@ -271,7 +292,8 @@ def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
         _READ_ENV + "exec 3<&0; "
         f'timeout -k {kill_after:g} {timeout:g} sh -c "$1" </dev/null 3<&- & p=$!; '
         f'echo "$p" > {pf}; '
-        f"{{ cat <&3 >/dev/null 2>&1; if [ -e {pf} ]; then {kill}; fi; }} >/dev/null 2>&1 & "
+        f"{{ cat <&3 >/dev/null 2>&1; trap '' TERM; if [ -e {pf} ]; then {kill}; fi; }} "
+        ">/dev/null 2>&1 & "
         'w=$!; exec 3<&-; wait "$p"; rc=$?; '
         f'rm -f {pf}; kill "$w" 2>/dev/null; exit $rc'
     )

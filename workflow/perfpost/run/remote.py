@@ -381,6 +381,26 @@ class RemoteHost:
         except Exception:  # best effort: the host may be gone
             pass
 
+    def guard(self, abandon: str) -> RemoteGuard:
+        """A scratch guard on its own exec channel, held open until released (see
+        :func:`hostscript.scratch_guard`): when perfpost dies, its connection, and so the
+        channel, closes, and the host runs ``abandon``."""
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt("interrupted")
+        self._connect()
+        guard = shlex.quote(hostscript.scratch_guard())
+        command = f"sh -c {guard} perfpost {shlex.quote(abandon)}"
+        try:
+            transport = self.conn.client.get_transport()
+            if transport is None or not transport.is_active():
+                raise EOFError("the connection is closed")
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT)
+            # Returns once sshd has started the guard: only then may the scratch be made.
+            channel.exec_command(command)
+        except Exception as e:  # socket or SSH: the host is lost
+            raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
+        return RemoteGuard(channel)
+
     def read(self, remote_path: str) -> bytes | None:
         """A file's bytes, into memory, with ``cat`` on an exec channel of its own (no SFTP,
         which a host may have disabled); None when it does not exist."""
@@ -432,6 +452,27 @@ class RemoteHost:
                 self.conn.client.close()
         finally:
             self._open = False
+
+
+class RemoteGuard:
+    """A guard's exec channel; perfpost never closes its input but to release it."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+
+    def release(self) -> None:
+        """Tell the guard the scratch is gone, and wait (a while) for it to end. Best effort:
+        a host that is gone ran the guard's script already."""
+        try:
+            self.channel.settimeout(hostscript.RELEASE_WAIT)
+            self.channel.sendall(f"{hostscript.RELEASE}\n".encode())
+            self.channel.shutdown_write()
+            self.channel.status_event.wait(hostscript.RELEASE_WAIT)
+        except Exception:
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                self.channel.close()
 
 
 def _first_error(e: Any) -> str:

@@ -5,6 +5,8 @@ Order: tool version, prepare (unmeasured), drop the page cache if asked, the mea
 raw logs are kept whatever happens; the record is written last and atomically. Whatever goes
 wrong on the way (a host error, or an exception nobody foresaw), the cell ends with a record:
 failed, with the reason. Secrets are masked in memory before any log or record is written.
+From before the cell's scratch exists until it is removed, a guard on the host holds it:
+should perfpost die, at any moment, the host removes it by itself.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from perfpost.records import (
     write_json_atomic,
 )
 from perfpost.run import deploy, hostscript
-from perfpost.run.hosts import Host
+from perfpost.run.hosts import Guard, Host
 from perfpost.run.hostscript import CommandResult
 from perfpost.tools.base import Fetch, Metric
 
@@ -109,6 +111,7 @@ class _CellRun:
         token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
         self.workdir = f"{spec.params['dir'].rstrip('/')}/{token}"
         self.logdir = f"/tmp/{token}-logs"
+        self.guard: Guard | None = None
         self.steps: list[dict[str, Any]] = []
         self.record: dict[str, Any] = {
             "schema_version": RECORD_SCHEMA_VERSION,
@@ -156,10 +159,15 @@ class _CellRun:
             # (its measurement), with the values beside them (cluster_fields).
             self.spec = dataclasses.replace(spec, params=fill_fields(spec.params, self.fields))
 
+    @property
+    def scratch_cleanup(self) -> str:
+        """The script that removes the cell's scratch on the host."""
+        return hostscript.cleanup_script(self.workdir, self.logdir)
+
     def _run(self, name: str, script: str, timeout: float) -> CommandResult:
-        # Should perfpost die mid-step, the host removes the cell's scratch by itself.
-        abandon = hostscript.cleanup_script(self.workdir, self.logdir)
-        result = self.host.run(script, timeout, abandon=abandon)
+        # Should perfpost die mid-step, the host removes the cell's scratch once the step's
+        # tools are dead (the guard may have removed it while they still ran).
+        result = self.host.run(script, timeout, abandon=self.scratch_cleanup)
         if result.stderr:
             self._keep(f"{name}.stderr", result.stderr)
         self.steps.append(
@@ -312,12 +320,14 @@ class _CellRun:
             return None
         self._cleaned = True
         try:
-            got = self.host.run(
-                hostscript.cleanup_script(self.workdir, self.logdir), SHORT_TIMEOUT, force=True
-            )
+            got = self.host.run(self.scratch_cleanup, SHORT_TIMEOUT, force=True)
         except Exception:  # a host that is gone has nothing left to clean
             return None
         left = hostscript.parse_left(got.stdout)
+        if self.guard is not None and not got.timed_out:
+            # Only once the removal ran: until then, should perfpost die, the host does it.
+            self.guard.release()
+            self.guard = None
         if left:
             return f"scratch left on the host, remove it by hand: {' '.join(left)}"
         return None
@@ -334,6 +344,9 @@ class _CellRun:
         """Tool version, preparation and the page cache: everything before the measurement.
         Returns the record when the cell is already over (failed or skipped)."""
         self.raw.mkdir(parents=True, exist_ok=True)
+        # Before any step can make scratch: from here on the host removes it should perfpost
+        # die, whatever it is doing (a step, copying a log back, or nothing on the host).
+        self.guard = self.host.guard(self.scratch_cleanup)
         spec = self.spec
         plan = self.adapter.plan(spec.params, self.workdir)
         self.plan = plan
