@@ -488,6 +488,14 @@ class Deployment:
         )
 
 
+def release(version_output: str, fallback: str = "") -> str:
+    """The release a ``version`` command's output names (``Hadoop 3.4.2`` and its build
+    details: ``3.4.2``; Ozone's logo, then ``2.2.0(Katmai)``: ``2.2.0``); ``fallback``
+    when it names none."""
+    m = re.search(r"(?<![\w.])(\d+\.\d+(?:\.\d+)*)", version_output)
+    return m.group(1) if m else fallback
+
+
 def site_defaults(home: str) -> dict[str, str]:
     """Every key's default as the release ships it (the ``*-default.xml`` files in its jars),
     when the install is on this machine; empty otherwise."""

@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from perfpost import clusters, paths, provision
-from perfpost.clusters.base import ClusterError, ClusterSpec, Deployment, start, stop
+from perfpost.clusters.base import (
+    ClusterError,
+    ClusterSpec,
+    Deployment,
+    release,
+    start,
+    stop,
+)
 from perfpost.run import lifeline
 from perfpost.run.hosts import open_host
 
@@ -176,13 +183,14 @@ class Held:
         return self.spec.ident()
 
     def record(self) -> dict[str, Any]:
-        """What the cell's record says of the cluster it ran on."""
+        """What the cell's record says of the cluster it ran on: the release, as its own
+        version output names it (the whole output, build details and all, is the post's)."""
         return {
             "name": self.spec.name,
             "kind": self.spec.kind,
             "id": self.ident,
             "start": self.start,
-            "version": self.state["deployment"].get("version", ""),
+            "version": release(self.state["deployment"].get("version", ""), self.spec.version),
         }
 
 
