@@ -257,7 +257,8 @@ def _up(
                 if dead is not None:
                     reason = (
                         f"the {dead.label} on {dead.host} of cluster {spec.ident()} died "
-                        f"after it started; {dead.log} ends:\n{dep.log_tail(dead)}"
+                        f"after it started; {dead.log} says:\n"
+                        f"{dep.log_excerpt(dead.host, dead.log)}"
                     )
             finally:
                 dep.close()
