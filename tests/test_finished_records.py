@@ -110,3 +110,23 @@ def test_runtime_settings_rerun_nothing_and_a_new_measurement_keeps_old_records(
     tidy = list(csv.DictReader((work / "results/w/tidy.csv").open()))
     assert {float(r["value"]) for r in tidy if r["metric"] == "bytes"} == {64 * 4096}
     assert digests(work) == after
+
+
+def test_a_finished_cell_snakemake_runs_again_keeps_its_record(tmp_path):
+    """Snakemake runs a finished cell's job again when it never saw the job end (killed
+    meanwhile: rerun-incomplete) or when told to (--forcerun): the record is not deleted
+    first, and the job keeps it rather than measuring again (perfpost rerun does that)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    work = make_checkout(tmp_path / "checkout", config(target))
+    first = snakemake(work, "--cores", "2", "report")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = digests(work)
+    assert len(before) == 4
+    again = snakemake(work, "--cores", "2", "--forcerun", "cell", "report")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.count("rule cell:") + again.stderr.count("rule cell:") == 4
+    assert digests(work) == before
+    for record in before:
+        log = (work / record).with_name("perfpost.log").read_text()
+        assert log == f"perfpost: {record} is finished already; kept as it is\n", log

@@ -4,8 +4,10 @@
 rule cell:
     input:
         glue.cell_inputs(PLAN),
+    # update: a finished record Snakemake runs again because it was killed before it noted
+    # the job's end (rerun-incomplete) is not deleted first; run-cell keeps it as it is.
     output:
-        paths.RECORD,
+        update(paths.RECORD),
     log:
         paths.CELL_LOG,
     wildcard_constraints:
@@ -53,7 +55,7 @@ for group in glue.together(PLAN):
         input:
             group.tools,
         output:
-            group.outputs,
+            [update(o) for o in group.outputs],
         log:
             group.log,
         conda:

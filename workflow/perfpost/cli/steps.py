@@ -43,6 +43,34 @@ def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
     return envs, redactor
 
 
+def _finished_already(specs: list[Any], outs: list[str]) -> bool:
+    """Whether every record of this job is there already, finished, of this measurement.
+
+    Snakemake killed after the job wrote its records but before it noted the job's end
+    (a cell releasing its cluster, stopping it after the last cell, takes seconds) runs the
+    job again (``rerun-incomplete``), in place: the records (``update`` outputs) are kept
+    as they are, for a finished measurement is never made again.
+    """
+    from perfpost import records
+
+    for spec, out in zip(specs, outs, strict=True):
+        try:
+            rec = records.read_record(out)
+        except (OSError, ValueError):
+            return False
+        if rec["status"] not in (records.DONE, records.SKIPPED):
+            return False
+        if rec.get("measurement") != spec.measurement_id():
+            return False
+    return True
+
+
+def _keep(outs: list[str]) -> int:
+    for out in outs:
+        print(f"perfpost: {out} is finished already; kept as it is", flush=True)
+    return 0
+
+
 def _cmd_run_cell(args: argparse.Namespace) -> int:
     import traceback
 
@@ -52,6 +80,8 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     from perfpost.run.runner import record_failure, run_cell, unforeseen
 
     spec = CellSpec.from_json(args.spec)
+    if _finished_already([spec], [args.out]):
+        return _keep([args.out])
     provision.refresh_launcher(spec.params.get("launcher"), runtimes())
     (env,), redactor = _secret_guard([spec])
 
@@ -86,6 +116,8 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
         provision.refresh_launcher(s.params.get("launcher"), runtimes())
     if len(specs) != len(args.outs):
         raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
+    if _finished_already(specs, list(args.outs)):
+        return _keep(list(args.outs))
     envs, redactor = _secret_guard(specs)
 
     def run(outs: list[str]) -> list[dict[str, Any]]:

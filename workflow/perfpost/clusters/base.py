@@ -46,7 +46,40 @@ STOP_GRACE = 20.0  # seconds a daemon gets to stop after TERM before KILL
 
 class ClusterError(PerfpostError):
     """A cluster that could not be started or used; the message says which daemon and why,
-    with the end of its log."""
+    with what its log says of it (:func:`excerpt`)."""
+
+
+# Lines of a daemon's log that tell why it failed: log4j's ERROR and FATAL, and an
+# exception's own line ("java.net.BindException: ...", "Caused by: ...").
+TELLING = re.compile(
+    r" (ERROR|FATAL) |^(Caused by: |Exception in thread \S+ )?[A-Za-z_$][\w$]*(\.[\w$]+)+"
+    r"(Exception|Error)\b"
+)
+# What a Hadoop daemon's log holds whatever went wrong: stack frames, and the banners it
+# prints when it starts and when it exits (which end the log of every failed start).
+HADOOP_QUIET = (
+    r"^\s+at ",
+    r"^\s+\.\.\. \d+ more$",
+    r"STARTUP_MSG:",
+    r"SHUTDOWN_MSG:",
+    r"^/?\*{20,}/?$",
+)
+
+
+def excerpt(text: str, quiet: Iterable[str] = HADOOP_QUIET, first: int = 5, last: int = 6) -> str:
+    """What a log says of a failure: its ``first`` telling lines (:data:`TELLING`: the
+    first error is the cause, the next ones mostly its consequences), then its ``last``
+    lines, leaving out the lines ``quiet`` matches; "..." where lines were skipped."""
+    skip = [re.compile(q) for q in quiet]
+    lines = [line for line in text.splitlines() if not any(q.search(line) for q in skip)]
+    telling = [i for i, line in enumerate(lines) if TELLING.search(line)][:first]
+    keep = sorted({*telling, *range(max(0, len(lines) - last), len(lines))})
+    out: list[str] = []
+    for n, i in enumerate(keep):
+        if (n == 0 and i > 0) or (n > 0 and i != keep[n - 1] + 1):
+            out.append("...")
+        out.append(lines[i])
+    return "\n".join(out)
 
 
 def site_xml(props: dict[str, Any]) -> str:
@@ -215,6 +248,8 @@ class Kind:
     # What a daemon's log may say that changes what was measured (a setting it ignored):
     # (pattern, the post's sentence with the pattern's groups as {0}, {1}...).
     NOTES: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # Log lines that never tell why a daemon failed, left out of a failure's reason.
+    QUIET: ClassVar[tuple[str, ...]] = HADOOP_QUIET
 
     def __init__(self, dep: Deployment) -> None:
         self.dep = dep
@@ -340,18 +375,21 @@ class Deployment:
         what: str,
         timeout: float = 300.0,
     ) -> str:
-        """Run a JVM of this cluster to its end (an init step, a client command); its output.
+        """Run a JVM of this cluster to its end (an init step, a client command), its output
+        in a log of its own; a failure says what that log says of it.
 
         These JVMs are not measured: they start with the client compiler only (half their
         CPU time on a small machine). The daemons keep the JVM's defaults."""
         cmd = self._shell_java(host, role, main, args, [*opts, *QUICK_JVM])
         log = f"{self.root(host)}/logs/{re.sub(r'[^A-Za-z0-9._-]+', '-', what).strip('-')}.log"
-        return self.node(host).sh(
-            f"cd {shlex.quote(self.root(host))} && {self._env(role)} {cmd} >{log} 2>&1; "
-            f"rc=$?; [ $rc = 0 ] || tail -n 20 {log} >&2; exit $rc",
-            timeout=timeout,
-            what=what,
-        )
+        try:
+            return self.node(host).sh(
+                f"cd {shlex.quote(self.root(host))} && {self._env(role)} {cmd} >{log} 2>&1",
+                timeout=timeout,
+                what=what,
+            )
+        except ClusterError as e:
+            raise ClusterError(f"{e}; {log} says:\n{self.log_excerpt(host, log)}") from None
 
     def _env(self, role: str) -> str:
         return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in self.spec.env.items())
@@ -406,7 +444,7 @@ class Deployment:
             if dead is not None:
                 raise ClusterError(
                     f"the {dead.label} on {dead.host} exited while the cluster started; "
-                    f"{dead.log} ends:\n{self.log_tail(dead)}"
+                    f"{dead.log} says:\n{self.log_excerpt(dead.host, dead.log)}"
                 )
             if time.monotonic() > deadline:
                 raise ClusterError(f"{what} did not answer within {timeout:g} s")
@@ -427,12 +465,16 @@ class Deployment:
         beans = data.get("beans") or [{}]
         return beans[0]
 
-    def log_tail(self, d: Daemon, lines: int = 20) -> str:
+    def log_excerpt(self, host: str, path: str, first: int = 5, last: int = 6) -> str:
+        """What the log ``path`` on ``host`` says of a failure (:func:`excerpt`), without
+        the lines this kind's daemons print whatever happens."""
+        from perfpost import clusters
+
         try:
-            text = self.node(d.host).read(d.log)
+            text = self.node(host).read(path)
         except Exception as e:  # the host itself is gone
-            return f"(cannot read {d.log}: {e})"
-        return "\n".join(text.splitlines()[-lines:])
+            return f"(cannot read {path}: {e})"
+        return excerpt(text, clusters.get(self.spec.kind).QUIET, first, last)
 
     def read_notes(self, patterns: tuple[tuple[str, str], ...], logs: dict[str, str]) -> None:
         """Add what ``logs`` (daemon label -> text) say that ``patterns`` look for."""
@@ -496,6 +538,14 @@ class Deployment:
             changed=state.get("changed", []),
             notes=state.get("notes", []),
         )
+
+
+def release(version_output: str, fallback: str = "") -> str:
+    """The release a ``version`` command's output names (``Hadoop 3.4.2`` and its build
+    details: ``3.4.2``; Ozone's logo, then ``2.2.0(Katmai)``: ``2.2.0``); ``fallback``
+    when it names none."""
+    m = re.search(r"(?<![\w.])(\d+\.\d+(?:\.\d+)*)", version_output)
+    return m.group(1) if m else fallback
 
 
 def site_defaults(home: str) -> dict[str, str]:
@@ -589,7 +639,7 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             if dead is not None:
                 raise ClusterError(
                     f"the {dead.label} on {dead.host} exited while the cluster started; "
-                    f"{dead.log} ends:\n{dep.log_tail(dead)}"
+                    f"{dead.log} says:\n{dep.log_excerpt(dead.host, dead.log)}"
                 )
             missing = kind.ready()
             if missing is None:
@@ -598,7 +648,8 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             time.sleep(1.0)
         else:
             tails = "\n".join(
-                f"--- {d.label} ({d.log}):\n{dep.log_tail(d, 8)}" for d in dep.daemons
+                f"--- {d.label} ({d.log}):\n{dep.log_excerpt(d.host, d.log, 3, 4)}"
+                for d in dep.daemons
             )
             raise ClusterError(
                 f"not ready after {timeout:g} s: still waiting for {waiting}\n{tails}"

@@ -134,11 +134,18 @@ RUNTIME_ENV = "PERFPOST_RUNTIME"
 
 
 def runtime_json(plan: Plan) -> str:
-    """Every host's settings and every experiment's timeout, for :meth:`CellSpec.from_json`."""
+    """Every host's settings and every experiment's timeout, for :meth:`CellSpec.from_json`;
+    and the cache each cluster kind runs from, where the config names one (the cell that
+    starts a cluster uses the install the run provisioned, not the default cache's)."""
     return json.dumps(
         {
             "hosts": {name: {"name": name, **spec} for name, spec in plan.hosts.items()},
             "timeouts": {name: float(e.timeout) for name, e in plan.experiments.items()},
+            "caches": {
+                kind: cache
+                for kind in clusters.NAMES
+                if (cache := cluster_cache(plan.tools, kind)) is not None
+            },
         },
         sort_keys=True,
     )
@@ -227,7 +234,7 @@ class Plan:
                 if c.get("home"):
                     continue
                 runtime = clusters.get(c["kind"]).RUNTIME
-                cache = self.tools.get(_VERSION_FROM[c["kind"]], {}).get("cache")
+                cache = cluster_cache(self.tools, c["kind"])
                 out.add(str(provision.marker(runtime, c["version"], cache)))
         return sorted(out)
 
@@ -506,8 +513,14 @@ def _check_tool_params(
     return params
 
 
-# Tools' config keys whose version a cluster kind takes by default.
+# Tools' config keys whose version (and cache) a cluster kind takes by default.
 _VERSION_FROM = {"ozone": "ozone", "hdfs": "hadoop", "yarn": "hadoop"}
+
+
+def cluster_cache(tools_cfg: Mapping[str, Any], kind: str) -> str | None:
+    """Where a cluster of ``kind`` is provisioned: its tool's ``cache`` (``tools.hadoop``
+    for HDFS and YARN, ``tools.ozone`` for Ozone); None for the default cache."""
+    return tools_cfg.get(_VERSION_FROM[kind], {}).get("cache")
 
 
 def cluster_spec(

@@ -27,13 +27,20 @@ import re
 import shlex
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from perfpost import clusters, paths, provision
-from perfpost.clusters.base import ClusterError, ClusterSpec, Deployment, start, stop
+from perfpost.clusters.base import (
+    ClusterError,
+    ClusterSpec,
+    Deployment,
+    release,
+    start,
+    stop,
+)
 from perfpost.run import lifeline
 from perfpost.run.hosts import open_host
 
@@ -102,14 +109,14 @@ def _log(sdir: Path) -> TextIO:
     return open(sdir / "cluster.log", "a")
 
 
-def _homes(spec: ClusterSpec, cache: str | None) -> dict[str, str]:
+def _homes(spec: ClusterSpec, caches: Mapping[str, str]) -> dict[str, str]:
     """The install each host runs the daemons from: ``home`` when the config names one,
     else perfpost's provisioned runtime (on another host, at the same path: the config
     says ``home`` when that host has its own)."""
     if spec.home:
         return {h: spec.home for h in spec.hosts()}
     kind = clusters.get(spec.kind)
-    launcher = provision.install(kind.RUNTIME, spec.version, cache)
+    launcher = provision.install(kind.RUNTIME, spec.version, caches.get(spec.kind))
     home = str(launcher.resolve().parents[1])
     return {h: home for h in spec.hosts()}
 
@@ -176,13 +183,14 @@ class Held:
         return self.spec.ident()
 
     def record(self) -> dict[str, Any]:
-        """What the cell's record says of the cluster it ran on."""
+        """What the cell's record says of the cluster it ran on: the release, as its own
+        version output names it (the whole output, build details and all, is the post's)."""
         return {
             "name": self.spec.name,
             "kind": self.spec.kind,
             "id": self.ident,
             "start": self.start,
-            "version": self.state["deployment"].get("version", ""),
+            "version": release(self.state["deployment"].get("version", ""), self.spec.version),
         }
 
 
@@ -215,7 +223,7 @@ class Lease:
 
 
 def _acquire(
-    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path, cache: str | None
+    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path, caches: Mapping[str, str]
 ) -> Held:
     cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=spec.ident())
     cdir.mkdir(parents=True, exist_ok=True)
@@ -223,7 +231,7 @@ def _acquire(
     try:
         fcntl.flock(use_fd, fcntl.LOCK_SH if spec.shared else fcntl.LOCK_EX)
         with _flock(cdir / "start.lock"):
-            held = _up(spec, hosts, cdir, cache)
+            held = _up(spec, hosts, cdir, caches)
         held.use_fd = use_fd
         return held
     except BaseException:
@@ -231,7 +239,9 @@ def _acquire(
         raise
 
 
-def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, cache: str | None) -> Held:
+def _up(
+    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, caches: Mapping[str, str]
+) -> Held:
     me = owner()
     starts = _starts(cdir)
     n = starts[-1] if starts else 0
@@ -247,7 +257,8 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, cache: 
                 if dead is not None:
                     reason = (
                         f"the {dead.label} on {dead.host} of cluster {spec.ident()} died "
-                        f"after it started; {dead.log} ends:\n{dep.log_tail(dead)}"
+                        f"after it started; {dead.log} says:\n"
+                        f"{dep.log_excerpt(dead.host, dead.log)}"
                     )
             finally:
                 dep.close()
@@ -282,7 +293,7 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, cache: 
             dep = Deployment(
                 spec,
                 {h: hosts[h] for h in spec.hosts()},
-                home=_homes(spec, cache),
+                home=_homes(spec, caches),
                 opener=open_host,
             )
 
@@ -362,14 +373,15 @@ def lease(
     hosts: dict[str, dict[str, Any]],
     root: Path = Path(),
     record: str | None = None,
-    cache: str | None = None,
+    caches: Mapping[str, str] | None = None,
 ) -> Iterator[Lease]:
     """Hold the clusters ``specs`` (started if need be) for one cell whose record will be
-    ``record``; released, and stopped when no other cell of the run needs them, after."""
+    ``record``; released, and stopped when no other cell of the run needs them, after.
+    ``caches``: where each kind is provisioned (kind -> cache; the default cache else)."""
     got = Lease()
     try:
         for spec in sorted(specs, key=lambda s: s.ident()):
-            got.held.append(_acquire(spec, hosts, root, cache))
+            got.held.append(_acquire(spec, hosts, root, caches or {}))
         yield got
     finally:
         for h in reversed(got.held):

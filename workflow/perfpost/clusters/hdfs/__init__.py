@@ -61,9 +61,13 @@ class Hdfs(Kind):
         nn = self._nn()
         dep.free_ports(nn, ["nn.rpc", "nn.http", "nn.https"])
         a, p = dep.node(nn).address, dep.ports
-        core = {"fs.defaultFS": f"hdfs://{a}:{p['nn.rpc']}"}
+        # Where the NameNode serves clients, as the config may set it: the file system's URI
+        # (fs.defaultFS, a cell's {cluster.fs}) follows it.
+        rpc = dep.spec.site.get("hdfs-site", {}).get("dfs.namenode.rpc-address")
+        rpc = rpc or f"{a}:{p['nn.rpc']}"
+        core = {"fs.defaultFS": f"hdfs://{rpc}"}
         hdfs = {
-            "dfs.namenode.rpc-address": f"{a}:{p['nn.rpc']}",
+            "dfs.namenode.rpc-address": rpc,
             "dfs.namenode.http-address": f"{a}:{p['nn.http']}",
             "dfs.namenode.https-address": f"{a}:{p['nn.https']}",
             "dfs.namenode.secondary.http-address": f"{a}:0",
