@@ -6,7 +6,8 @@ which role, site keys per file, JVM options and environment per role. Its :meth:
 <ClusterSpec.ident>` names it: cells with the same configuration share one cluster.
 
 A :class:`Deployment` is that configuration on its hosts: a directory per host
-(``<dir>/perfpost-cluster-<id>``, with ``conf/``, ``logs/`` and the daemons' data), daemons
+(``<dir>/perfpost-cluster-<id>-<host>``, with ``conf/``, ``logs/`` and the daemons' data;
+named after the host too, so hosts that share ``dir`` keep apart), daemons
 started detached (a session of their own, so a finished step does not take them along), and
 what a client needs (addresses, a client configuration). Its state is plain JSON, so any
 later process (the last cell, the run's end, the watcher of a killed run, the next run) can
@@ -276,7 +277,9 @@ class Deployment:
         return self.spec.ident()
 
     def root(self, host: str) -> str:
-        return f"{self.spec.dir.rstrip('/')}/perfpost-cluster-{self.ident}"
+        # The host's name too: hosts may share `dir` (a network file system, one machine
+        # under two names), and each writes its own configuration there.
+        return f"{self.spec.dir.rstrip('/')}/perfpost-cluster-{self.ident}-{host}"
 
     def node(self, host: str) -> Node:
         if host not in self._nodes:
