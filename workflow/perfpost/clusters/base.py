@@ -72,15 +72,16 @@ class ClusterSpec:
     env: dict[str, str] = field(default_factory=dict)
     dir: str = DEFAULT_DIR
     home: str | None = None  # an install on every host; default: perfpost's provisioned one
+    cache: str | None = None  # where perfpost provisions it (the config's tools cache)
     buckets: list[str] = field(default_factory=list)  # ozone: "volume/bucket" made after start
     fresh: str = "configuration"
     shared: bool = False  # cells of this cluster may run at the same time
 
     def identity(self) -> dict[str, Any]:
-        """What makes two clusters the same: everything but the config's name for it and
-        how cells share it."""
+        """What makes two clusters the same: everything but the config's name for it, how
+        cells share it and where perfpost keeps the release it provisions."""
         data = asdict(self)
-        for k in ("name", "fresh", "shared"):
+        for k in ("name", "fresh", "shared", "cache"):
             data.pop(k)
         return data
 
