@@ -599,7 +599,9 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             )
         say(f"ready after {time.monotonic() - t0:.1f} s")
         kind.prepare()
-        dep.client = kind.client_site()
+        # Hadoop's FsShell (`hdfs dfs`, `hadoop fs`, teragen's clean-up) refuses to start
+        # without a core-site.xml on its classpath, as every install has one: so does this.
+        dep.client = merge_site({"core-site": {}}, kind.client_site())
         dep.values = kind.fields()
         first = dep.spec.hosts()[0]
         dep.version = (
