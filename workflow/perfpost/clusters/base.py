@@ -6,7 +6,8 @@ which role, site keys per file, JVM options and environment per role. Its :meth:
 <ClusterSpec.ident>` names it: cells with the same configuration share one cluster.
 
 A :class:`Deployment` is that configuration on its hosts: a directory per host
-(``<dir>/perfpost-cluster-<id>``, with ``conf/``, ``logs/`` and the daemons' data), daemons
+(``<dir>/perfpost-cluster-<id>-<host>``, with ``conf/``, ``logs/`` and the daemons' data;
+named after the host too, so hosts that share ``dir`` keep apart), daemons
 started detached (a session of their own, so a finished step does not take them along), and
 what a client needs (addresses, a client configuration). Its state is plain JSON, so any
 later process (the last cell, the run's end, the watcher of a killed run, the next run) can
@@ -104,15 +105,16 @@ class ClusterSpec:
     env: dict[str, str] = field(default_factory=dict)
     dir: str = DEFAULT_DIR
     home: str | None = None  # an install on every host; default: perfpost's provisioned one
+    cache: str | None = None  # where perfpost provisions it (the config's tools cache)
     buckets: list[str] = field(default_factory=list)  # ozone: "volume/bucket" made after start
     fresh: str = "configuration"
     shared: bool = False  # cells of this cluster may run at the same time
 
     def identity(self) -> dict[str, Any]:
-        """What makes two clusters the same: everything but the config's name for it and
-        how cells share it."""
+        """What makes two clusters the same: everything but the config's name for it, how
+        cells share it and where perfpost keeps the release it provisions."""
         data = asdict(self)
-        for k in ("name", "fresh", "shared"):
+        for k in ("name", "fresh", "shared", "cache"):
             data.pop(k)
         return data
 
@@ -318,7 +320,9 @@ class Deployment:
         return self.spec.ident()
 
     def root(self, host: str) -> str:
-        return f"{self.spec.dir.rstrip('/')}/perfpost-cluster-{self.ident}"
+        # The host's name too: hosts may share `dir` (a network file system, one machine
+        # under two names), and each writes its own configuration there.
+        return f"{self.spec.dir.rstrip('/')}/perfpost-cluster-{self.ident}-{host}"
 
     def node(self, host: str) -> Node:
         if host not in self._nodes:
@@ -656,7 +660,9 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             )
         say(f"ready after {time.monotonic() - t0:.1f} s")
         kind.prepare()
-        dep.client = kind.client_site()
+        # Hadoop's FsShell (`hdfs dfs`, `hadoop fs`, teragen's clean-up) refuses to start
+        # without a core-site.xml on its classpath, as every install has one: so does this.
+        dep.client = merge_site({"core-site": {}}, kind.client_site())
         dep.values = kind.fields()
         first = dep.spec.hosts()[0]
         dep.version = kind.version_text(

@@ -234,8 +234,7 @@ class Plan:
                 if c.get("home"):
                     continue
                 runtime = clusters.get(c["kind"]).RUNTIME
-                cache = cluster_cache(self.tools, c["kind"])
-                out.add(str(provision.marker(runtime, c["version"], cache)))
+                out.add(str(provision.marker(runtime, c["version"], c.get("cache"))))
         return sorted(out)
 
     def jobs(self) -> Iterator[CellSpec]:
@@ -582,6 +581,8 @@ def cluster_spec(
         env={k: str(v) for k, v in filled.get("env", {}).items()},
         dir=filled.get("dir", "/var/tmp/perfpost"),
         home=filled.get("home"),
+        # Where the provision step put it (cluster_markers): the run's daemons start from there.
+        cache=tools_cfg.get(_VERSION_FROM[raw["kind"]], {}).get("cache"),
         buckets=list(filled.get("buckets", [])),
         fresh=filled.get("fresh", "configuration"),
         shared=bool(filled.get("shared", False)),

@@ -111,12 +111,12 @@ def _log(sdir: Path) -> TextIO:
 
 def _homes(spec: ClusterSpec, caches: Mapping[str, str]) -> dict[str, str]:
     """The install each host runs the daemons from: ``home`` when the config names one,
-    else perfpost's provisioned runtime (on another host, at the same path: the config
-    says ``home`` when that host has its own)."""
+    else perfpost's provisioned runtime, in the config's tools cache (on another host, at
+    the same path: the config says ``home`` when that host has its own)."""
     if spec.home:
         return {h: spec.home for h in spec.hosts()}
     kind = clusters.get(spec.kind)
-    launcher = provision.install(kind.RUNTIME, spec.version, caches.get(spec.kind))
+    launcher = provision.install(kind.RUNTIME, spec.version, spec.cache or caches.get(spec.kind))
     home = str(launcher.resolve().parents[1])
     return {h: home for h in spec.hosts()}
 

@@ -77,6 +77,9 @@ class Hdfs(Kind):
             "dfs.namenode.safemode.extension": "0",
             "dfs.namenode.safemode.min.datanodes": str(len(dep.spec.roles["datanode"])),
             "dfs.permissions.enabled": "false",
+            # Hosts are reached at the inventory's addresses, often IPs with no name that
+            # resolves back: the NameNode would refuse every DataNode on another host.
+            "dfs.namenode.datanode.registration.ip-hostname-check": "false",
         }
         return {"core-site": core, "hdfs-site": hdfs}
 

@@ -78,7 +78,7 @@ class Yarn(Kind):
         home = dep.home[rm]
         classpath = f"{dep.conf_dir(rm)},{home}/lib/*"
         root = dep.root(rm)
-        core = {"fs.defaultFS": "file:///", "hadoop.tmp.dir": f"{root}/tmp"}
+        core = {"fs.defaultFS": "file:///"}
         yarn = {
             "yarn.resourcemanager.hostname": addr,
             **{f"yarn.resourcemanager.{p}": f"{addr}:{dep.ports['rm.' + p]}" for p in RM_PORTS},
@@ -87,8 +87,6 @@ class Yarn(Kind):
             "yarn.resourcemanager.scheduler.class": (
                 "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler"
             ),
-            "yarn.nodemanager.local-dirs": f"{root}/local/dirs",
-            "yarn.nodemanager.log-dirs": f"{root}/local/logs",
             "yarn.nodemanager.resource.memory-mb": str(self.MEMORY_MB),
             "yarn.nodemanager.resource.cpu-vcores": str(self.VCORES),
             "yarn.scheduler.minimum-allocation-mb": "128",
@@ -120,11 +118,17 @@ class Yarn(Kind):
         return {"core-site": core, "yarn-site": yarn, "mapred-site": mapred}
 
     def host_site(self, host: str) -> dict[str, dict[str, str]]:
+        # Each host's own directory: hosts may share the cluster's `dir`.
+        root = self.dep.root(host)
+        core = {"core-site": {"hadoop.tmp.dir": f"{root}/tmp"}}
         if host not in self.dep.spec.roles["nodemanager"]:
-            return {}
+            return core
         addr, ports = self.dep.node(host).address, self.dep.ports
         return {
+            **core,
             "yarn-site": {
+                "yarn.nodemanager.local-dirs": f"{root}/local/dirs",
+                "yarn.nodemanager.log-dirs": f"{root}/local/logs",
                 "yarn.nodemanager.hostname": addr,
                 "yarn.nodemanager.address": f"{addr}:{ports['nm.' + host]}",
                 "yarn.nodemanager.localizer.address": f"{addr}:{ports['nm.localizer.' + host]}",

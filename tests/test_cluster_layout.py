@@ -1,0 +1,48 @@
+"""Where a cluster's release and directories are: the config's tools cache, a directory of
+its own on each host."""
+
+from perfpost.clusters.base import ClusterSpec, Deployment
+from perfpost.plan.config import build_plan
+
+
+def plan_with_cache(cache: str):
+    return build_plan(
+        {
+            "hosts": {h: {"address": f"10.0.0.{i}"} for i, h in enumerate(["h1", "h2"], 1)},
+            "tools": {"hadoop": {"cache": cache}},
+            "clusters": {
+                "hdfs2": {"kind": "hdfs", "roles": {"namenode": "h1", "datanode": ["h1", "h2"]}}
+            },
+            "experiments": {
+                "e": {
+                    "tool": "freon",
+                    "cluster": "hdfs2",
+                    "params": {
+                        "subcommand": "dfsg",
+                        "dir": "/tmp/x",
+                        "options": {"path": "{cluster.fs}"},
+                    },
+                }
+            },
+        }
+    )
+
+
+def test_a_cluster_runs_from_the_tools_cache_which_does_not_change_its_identity():
+    one, other = plan_with_cache("/srv/cache-a"), plan_with_cache("/srv/cache-b")
+    (spec_a,) = next(iter(one.experiments["e"].cluster_specs.values()))
+    (spec_b,) = next(iter(other.experiments["e"].cluster_specs.values()))
+    assert (spec_a["cache"], spec_b["cache"]) == ("/srv/cache-a", "/srv/cache-b")
+    # The provision step makes the release there, where the cell starting the cluster looks.
+    assert one.cluster_markers("e")[0].startswith("/srv/cache-a/hdfs-")
+    assert ClusterSpec.from_dict(spec_a).ident() == ClusterSpec.from_dict(spec_b).ident()
+
+
+def test_hosts_that_share_the_cluster_dir_get_directories_of_their_own():
+    spec = ClusterSpec(
+        name="c", kind="hdfs", version="3.4.2", roles={"namenode": ["h1"], "datanode": ["h1", "h2"]}
+    )
+    dep = Deployment(spec, {"h1": {"name": "h1"}, "h2": {"name": "h2"}})
+    roots = {h: dep.root(h) for h in ("h1", "h2")}
+    assert roots["h1"] != roots["h2"]
+    assert roots["h2"] == f"/var/tmp/perfpost/perfpost-cluster-{spec.ident()}-h2"
