@@ -1,7 +1,7 @@
 """Where a cluster's release and directories are: the config's tools cache, a directory of
 its own on each host."""
 
-from perfpost.clusters.base import ClusterSpec, Deployment
+from perfpost.clusters.base import ClusterSpec, Deployment, fill_id
 from perfpost.plan.config import build_plan
 
 
@@ -46,3 +46,20 @@ def test_hosts_that_share_the_cluster_dir_get_directories_of_their_own():
     roots = {h: dep.root(h) for h in ("h1", "h2")}
     assert roots["h1"] != roots["h2"]
     assert roots["h2"] == f"/var/tmp/perfpost/perfpost-cluster-{spec.ident()}-h2"
+
+
+def test_two_checkouts_running_one_configuration_keep_their_own_directories():
+    spec = ClusterSpec(
+        name="c",
+        kind="hdfs",
+        version="3.4.2",
+        roles={"namenode": ["h1"], "datanode": ["h1"]},
+        site={"hdfs-site": {"dfs.datanode.data.dir": "/ssd/ratis-{id}"}},
+    )
+    mine = Deployment(spec, {"h1": {"name": "h1"}}, tag="aaaaaa")
+    theirs = Deployment(spec, {"h1": {"name": "h1"}}, tag="bbbbbb")
+    assert mine.ident == theirs.ident  # the same configuration...
+    assert mine.root("h1") != theirs.root("h1")  # ...in directories of its own
+    assert mine.root("h1").endswith(f"perfpost-cluster-{spec.ident()}-aaaaaa-h1")
+    filled = fill_id(spec.site, mine.scope)["hdfs-site"]["dfs.datanode.data.dir"]
+    assert filled == f"/ssd/ratis-{spec.ident()}-aaaaaa"

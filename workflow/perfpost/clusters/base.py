@@ -309,6 +309,7 @@ class Deployment:
     version: str = ""
     changed: list[dict[str, Any]] = field(default_factory=list)  # keys not at their default
     notes: list[str] = field(default_factory=list)  # what the daemons said of the config
+    tag: str = ""  # who deployed it (a short hash of the controller's directory)
     # How a host is reached (:func:`perfpost.run.hosts.open_host`), given by the run.
     opener: Any = field(default=None, repr=False)
     # Called with the deployment whenever a daemon was started, so its state is saved.
@@ -319,10 +320,16 @@ class Deployment:
     def ident(self) -> str:
         return self.spec.ident()
 
+    @property
+    def scope(self) -> str:
+        """The id, and whose it is: two checkouts running one configuration at once (same
+        id, same ``dir``) must not share, or remove, each other's directories."""
+        return f"{self.ident}-{self.tag}" if self.tag else self.ident
+
     def root(self, host: str) -> str:
         # The host's name too: hosts may share `dir` (a network file system, one machine
         # under two names), and each writes its own configuration there.
-        return f"{self.spec.dir.rstrip('/')}/perfpost-cluster-{self.ident}-{host}"
+        return f"{self.spec.dir.rstrip('/')}/perfpost-cluster-{self.scope}-{host}"
 
     def node(self, host: str) -> Node:
         if host not in self._nodes:
@@ -525,6 +532,7 @@ class Deployment:
             "version": self.version,
             "changed": self.changed,
             "notes": self.notes,
+            "tag": self.tag,
         }
 
     @classmethod
@@ -541,6 +549,7 @@ class Deployment:
             version=state.get("version", ""),
             changed=state.get("changed", []),
             notes=state.get("notes", []),
+            tag=state.get("tag", ""),
         )
 
 
@@ -624,9 +633,9 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
                 f"rm -rf {root} && mkdir -p {root}/logs {root}/conf {root}/tmp",
                 what="fresh directories",
             )
-        dep.site = merge_site(kind.configure(), fill_id(dep.spec.site, dep.ident))
+        dep.site = merge_site(kind.configure(), fill_id(dep.spec.site, dep.scope))
         for host in dep.spec.hosts():
-            site = merge_site(dep.site, kind.host_site(host), fill_id(dep.spec.site, dep.ident))
+            site = merge_site(dep.site, kind.host_site(host), fill_id(dep.spec.site, dep.scope))
             files = {f"{dep.conf_dir(host)}/{n}.xml": site_xml(keys) for n, keys in site.items()}
             log4j = kind_cls.RUNTIME.files / "log4j.properties"
             own = Path(__file__).parent / kind_cls.KIND / "log4j.properties"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -153,7 +154,7 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
                     for keys in dep.site.values()
                     for value in keys.values()
                     for part in str(value).split(",")
-                    if dep.ident in part and part.startswith("/")
+                    if dep.scope in part and part.startswith("/")
                 ]
                 node.sh("rm -rf " + " ".join(shlex.quote(p) for p in doomed), what="clean-up")
             except Exception as e:  # a host that is gone: its daemons went with it
@@ -294,6 +295,7 @@ def _up(
                 spec,
                 {h: hosts[h] for h in spec.hosts()},
                 home=_homes(spec, caches),
+                tag=hashlib.sha256(str(cdir.resolve()).encode()).hexdigest()[:6],
                 opener=open_host,
             )
 
