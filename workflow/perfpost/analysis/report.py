@@ -248,10 +248,13 @@ _PLACEMENT = re.compile(
 )
 
 
-def _split_changed(changed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The keys that change how the system behaves, and how many only place it (addresses,
-    ports, directories, class paths): those are in the cluster's state.json."""
-    settings = [k for k in changed if not _PLACEMENT.search(k["key"])]
+def _split_changed(
+    changed: list[dict[str, Any]], configured: set[str]
+) -> tuple[list[dict[str, Any]], int]:
+    """The keys that change how the system behaves, and how many of perfpost's own only
+    place it (addresses, ports, directories, class paths: in the cluster's state.json). A
+    key the config set is always shown: it is what the experiment chose."""
+    settings = [k for k in changed if k["key"] in configured or not _PLACEMENT.search(k["key"])]
     return settings, len(changed) - len(settings)
 
 
@@ -291,6 +294,7 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
             continue
         dep = state["deployment"]
         spec = dep["spec"]
+        configured = {k for keys in spec.get("site", {}).values() for k in keys}
         out.append(
             {
                 "ref": ref,
@@ -305,8 +309,9 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                 "jvm": spec.get("jvm", {}),
                 "env": spec.get("env", {}),
                 "version": dep.get("version", ""),
-                "changed": _split_changed(dep.get("changed", []))[0],
-                "placement": _split_changed(dep.get("changed", []))[1],
+                "changed": _split_changed(dep.get("changed", []), configured)[0],
+                "placement": _split_changed(dep.get("changed", []), configured)[1],
+                "dir": spec.get("dir", ""),
                 "notes": dep.get("notes", []),
                 "state": str(sdir / "state.json"),
                 "started": state.get("started"),

@@ -295,7 +295,8 @@ def _up(
                 spec,
                 {h: hosts[h] for h in spec.hosts()},
                 home=_homes(spec, caches),
-                tag=hashlib.sha256(str(cdir.resolve()).encode()).hexdigest()[:6],
+                # The checkout's directory (cdir is <it>/results/clusters/<id>).
+                tag=hashlib.sha256(str(cdir.resolve().parents[2]).encode()).hexdigest()[:6],
                 opener=open_host,
             )
 
