@@ -134,18 +134,11 @@ RUNTIME_ENV = "PERFPOST_RUNTIME"
 
 
 def runtime_json(plan: Plan) -> str:
-    """Every host's settings and every experiment's timeout, for :meth:`CellSpec.from_json`;
-    and the cache each cluster kind runs from, where the config names one (the cell that
-    starts a cluster uses the install the run provisioned, not the default cache's)."""
+    """Every host's settings and every experiment's timeout, for :meth:`CellSpec.from_json`."""
     return json.dumps(
         {
             "hosts": {name: {"name": name, **spec} for name, spec in plan.hosts.items()},
             "timeouts": {name: float(e.timeout) for name, e in plan.experiments.items()},
-            "caches": {
-                kind: cache
-                for kind in clusters.NAMES
-                if (cache := cluster_cache(plan.tools, kind)) is not None
-            },
         },
         sort_keys=True,
     )
@@ -582,7 +575,7 @@ def cluster_spec(
         dir=filled.get("dir", "/var/tmp/perfpost"),
         home=filled.get("home"),
         # Where the provision step put it (cluster_markers): the run's daemons start from there.
-        cache=tools_cfg.get(_VERSION_FROM[raw["kind"]], {}).get("cache"),
+        cache=cluster_cache(tools_cfg, raw["kind"]),
         buckets=list(filled.get("buckets", [])),
         fresh=filled.get("fresh", "configuration"),
         shared=bool(filled.get("shared", False)),

@@ -28,7 +28,7 @@ import re
 import shlex
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -110,14 +110,14 @@ def _log(sdir: Path) -> TextIO:
     return open(sdir / "cluster.log", "a")
 
 
-def _homes(spec: ClusterSpec, caches: Mapping[str, str]) -> dict[str, str]:
+def _homes(spec: ClusterSpec) -> dict[str, str]:
     """The install each host runs the daemons from: ``home`` when the config names one,
     else perfpost's provisioned runtime, in the config's tools cache (on another host, at
     the same path: the config says ``home`` when that host has its own)."""
     if spec.home:
         return {h: spec.home for h in spec.hosts()}
     kind = clusters.get(spec.kind)
-    launcher = provision.install(kind.RUNTIME, spec.version, spec.cache or caches.get(spec.kind))
+    launcher = provision.install(kind.RUNTIME, spec.version, spec.cache)
     home = str(launcher.resolve().parents[1])
     return {h: home for h in spec.hosts()}
 
@@ -223,16 +223,14 @@ class Lease:
         return [h.record() for h in self.held]
 
 
-def _acquire(
-    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path, caches: Mapping[str, str]
-) -> Held:
+def _acquire(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path) -> Held:
     cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=spec.ident())
     cdir.mkdir(parents=True, exist_ok=True)
     use_fd = os.open(cdir / "use.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(use_fd, fcntl.LOCK_SH if spec.shared else fcntl.LOCK_EX)
         with _flock(cdir / "start.lock"):
-            held = _up(spec, hosts, cdir, caches)
+            held = _up(spec, hosts, cdir)
         held.use_fd = use_fd
         return held
     except BaseException:
@@ -240,9 +238,7 @@ def _acquire(
         raise
 
 
-def _up(
-    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, caches: Mapping[str, str]
-) -> Held:
+def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held:
     me = owner()
     starts = _starts(cdir)
     n = starts[-1] if starts else 0
@@ -294,7 +290,7 @@ def _up(
             dep = Deployment(
                 spec,
                 {h: hosts[h] for h in spec.hosts()},
-                home=_homes(spec, caches),
+                home=_homes(spec),
                 # The checkout's directory (cdir is <it>/results/clusters/<id>).
                 tag=hashlib.sha256(str(cdir.resolve().parents[2]).encode()).hexdigest()[:6],
                 opener=open_host,
@@ -376,15 +372,14 @@ def lease(
     hosts: dict[str, dict[str, Any]],
     root: Path = Path(),
     record: str | None = None,
-    caches: Mapping[str, str] | None = None,
 ) -> Iterator[Lease]:
     """Hold the clusters ``specs`` (started if need be) for one cell whose record will be
     ``record``; released, and stopped when no other cell of the run needs them, after.
-    ``caches``: where each kind is provisioned (kind -> cache; the default cache else)."""
+    Each spec names the cache its release was provisioned in (``ClusterSpec.cache``)."""
     got = Lease()
     try:
         for spec in sorted(specs, key=lambda s: s.ident()):
-            got.held.append(_acquire(spec, hosts, root, caches or {}))
+            got.held.append(_acquire(spec, hosts, root))
         yield got
     finally:
         for h in reversed(got.held):

@@ -602,13 +602,6 @@ def _cluster_hosts(specs: list[CellSpec]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _cluster_caches() -> dict[str, str]:
-    """The cache each cluster kind is provisioned in, as the run's config names it."""
-    from perfpost.plan.config import RUNTIME_ENV
-
-    return json.loads(os.environ.get(RUNTIME_ENV) or "{}").get("caches", {})
-
-
 def _on_clusters(
     specs: list[CellSpec],
     record_paths: list[str | Path],
@@ -625,7 +618,6 @@ def _on_clusters(
             list(wanted.values()),
             _cluster_hosts(specs),
             record=str(record_paths[0]),
-            caches=_cluster_caches(),
         ) as lease:
             return body(lease)
     except ClusterError as e:
