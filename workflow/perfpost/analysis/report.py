@@ -295,6 +295,7 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
         dep = state["deployment"]
         spec = dep["spec"]
         configured = {k for keys in spec.get("site", {}).values() for k in keys}
+        settings, placement = _split_changed(dep.get("changed", []), configured)
         out.append(
             {
                 "ref": ref,
@@ -309,8 +310,8 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                 "jvm": spec.get("jvm", {}),
                 "env": spec.get("env", {}),
                 "version": dep.get("version", ""),
-                "changed": _split_changed(dep.get("changed", []), configured)[0],
-                "placement": _split_changed(dep.get("changed", []), configured)[1],
+                "changed": settings,
+                "placement": placement,
                 "dir": spec.get("dir", ""),
                 "notes": dep.get("notes", []),
                 "state": str(sdir / "state.json"),
