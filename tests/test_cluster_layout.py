@@ -63,3 +63,44 @@ def test_two_checkouts_running_one_configuration_keep_their_own_directories():
     assert mine.root("h1").endswith(f"perfpost-cluster-{spec.ident()}-aaaaaa-h1")
     filled = fill_id(spec.site, mine.scope)["hdfs-site"]["dfs.datanode.data.dir"]
     assert filled == f"/ssd/ratis-{spec.ident()}-aaaaaa"
+
+
+def test_a_stop_signals_every_daemon_before_waiting_for_any(tmp_path):
+    """Each daemon's shutdown hooks take seconds; stopping role after role added them up.
+    Here three stand-in daemons (own process groups, as perfpost starts them) take 1 s to
+    exit after TERM: every one must have been signalled before the first has exited."""
+    import subprocess
+    import time
+
+    from perfpost.clusters.base import Daemon, stop
+    from perfpost.run.hosts import open_host
+
+    spec = ClusterSpec(
+        name="c",
+        kind="ozone",
+        version="2.2.0",
+        roles={"scm": ["localhost"], "om": ["localhost"], "datanode": ["localhost"]},
+    )
+    dep = Deployment(spec, {"localhost": {"name": "localhost"}}, opener=open_host)
+    procs = []
+    for role in ("scm", "datanode", "om"):
+        mark = tmp_path / role
+        script = (
+            f'trap "date +%s.%N > {mark}.term; sleep 1; date +%s.%N > {mark}.exit; exit 0" TERM;'
+            " while :; do sleep 0.05; done"
+        )
+        p = subprocess.Popen(["sh", "-c", script], start_new_session=True)
+        procs.append(p)
+        dep.daemons.append(Daemon(role, "localhost", 0, pid=p.pid))
+    time.sleep(0.3)  # the traps are set
+    try:
+        said = stop(dep, ("scm", "datanode", "om"))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    terms = [float((tmp_path / f"{r}.term").read_text()) for r in ("scm", "datanode", "om")]
+    exits = [float((tmp_path / f"{r}.exit").read_text()) for r in ("scm", "datanode", "om")]
+    assert max(terms) < min(exits)
+    assert said == ["stopped om, datanode, scm on localhost"]

@@ -21,6 +21,7 @@ writes, the order it starts its daemons in, when it is ready, what clients get.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -245,7 +246,7 @@ class Kind:
     KIND: ClassVar[str]
     RUNTIME: ClassVar[provision.Runtime]  # what perfpost provisions for its daemons
     ROLES: ClassVar[dict[str, tuple[int, int | None]]]  # role -> (fewest, most hosts)
-    START_ORDER: ClassVar[tuple[str, ...]]  # roles; stopped in the reverse order
+    START_ORDER: ClassVar[tuple[str, ...]]  # roles, in the order they are started
     FIELDS: ClassVar[dict[str, str]]  # what `{<cluster>.<field>}` gives a cell's params
     # What a daemon's log may say that changes what was measured (a setting it ignored):
     # (pattern, the post's sentence with the pattern's groups as {0}, {1}...).
@@ -688,22 +689,29 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
 def stop(
     dep: Deployment, order: tuple[str, ...] = (), log: Any = None, grace: float = STOP_GRACE
 ) -> list[str]:
-    """Stop every daemon, roles in the reverse of the start ``order`` (datanodes first),
-    TERM then KILL. Returns what was done."""
+    """Stop every daemon: TERM to all of them at once, KILL to those left after ``grace``.
+
+    All at once, hosts in parallel, because each daemon's shutdown hooks take seconds and
+    the cluster's data is discarded anyway; one role after another made every stop of a
+    three-daemon Ozone take ten seconds. ``order`` (the start order) only orders the report.
+    Returns what was done."""
     order = order or tuple(dep.spec.roles)
     rank = {r: i for i, r in enumerate(order)}
-    said = []
-    for role in sorted({d.role for d in dep.daemons}, key=lambda r: -rank.get(r, 0)):
-        by_host: dict[str, list[int]] = {}
-        for d in dep.daemons:
-            if d.role == role and d.pid:
-                by_host.setdefault(d.host, []).append(d.pid)
-        for host, pids in by_host.items():
-            try:
-                dep.node(host).stop(pids, grace)
-                said.append(f"stopped {role} on {host}")
-            except Exception as e:  # a host that is gone takes its daemons with it
-                said.append(f"could not stop {role} on {host}: {e}")
+    by_host: dict[str, list[Daemon]] = {}
+    for d in dep.daemons:
+        if d.pid:
+            by_host.setdefault(d.host, []).append(d)
+
+    def one(host: str) -> str:
+        roles = sorted({d.role for d in by_host[host]}, key=lambda r: -rank.get(r, 0))
+        try:
+            dep.node(host).stop([d.pid for d in by_host[host]], grace)
+            return f"stopped {', '.join(roles)} on {host}"
+        except Exception as e:  # a host that is gone takes its daemons with it
+            return f"could not stop {', '.join(roles)} on {host}: {e}"
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(by_host))) as pool:
+        said = list(pool.map(one, list(by_host)))
     if log is not None:
         for s in said:
             print(f"{time.strftime('%H:%M:%S')} {dep.ident}: {s}", file=log, flush=True)
