@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,14 @@ def test_provisioning_from_an_empty_cache_gives_a_working_freon(ozone_cache):
     )
     assert help_.returncode == 0, help_.stderr[-2000:]
     assert "dfsg" in help_.stdout + help_.stderr
+    # The provisioning log says what was fetched, for a person: no terminal escapes, and
+    # the count of jars that are in lib/.
+    said = (cache / "provision.log").read_text()
+    assert "\x1b" not in said
+    jars = len(list((home / "lib").glob("*.jar")))
+    assert re.search(
+        rf"^ozone 2\.2\.0: {jars} jars resolved by Maven into \S+ in \d+ s$", said, re.M
+    )
 
 
 def test_a_second_provisioning_reuses_the_cache_without_network_or_maven(ozone_cache):

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +68,11 @@ def _mvn(args: list[str], log: Any) -> None:
     if not mvn:
         raise PerfpostError("Maven (mvn) is not installed: run scripts/setup")
     result = subprocess.run(
-        [mvn, "-B", "-q", *args], stdout=log, stderr=subprocess.STDOUT, check=False
+        [mvn, "-B", "-q", *args], capture_output=True, text=True, errors="replace", check=False
     )
+    # Maven 3.8 prints colour resets even in batch mode; the log is for reading.
+    log.write(re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr))
+    log.flush()
     if result.returncode != 0:
         raise PerfpostError(
             f"mvn {args[-1] if args else ''} failed (exit "
@@ -143,6 +148,7 @@ def install(
     envs = runtime.files
     staging = Path(tempfile.mkdtemp(prefix=f".{tool}-{version}-", dir=base))
     log = open(log_path or staging / "provision.log", "a")
+    began = time.monotonic()
     try:
         if spec.standin_parent:
             standin = staging / "hdds-hadoop-dependency-client.pom"
@@ -197,6 +203,12 @@ def install(
             p.chmod(p.stat().st_mode | 0o044 | (0o011 if p.is_dir() else 0))
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)  # atomic: a half-made install is never mistaken for a finished one
+        print(
+            f"{tool} {version}: {len(jars)} jars resolved by Maven into {target} "
+            f"in {time.monotonic() - began:.0f} s",
+            file=log,
+            flush=True,
+        )
     finally:
         log.close()
         shutil.rmtree(staging, ignore_errors=True)
