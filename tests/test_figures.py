@@ -6,6 +6,7 @@ is drawn, and rates spanning decades get a log axis."""
 import json
 
 import pandas as pd
+import yaml
 
 from perfpost import cli
 from perfpost.analysis import plots, tidy
@@ -244,3 +245,33 @@ def test_series_zipped_together_make_one_series_per_pair():
     assert series == ["bs", "count"]
     colours = plots.series_colours(labels, series, None, [["bs", "count"]])
     assert list(colours) == [("4k", "2048"), ("1M", "8")]
+
+
+def test_long_titles_lie_inside_the_image(tmp_path, figures):
+    """The hcfs post's rate-over-time figure had the first line of its title cut off at the
+    top of the image; a title two lines long must wrap and stay inside too."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    shipped = cfg["experiments"]["hcfs"]["title"]
+    for title in (shipped, f"{shipped}, second run on the lab's spare machine after the upgrade"):
+        cfg["experiments"]["hcfs"]["title"] = title
+        plan = build_plan(cfg)
+        records = _records(plan, "hcfs", lambda labels, repeat: 10.0 + repeat)
+        series = pd.DataFrame(
+            [
+                {"experiment": "hcfs", "cell": c.id, "host": "localhost", "repeat": 1}
+                | {"series": "dfsg", "t": t, "completed": t, "total": 5, "rate": 5.0 * t}
+                for c in plan.experiments["hcfs"].cells
+                for t in range(1, 6)
+            ]
+        )
+        figures.clear()
+        _draw(tmp_path / str(len(title)), plan, "hcfs", records, series)
+        assert len(figures) >= 2  # the rate and the rate over time
+        for fig in figures:
+            fig.canvas.draw()
+            text = fig._suptitle
+            ext, box = text.get_window_extent(fig.canvas.get_renderer()), fig.bbox
+            inside = box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1
+            assert inside, f"{text.get_text()!r}: {ext} outside {box}"
+            assert " ".join(text.get_text().split()).startswith(title)  # every word, in order
+    assert all("\n" in fig.get_suptitle() for fig in figures)  # the long one took two lines

@@ -330,6 +330,26 @@ def _legend_below(fig: Figure, handles: list[Any], labels: list[str], title: str
     return legend
 
 
+def _fit_title(fig: Figure, text: str, fontsize: float) -> str:
+    """``text`` broken into lines as wide as the figure. matplotlib's own ``wrap=True``
+    breaks lines at draw time, after ``tight_layout`` made room for one: a long title then
+    ran off the top of the image."""
+    renderer = fig.canvas.get_renderer()
+    limit = fig.bbox.width * 0.96
+    probe = fig.text(0, 0, "", fontsize=fontsize)
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        probe.set_text(f"{line} {word}".strip())
+        if line and probe.get_window_extent(renderer).width > limit:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    probe.remove()
+    return "\n".join([*lines, line])
+
+
 def _layout(fig: Figure, bottom_in: float) -> None:
     """Fit the panels above ``bottom_in`` inches of legend; slant x labels that would touch."""
     rect = (0, min(bottom_in / fig.get_figheight(), 0.8), 1, 1)
@@ -413,7 +433,7 @@ def metric_figure(
     for i, (ax, log) in enumerate(zip(axes[0], logs, strict=True)):
         if i == 0 or len(set(logs)) > 1:
             ax.set_ylabel(f"{metric_label(metric)} ({unit_name}" + (", log scale)" if log else ")"))
-    fig.suptitle(title, fontsize=11, wrap=True)
+    fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
     joined = x.numeric
     what = "points: repeats; bars: medians" + (
         "; lines join each series' medians" if joined else ""
@@ -532,7 +552,7 @@ def series_figure(series: pd.DataFrame, title: str) -> Figure | None:
     ax.set_xlabel("time since the run started (s)")
     log = _scale_y(ax, data["rate"].tolist())
     ax.set_ylabel("rate (operations/s" + (", log scale)" if log else ")"))
-    ax.set_title(title, fontsize=11, wrap=True)
+    fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
     ax.grid(alpha=0.3)
     if len(names) <= SERIES_LEGEND_MAX:
         legend = _legend_below(fig, handles, names, "one colour per cell, one line per run")
@@ -621,6 +641,6 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
     right.set_ylabel("change, candidate vs baseline (%)")
     right.grid(axis="y", alpha=0.3)
     right.set_title("Hodges-Lehmann, 95% CI; grey: no claim", fontsize=8, color="0.4")
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
     fig.tight_layout()
     return _save(fig, out_base, out_base.name)
