@@ -20,7 +20,6 @@ writes, the order it starts its daemons in, when it is ready, what clients get.
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures
 import contextlib
 import hashlib
@@ -39,6 +38,7 @@ from xml.sax.saxutils import escape
 from perfpost import provision
 from perfpost.errors import PerfpostError
 from perfpost.hostenv import LOCALHOST
+from perfpost.shell import write_files_script
 
 SITE_FILES = ("core-site", "hdfs-site", "ozone-site", "yarn-site", "mapred-site")
 FRESH = ("configuration", "cell")
@@ -183,13 +183,8 @@ class Node:
 
     def write(self, files: dict[str, str]) -> None:
         """Write ``files`` (path -> text) on the host, directories made as needed."""
-        parts = []
-        for path, text in files.items():
-            q = shlex.quote(path)
-            data = base64.b64encode(text.encode()).decode()
-            parts.append(f"mkdir -p $(dirname {q}) && echo {data} | base64 -d > {q}")
-        if parts:
-            self.sh(" && ".join(parts), what="writing the configuration")
+        if files:
+            self.sh(write_files_script(files, private=False), what="writing the configuration")
 
     def read(self, path: str) -> str:
         data = self.host.read(path)

@@ -161,20 +161,6 @@ def sync_script() -> str:
     )
 
 
-def write_files_script(files: dict[str, str]) -> str:
-    """Write ``files`` (path -> text) on the host, directories made; the text travels as
-    base64, so no character of it is ever read by the shell."""
-    import base64
-
-    lines = ["set -e", "umask 077"]
-    for path, text in files.items():
-        q = shlex.quote(path)
-        data = base64.b64encode(text.encode()).decode()
-        lines.append(f'mkdir -p -- "$(dirname -- {q})"')
-        lines.append(f"printf %s {data} | base64 -d > {q}")
-    return "\n".join(lines) + "\n"
-
-
 LEFT_MARKER = "@perfpost-left"
 
 

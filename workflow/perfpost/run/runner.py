@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, hostenv, paths, tools
+from perfpost import __version__, hostenv, paths, shell, tools
 from perfpost.clusters.base import ClusterError, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
@@ -360,7 +360,7 @@ class _CellRun:
         if self.client_site:
             conf = self._run(
                 "client_conf",
-                hostscript.write_files_script(
+                shell.write_files_script(
                     {
                         f"{self.logdir}/conf/{name}.xml": site_xml(keys)
                         for name, keys in self.client_site.items()
