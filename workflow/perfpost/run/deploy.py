@@ -2,12 +2,12 @@
 cells of the same configuration, stopped after the last of them, and whatever ends the run.
 
 A cell holds its clusters through :func:`lease`. The first cell of a configuration starts it
-(fresh directories, readiness); the next ones find it up and use it, one at a time unless
-the cluster is ``shared``. A cluster that could not start fails every cell of it in this run
-with the same reason, without trying again. The cell that leaves no other cell of this run
-for its cluster (:data:`perfpost.paths.CLUSTERS_PENDING`, written when the run starts) stops
-it, copies the daemons' logs beside the cluster's state and removes its directories;
-``fresh: cell`` does so after every cell.
+(fresh directories, readiness; a failed start is tried once more); the next ones find it up
+and use it, one at a time unless the cluster is ``shared``. A cluster that could not start
+fails every cell of it in this run with the same reason, without trying again. The cell
+that leaves no other cell of this run for its cluster (:data:`perfpost.paths.CLUSTERS_PENDING`,
+written when the run starts) stops it, copies the daemons' logs beside the cluster's state
+and removes its directories; ``fresh: cell`` does so after every cell.
 
 What the cells miss is stopped by the run: at its end (:func:`stop_owned`, Snakemake's
 ``onsuccess`` and ``onerror``), by its watcher when it is killed, and by the next run for any
@@ -46,6 +46,11 @@ from perfpost.run import lifeline
 from perfpost.run.hosts import open_host
 
 START_TIMEOUT = 300.0  # seconds a cluster may take to become ready
+# A start that fails is tried once more, from fresh directories on new ports: daemons of a
+# busy machine lose races of their own (Ozone 2.2.0's SCM can register its HA metrics twice
+# when it is elected while it still starts, and then never serves). A configuration that
+# cannot work fails twice, and its cells with the second reason; both starts keep their logs.
+START_ATTEMPTS = 2
 ACTIVE = ("starting", "up")
 
 
@@ -273,7 +278,21 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
             )
     if state is not None and state["status"] in ACTIVE:
         _teardown(sdir, state, "left by an earlier run")
-    n += 1
+    attempt = 1
+    while True:
+        try:
+            return _start(spec, hosts, cdir, n + attempt, last=attempt == START_ATTEMPTS)
+        except ClusterError:
+            if attempt == START_ATTEMPTS:
+                raise
+            attempt += 1
+
+
+def _start(
+    spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path, n: int, last: bool
+) -> Held:
+    """One start of the cluster, as ``start-<n>``; its failure is kept there and raised."""
+    me = owner()
     sdir = cdir / f"start-{n}"
     sdir.mkdir()
     state = {
@@ -315,6 +334,8 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
             reason = str(e) if isinstance(e, Exception) else f"interrupted ({type(e).__name__})"
             state["reason"] = reason
             print(f"{_now()} failed: {reason}", file=log, flush=True)
+            if not last and isinstance(e, ClusterError):
+                print(f"{_now()} trying once more, as start-{n + 1}", file=log, flush=True)
             log.flush()
             _teardown(sdir, state, "it could not start")
             state["status"] = "failed"

@@ -234,7 +234,11 @@ class Ozone(Kind):
         for i, _ in enumerate(dep.spec.roles["datanode"]):
             dep.start_daemon("datanode", i, DN_MAIN, [], self._opts())
         dep.wait_for(lambda: dep.jmx("scm", "scm.http", SCM_INFO) != {}, 180.0, "the SCM")
-        dep.run_java(self._one("om"), "om", OM_MAIN, ["--init"], self._opts(), "om init")
+        # om --init retries an SCM that does not serve for ten minutes; a working one answers
+        # it within seconds, so a start that waits longer is given up (and tried again).
+        dep.run_java(
+            self._one("om"), "om", OM_MAIN, ["--init"], self._opts(), "om init", timeout=120.0
+        )
         dep.start_daemon("om", 0, OM_MAIN, [], self._opts())
 
     def ready(self) -> str | None:
