@@ -143,3 +143,32 @@ def figures(monkeypatch):
     yield kept
     for fig in kept:
         close(fig)
+
+
+# The README's main command on the shipped config (tests/test_default_config.py) takes about
+# ten minutes, most of them JVMs starting and clusters becoming ready. It starts when the
+# session's tests are collected and runs beside them; its test, moved to the end, checks what
+# it made. The run's own cells still run one at a time on its host: only the machine is shared.
+BACKGROUND: dict[str, object] = {}
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they do
+def pytest_collection_modifyitems(session, config, items) -> None:
+    late = [i for i in items if i.path.name == "test_default_config.py"]
+    items[:] = [i for i in items if i.path.name != "test_default_config.py"] + late
+
+
+def pytest_collection_finish(session) -> None:
+    if session.config.option.collectonly:
+        return
+    if any(i.path.name == "test_default_config.py" for i in session.items):
+        from tests.test_default_config import DefaultRun
+
+        where = session.config._tmp_path_factory.mktemp("default-run")
+        BACKGROUND["default"] = DefaultRun(where)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    run = BACKGROUND.pop("default", None)
+    if run is not None:
+        run.abandon()  # stopped as Ctrl-C would, if its test never waited for it
