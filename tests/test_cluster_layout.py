@@ -70,6 +70,7 @@ def test_a_stop_signals_every_daemon_before_waiting_for_any(tmp_path):
     Here three stand-in daemons (own process groups, as perfpost starts them) take 1 s to
     exit after TERM: every one must have been signalled before the first has exited."""
     import subprocess
+    import threading
     import time
 
     from perfpost.clusters.base import Daemon, stop
@@ -91,6 +92,9 @@ def test_a_stop_signals_every_daemon_before_waiting_for_any(tmp_path):
         )
         p = subprocess.Popen(["sh", "-c", script], start_new_session=True)
         procs.append(p)
+        # Reaped as soon as it exits, as init reaps real daemons: a zombie would still
+        # count as a member of its process group.
+        threading.Thread(target=p.wait, daemon=True).start()
         dep.daemons.append(Daemon(role, "localhost", 0, pid=p.pid))
     time.sleep(0.3)  # the traps are set
     try:
