@@ -96,10 +96,10 @@ def test_the_onefile_rate_figure_has_one_series_per_layout(tmp_path, figures):
     # chunks is zipped with size: it changes with it, so it is not a series of its own.
     assert _legend_texts(fig) == ["layout=FILE_PER_CHUNK", "layout=FILE_PER_BLOCK"]
     assert [t.get_text() for t in ax.get_xticklabels()] == [
-        "1k\nchunks=40000",
-        "10k\nchunks=20000",
-        "100k\nchunks=5000",
-        "1M\nchunks=600",
+        "1k\nchunks=20000",
+        "10k\nchunks=10000",
+        "100k\nchunks=2500",
+        "1M\nchunks=300",
     ]
     # Each layout's line joins its four medians; every run is a point.
     assert sorted(len(line.get_xdata()) for line in _joining_lines(fig)) == [4, 4]
