@@ -3,9 +3,11 @@
 import copy
 
 import pytest
+import yaml
 
 from perfpost.errors import ConfigError
 from perfpost.plan.config import build_plan, check_secrets, load_yaml
+from tests.conftest import ROOT
 from tests.mistakes import GOOD, MISTAKES, config_text
 
 BASE = {
@@ -94,3 +96,19 @@ def test_the_shipped_default_config_is_valid():
         "teragen",
     }
     assert len(plan.experiments["local-reads"].cells) == 12
+
+
+@pytest.mark.parametrize(
+    "example", sorted(p.name for p in (ROOT / "config" / "examples").glob("*.yaml"))
+)
+def test_every_example_config_builds_a_plan(example):
+    """What the README tells people to run is a valid config (with the testbed's inventory
+    where it names the testbed's hosts, as the README's command combines them)."""
+    config = yaml.safe_load((ROOT / "config" / "examples" / example).read_text())
+    if example.startswith("testbed-"):
+        config["hosts"] = {
+            h: {"address": f"10.200.0.1{i}"} for i, h in enumerate(["h1", "h2", "h3"], 1)
+        }
+    plan = build_plan(config)
+    assert plan.experiments
+    assert all(exp.cells for exp in plan.experiments.values())
