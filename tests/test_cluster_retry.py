@@ -23,7 +23,7 @@ def spec(tmp_path) -> ClusterSpec:
     )
 
 
-def starting(monkeypatch, failures: int) -> list:
+def starting(monkeypatch, failures: int, error: type[Exception] = ClusterError) -> list:
     """Replace the daemons' start: the first ``failures`` fail, the next come up at once
     (with no daemon to stop)."""
     calls: list = []
@@ -31,7 +31,7 @@ def starting(monkeypatch, failures: int) -> list:
     def start(kind, dep, timeout, log=None):
         calls.append(dep)
         if len(calls) <= failures:
-            raise ClusterError(f"the scm on localhost did not serve (start {len(calls)})")
+            raise error(f"the scm on localhost did not serve (start {len(calls)})")
 
     monkeypatch.setattr(deploy, "start", start)
     return calls
@@ -47,8 +47,9 @@ def log(tmp_path, s: ClusterSpec, n: int) -> str:
     return (tmp_path / "results/clusters" / s.ident() / f"start-{n}/cluster.log").read_text()
 
 
-def test_a_failed_start_is_tried_again_as_the_next_start(tmp_path, monkeypatch):
-    calls = starting(monkeypatch, failures=1)
+@pytest.mark.parametrize("error", [ClusterError, RuntimeError])
+def test_a_failed_start_is_tried_again_as_the_next_start(tmp_path, monkeypatch, error):
+    calls = starting(monkeypatch, failures=1, error=error)
     s = spec(tmp_path)
     with deploy.lease([s], HOSTS, root=tmp_path) as held:
         assert [c["start"] for c in held.records()] == [2]

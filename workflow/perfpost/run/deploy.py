@@ -334,7 +334,7 @@ def _start(
             reason = str(e) if isinstance(e, Exception) else f"interrupted ({type(e).__name__})"
             state["reason"] = reason
             print(f"{_now()} failed: {reason}", file=log, flush=True)
-            if not last and isinstance(e, ClusterError):
+            if not last and isinstance(e, Exception):  # retried, as a ClusterError
                 print(f"{_now()} trying once more, as start-{n + 1}", file=log, flush=True)
             log.flush()
             _teardown(sdir, state, "it could not start")
