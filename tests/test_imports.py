@@ -26,6 +26,7 @@ LAYERS = {
     "core": 0,
     "tools": 1,  # one folder per tool: command builder, parser, method text, provisioning
     "clusters": 1,  # clusters of the system under test perfpost sets up itself
+    "instrument": 1,  # the agent perfpost attaches to JVM tools: provisioning, rules, counts
     "plan": 2,  # config -> plan of cells
     "run": 3,  # cells on hosts -> records
     "analysis": 4,  # records -> tables, figures, posts

@@ -169,7 +169,9 @@ def cell_inputs(plan: Plan) -> Any:
     """The cell rule's input: the provisioned tools a cell needs, if any experiment needs
     one; else none, and no function for Snakemake to call on every cell."""
     needs = any(
-        plan.provisioned_marker(name, host) or plan.cluster_markers(name)
+        plan.provisioned_marker(name, host)
+        or plan.cluster_markers(name)
+        or plan.instrument_markers(name)
         for name, exp in plan.experiments.items()
         for host in exp.hosts
     )
@@ -261,6 +263,7 @@ def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
 
     markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
     markers |= set(plan.cluster_markers(experiment))
+    markers |= set(plan.instrument_markers(experiment))
     return [ancient(m) for m in sorted(markers)]
 
 
@@ -282,9 +285,10 @@ def provisioned_names() -> str:
 
 def runtimes() -> dict[str, Any]:
     """Everything perfpost can provision, by name: the tools' runtimes and the clusters'."""
-    from perfpost import clusters, tools
+    from perfpost import clusters, instrument, tools
 
     out = dict(tools.runtimes())
+    out[instrument.RUNTIME.name] = instrument.RUNTIME
     for kind in clusters.NAMES:
         runtime = clusters.get(kind).RUNTIME
         out[runtime.name] = runtime

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,11 @@ class Runtime:
     launcher: str
     expect_jar: str  # a jar whose absence means the resolution went wrong
     standin_parent: bool = False  # Ozone: a parent pom Maven Central lacks
+    log4j: bool = True  # a conf/log4j.properties of perfpost's (not for an agent)
+    # Built from perfpost's sources after the jars are resolved (Byteman's helper): called
+    # with the staging directory and the log; ``sources`` are its inputs, part of the marker.
+    build: Callable[[Path, Any], None] | None = None
+    sources: tuple[str, ...] = ()
 
 
 def cache_dir(cache: str | None = None) -> Path:
@@ -82,10 +87,10 @@ def _mvn(args: list[str], log: Any) -> None:
 
 def _small_files(runtime: Runtime) -> dict[str, Path]:
     """perfpost's own files in an install (launcher, log4j), by their path in it."""
-    return {
-        f"bin/{runtime.launcher}": runtime.files / runtime.launcher,
-        "conf/log4j.properties": runtime.files / "log4j.properties",
-    }
+    out = {f"bin/{runtime.launcher}": runtime.files / runtime.launcher}
+    if runtime.log4j:
+        out["conf/log4j.properties"] = runtime.files / "log4j.properties"
+    return out
 
 
 def _refresh(runtime: Runtime, target: Path) -> None:
@@ -103,7 +108,10 @@ def _refresh(runtime: Runtime, target: Path) -> None:
 def _pom_hash(runtime: Runtime) -> str:
     import hashlib
 
-    return hashlib.sha256((runtime.files / "pom.xml").read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256((runtime.files / "pom.xml").read_bytes())
+    for name in runtime.sources:  # what perfpost builds into the install
+        digest.update((runtime.files / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _same_pom(runtime: Runtime, target: Path) -> bool:
@@ -189,6 +197,8 @@ def install(
             )
         (staging / "conf").mkdir()
         (staging / "bin").mkdir()
+        if spec.build is not None:
+            spec.build(staging, log)
         _refresh(runtime, staging)
         (staging / "VERSION").write_text(version + "\n")
         (staging / COMPLETE).write_text(

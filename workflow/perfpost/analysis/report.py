@@ -22,7 +22,7 @@ import pandas as pd
 
 from perfpost import __version__, paths, records
 from perfpost import tools as adapters
-from perfpost.analysis import commands, compare, stats
+from perfpost.analysis import commands, compare, instrumented, stats
 from perfpost.records import write_text_atomic
 from perfpost.units import (
     format_bytes,
@@ -508,6 +508,7 @@ def render(
             "rows": [compare.table_row(r) for r in comparisons],
         },
         "outliers": outliers,
+        "instrumented": instrumented.section(tidy_df, experiment),
         "figures": [
             {
                 **f,

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from perfpost import clusters, hostenv, tools
+from perfpost import clusters, hostenv, instrument, provision, tools
 from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
@@ -46,12 +46,13 @@ class CellSpec:
     timeout: float
     env: dict[str, Any] = field(default_factory=dict)  # the experiment's; the host's is in host
     clusters: list[dict[str, Any]] = field(default_factory=list)  # ClusterSpec dicts
+    instrument: dict[str, Any] = field(default_factory=dict)  # instrument.settings(), if any
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
         # Shallow: json.dumps copies nothing, and asdict's deep copy was 70% of the time.
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in ("env", "clusters"):
+        for k in ("env", "clusters", "instrument"):
             if not data[k]:
                 del data[k]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -68,7 +69,7 @@ class CellSpec:
         """
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "timeout"}
         data["host"] = {k: v for k, v in self.host.items() if k in MEASUREMENT_HOST_KEYS}
-        for k in ("env", "clusters"):
+        for k in ("env", "clusters", "instrument"):
             if not data[k]:
                 del data[k]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -86,6 +87,8 @@ class CellSpec:
         }
         if self.clusters:  # the system under test, by configuration (not by name)
             out["clusters"] = [ClusterSpec.from_dict(c).identity() for c in self.clusters]
+        if self.instrument:  # an agent in the JVM, and the text of its rules
+            out["instrument"] = instrument.identity(self.instrument)
         return out
 
     def cluster_specs(self) -> list[ClusterSpec]:
@@ -165,11 +168,14 @@ class Experiment:
     compare: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
     cluster: str | list[str] | None = None
+    instrument: dict[str, Any] | list[str] | None = None
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
     # cell id -> the clusters it runs against (ClusterSpec dicts), when it names any
     cluster_specs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # cell id -> the Byteman rules attached to its JVM (instrument.resolve_rules), if any
+    rules: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
         """The experiment as configured, for the post and its provenance hash."""
@@ -195,6 +201,8 @@ class Experiment:
         out = {k: getattr(self, k) for k in keys}
         if self.cluster:
             out["cluster"] = self.cluster
+        if self.instrument:
+            out["instrument"] = self.instrument
         if self.env:
             out["env"] = hostenv.public(self.env)  # a secret by its source, never its value
         return out
@@ -230,6 +238,20 @@ class Plan:
                 out.add(str(provision.marker(runtime, c["version"], c.get("cache"))))
         return sorted(out)
 
+    def instrument_markers(self, experiment: str) -> list[str]:
+        """What an instrumented experiment's cells need first: Byteman provisioned here (its
+        rules are checked here), and the tool's provisioned jars they are checked against."""
+        exp = self.experiments[experiment]
+        if not any(exp.rules.values()):
+            return []
+        out = [instrument.marker(self.tools)]
+        runtime = tools.get(exp.tool).RUNTIME
+        if runtime is not None:
+            cfg = self.tools.get(runtime.name, {})
+            version = cfg.get("version", runtime.version)
+            out.append(str(provision.marker(runtime, version, cfg.get("cache"))))
+        return out
+
     def jobs(self) -> Iterator[CellSpec]:
         for exp in self.experiments.values():
             for cell in exp.cells:
@@ -255,7 +277,20 @@ class Plan:
             timeout=float(exp.timeout),
             env=dict(exp.env),
             clusters=copy.deepcopy(exp.cluster_specs.get(cell, [])),
+            instrument=self._instrument(exp, cell, host_spec),
         )
+
+    def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:
+        rules = exp.rules.get(cell)
+        if not rules:
+            return {}
+        runtime = tools.get(exp.tool).RUNTIME
+        classes = None
+        if runtime is not None:
+            cfg = self.tools.get(runtime.name, {})
+            version = cfg.get("version", runtime.version)
+            classes = str(provision.home(runtime.name, version, cfg.get("cache")) / "lib")
+        return instrument.settings(rules, host, self.tools, classes)
 
     def host_limits(self) -> dict[str, int]:
         used = {h for e in self.experiments.values() for h in e.hosts}
@@ -684,6 +719,53 @@ def _check_comparisons(exp: Experiment, where: str) -> None:
                 )
 
 
+def _instrumented_cells(exp: Experiment, where: str) -> None:
+    """Which cells get a Byteman agent, and with which rules (``exp.rules``).
+
+    ``instrument:`` adds the axis ``instrument`` (``on``; ``off`` for the first cell, or
+    every cell, run without the agent so the post can state its cost); an axis named
+    ``instrument`` (label: list of rule sets) chooses per cell instead."""
+    axis = exp.axes.get(instrument.AXIS)
+    if exp.instrument is None and axis is None:
+        return
+    if getattr(tools.get(exp.tool), "JVM_OPTS_VAR", None) is None:
+        key = f"{where}.instrument" if exp.instrument is not None else f"{where}.axes.instrument"
+        raise ConfigError(
+            key, f"{exp.tool} does not run on a JVM: only freon and teragen can be instrumented"
+        )
+    if exp.instrument is not None:
+        if axis is not None:
+            raise ConfigError(
+                f"{where}.axes.instrument",
+                "the experiment's `instrument:` makes this axis (on, off): give one of the two",
+            )
+        spec = instrument.normalize(exp.instrument, f"{where}.instrument")
+        rules = instrument.resolve_rules(spec["rules"], f"{where}.instrument.rules")
+        exp.axes[instrument.AXIS] = {instrument.ON: spec["rules"], instrument.OFF: []}
+        cells = []
+        for i, cell in enumerate(exp.cells):
+            labels = [] if cell.id == matrix.NO_AXES_ID else list(cell.labels)
+            for lab, rule_names in ((instrument.ON, spec["rules"]), (instrument.OFF, [])):
+                if lab == instrument.OFF and i > 0 and spec["without"] == "first":
+                    continue
+                new = (*labels, (instrument.AXIS, lab))
+                values = (*cell.values, (instrument.AXIS, rule_names))
+                made = matrix.Cell(matrix.cell_id(new), new, values)
+                cells.append(made)
+                exp.rules[made.id] = rules if rule_names else []
+        exp.cells = cells
+        return
+    for cell in exp.cells:
+        value = cell.value_map[instrument.AXIS]
+        if not isinstance(value, list):
+            raise ConfigError(
+                f"{where}.axes.instrument.{cell.label_map[instrument.AXIS]}",
+                "a value of the instrument axis is a list of rule sets ([] for none)",
+            )
+        label = cell.label_map[instrument.AXIS]
+        exp.rules[cell.id] = instrument.resolve_rules(value, f"{where}.axes.instrument.{label}")
+
+
 def build_plan(config: dict[str, Any]) -> Plan:
     """Validate ``config`` (filling defaults in place) and expand every experiment."""
     validate_schema(config)
@@ -693,6 +775,7 @@ def build_plan(config: dict[str, Any]) -> Plan:
         if name == LOCALHOST:
             # The tools' command keys (ozone, yarn) apply here too: only SSH settings do not.
             commands = sorted({t.HOST_KEY for t in tools.TOOLS.values() if t.HOST_KEY})
+            commands.append(instrument.HOST_KEY)
             if set(spec) - {"max_parallel_cells", *commands, "env"}:
                 raise ConfigError(
                     f"hosts.{name}",
@@ -734,6 +817,7 @@ def build_plan(config: dict[str, Any]) -> Plan:
                     f"else (reserved: {', '.join(sorted(RESERVED_AXES))})",
                 )
         exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
+        _instrumented_cells(exp, where)
         for cell in exp.cells:
             exp.labels[cell.id] = cell.label_map
         _check_comparisons(exp, where)

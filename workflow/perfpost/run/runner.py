@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, hostenv, paths, shell, tools
+from perfpost import __version__, hostenv, instrument, paths, shell, tools
 from perfpost.clusters.base import ClusterError, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
@@ -349,6 +349,13 @@ class _CellRun:
         self.guard = self.host.guard(self.scratch_cleanup)
         spec = self.spec
         plan = self.adapter.plan(spec.params, self.workdir)
+        if spec.instrument:
+            agent, over = self._attach_agent()
+            if over is not None:
+                return over
+            # Only the measured step carries the agent: not teragen's removal of its output.
+            measured = self.adapter.plan(agent, self.workdir)
+            plan = dataclasses.replace(plan, measure=measured.measure)
         self.plan = plan
         self.record["command"] = "\n".join(
             hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
@@ -410,6 +417,62 @@ class _CellRun:
                 skip = spec.params.get("on_unprivileged") == "skip" and msg is not None
                 return self._finish(SKIPPED if skip else FAILED, reason)
         return None
+
+    def _attach_agent(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Check the cell's Byteman rules (here, against the tool's jars), put them on the
+        host, and return the params whose JVM options attach the agent; or, second, the
+        cell's record when a rule is wrong: a rule that does not compile is never run."""
+        spec, inst = self.spec, self.spec.instrument
+        errors = instrument.check(inst["rules"], inst["check_home"], inst["classes"])
+        if errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            return {}, self._finish(FAILED, f"Byteman's rule checker: {errors[0]}{more}")
+        where = instrument.host_rule_paths(inst, self.logdir)
+        texts = {}
+        for rule in inst["rules"]:
+            text = Path(rule["path"]).read_text()
+            texts[where[rule["name"]]] = text
+            self._keep(f"rules-{Path(where[rule['name']]).name}", text)
+        put = self._run("rules", shell.write_files_script(texts), SHORT_TIMEOUT)
+        if put.exit_code != 0:
+            why = f"writing the Byteman rules on the host failed: {put.stderr}"
+            return {}, self._finish(FAILED, why)
+        options = instrument.java_options(
+            inst["home"], list(where.values()), f"{self.logdir}/{instrument.RESULT}"
+        )
+        self.record["instrument"] = {
+            "agent": inst["agent"],
+            "rules": [{"name": r["name"], "sha256": r["sha256"]} for r in inst["rules"]],
+            "java_options": options,
+        }
+        return instrument.attach(spec.params, self.adapter.JVM_OPTS_VAR, options), None
+
+    def _agent_counts(self, texts: dict[str, str]) -> tuple[list[Metric], str | None]:
+        """The agent's counts of this run as metrics, or why they cannot be trusted: Byteman
+        complained in the tool's log (a rule that did not compile counts nothing), the
+        helper wrote nothing (no agent attached), or calls never returned."""
+        if not self.spec.instrument:
+            return [], None
+        said = instrument.errors_in(texts)
+        if said:
+            return [], f"the Byteman agent failed: {said[0]}"
+        text = self._read_log(f"{self.logdir}/{instrument.RESULT}", instrument.RESULT)
+        if text is None:
+            return [], (
+                f"the Byteman agent wrote no counts ({instrument.RESULT} is missing): "
+                "was it attached to the tool's JVM?"
+            )
+        try:
+            metrics, info = instrument.parse_result(text, instrument.RESULT)
+        except ParseError as e:
+            return [], f"unparseable counts: {paths.RAW}/{instrument.RESULT}: {e.message}"
+        self.record["instrument"]["ops"] = info["ops"]
+        if info["unfinished"]:
+            return metrics, (
+                f"{info['unfinished']} instrumented call(s) never returned: an exit rule that "
+                "did not run, or a thread still inside a call when the JVM exited"
+            )
+        return metrics, None
 
     def measure(self, start_at: float | None) -> dict[str, Any] | None:
         """The measured step, timed on the host; with ``start_at``, it waits for that moment."""
@@ -474,6 +537,9 @@ class _CellRun:
 
         if self.record["exit_code"] != 0:
             reason = self.adapter.error_reason(texts) or f"exit code {self.record['exit_code']}"
+            said = instrument.errors_in(texts) if spec.instrument else []
+            if said:  # the agent, or a rule, is why the JVM failed
+                reason = f"the Byteman agent failed: {said[0]}; {reason}"
             # A failed job's service record still tells why, and what it used.
             fetched, _ = self.fetch_records(texts)
             for info in self.record.get("service_records", {}).values():
@@ -496,7 +562,11 @@ class _CellRun:
             # Without its service record the cell would look complete but lack its numbers.
             self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched]
             return self._finish(FAILED, why)
-        metrics += parsed + fetched
+        counted, why = self._agent_counts(texts)
+        if why is not None:
+            self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched + counted]
+            return self._finish(FAILED, why)
+        metrics += parsed + fetched + counted
         if hasattr(self.adapter, "parse_series"):
             self.record["series"] = {"progress": self.adapter.parse_series(texts)}
         if "sync" in spec.after and plan.writes:

@@ -10,6 +10,8 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
 - ``RUNTIME``: the :class:`perfpost.provision.Runtime` perfpost fetches for it (its one
   version, its pom, log4j settings and launcher, kept in the same folder), or None, and
   ``HOST_KEY``: the host inventory key naming its command (``ozone``, ``yarn``), or None;
+- ``JVM_OPTS_VAR`` for a tool that runs on a JVM (``OZONE_OPTS``): where an instrumenting
+  agent's options go (:mod:`perfpost.instrument`);
 - ``complete_params(params, host, tools)``: a cell's parameters with what its host adds
   (the launcher of a provisioned runtime), and ``install_marker(params, host, tools)``: the
   file a provisioned runtime's install leaves when the host uses one (``tools`` is the

@@ -42,6 +42,8 @@ RUNTIME = provision.Runtime(
 )
 # The host's inventory key naming its `ozone` command (`provisioned`: the fetched one).
 HOST_KEY = "ozone"
+# The variable that carries JVM options to freon's JVM (an instrumenting agent goes there too).
+JVM_OPTS_VAR = "OZONE_OPTS"
 PLOT_METRICS = ("rate", "rate_adjusted")
 TABLE_METRICS = (
     "rate",
@@ -148,7 +150,7 @@ _fill = fill_work
 
 def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
     """The command line of one run, as a list (quoted later)."""
-    out = env_prefix(params, "OZONE_OPTS", workdir)
+    out = env_prefix(params, JVM_OPTS_VAR, workdir)
     out += [params.get("launcher", "ozone"), params.get("program", "freon")]
     if params.get("verbose"):
         out.append("--verbose")

@@ -44,6 +44,8 @@ RUNTIME = provision.Runtime(
 )
 # The host's inventory key naming its `yarn` command (`provisioned`: the fetched one).
 HOST_KEY = "yarn"
+# The variable that carries JVM options to the client's JVM (local mode: the maps' too).
+JVM_OPTS_VAR = "HADOOP_CLIENT_OPTS"
 PLOT_METRICS = ("elapsed", "throughput", "app_elapsed", "app_vcore_seconds")
 TABLE_METRICS = (
     "elapsed",
@@ -211,7 +213,7 @@ def output_uri(params: Mapping[str, Any], workdir: str) -> str:
 
 
 def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
-    out = env_prefix(params, "HADOOP_CLIENT_OPTS", workdir)
+    out = env_prefix(params, JVM_OPTS_VAR, workdir)
     out += [
         params.get("launcher", "yarn"),
         "jar",
@@ -234,7 +236,7 @@ def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
 
 def remove_argv(params: Mapping[str, Any], workdir: str) -> list[str]:
     """Remove the run's output with the same client and configuration that wrote it."""
-    out = env_prefix(params, "HADOOP_CLIENT_OPTS", workdir)
+    out = env_prefix(params, JVM_OPTS_VAR, workdir)
     fs = "org.apache.hadoop.fs.FsShell"
     defines = [f"-D{k}={_fill(v, workdir)}" for k, v in params.get("defines", {}).items()]
     target = output_uri(params, workdir)
