@@ -15,7 +15,9 @@ Items (each ratio is against a baseline measured in the same run):
 4. matrix: snakemake -n over 1,000 and 10,000 cells, a no-op run over 1,000 finished cells,
    re-running one cell of them;
 5. parse: MB/s of perfpost's freon parser vs one re.finditer pass over the same ~200 MB;
-6. matrix: the post of 1,000 finished cells (tables, figures, post).
+6. matrix: the post of 1,000 finished cells (tables, figures, post);
+7. agent: freon dfsg with the Byteman agent `instrument:` attaches vs without, default copy
+   buffer and --copy-buffer=1.
 
 It prints one table (item, measure, figure, target, met) and writes it, with the machine's
 description and each item's CPU contention, to bench/results/latest.json. Remote items need
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, CpuWatch, Row, asjson, machine, table
 
 SCHEMA_VERSION = 1
-ITEMS = ("parse", "cell", "matrix", "remote")
+ITEMS = ("parse", "cell", "matrix", "remote", "agent")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -54,6 +56,10 @@ def _load(name: str):
         import matrix_scale
 
         return matrix_scale.run
+    if name == "agent":
+        import agent_cost
+
+        return agent_cost.run
     import remote
 
     return remote.run
@@ -94,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    order = {f"{i} ": i for i in range(1, 7)}
+    order = {f"{i} ": i for i in range(1, 8)}
     rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 9))
     print()
     print(table(rows))

@@ -6,10 +6,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import org.jboss.byteman.rule.Rule;
 import org.jboss.byteman.rule.helper.Helper;
 
@@ -19,28 +19,34 @@ import org.jboss.byteman.rule.helper.Helper;
  * <p>Rules call enter() where a call starts and exit(op, bytes) where it returns or throws. A
  * call made inside another instrumented call on the same thread (ChecksumFileSystem's inner data
  * and .crc streams, a close that flushes through write) is not counted and does not restart the
- * outer call's clock. Counters are LongAdders, so concurrent threads never lose a count. The
- * totals are written once, as JSON, when the JVM exits: to the file named by the system property
+ * outer call's clock. Each thread counts in its own fields (Byteman's shared maps lost counts
+ * under concurrency; these need no lock at all), and the totals, with every thread's own, are
+ * written once, as JSON, when the JVM exits: to the file named by the system property
  * perfpost.instrument.out, else to standard error.
  */
 public class CallStats extends Helper {
-  static final class Op {
-    final LongAdder calls = new LongAdder();
-    final LongAdder nanos = new LongAdder();
-    final LongAdder bytes = new LongAdder();
-    final LongAdder threads = new LongAdder();
-    final ThreadLocal<boolean[]> seen = ThreadLocal.withInitial(() -> new boolean[1]);
-  }
-
-  static final class Depth {
+  /** One thread's counts: written by that thread alone, so no call waits for another. */
+  static final class PerThread {
+    final String name;
+    final Map<String, long[]> ops = new HashMap<>(); // op -> {calls, nanos, bytes}
     int depth;
     long start;
+    long started;
+    long ended;
+
+    PerThread(String name) {
+      this.name = name;
+    }
   }
 
-  static final ThreadLocal<Depth> DEPTH = ThreadLocal.withInitial(Depth::new);
-  static final ConcurrentHashMap<String, Op> OPS = new ConcurrentHashMap<>();
-  static final LongAdder STARTED = new LongAdder();
-  static final LongAdder ENDED = new LongAdder();
+  static final ConcurrentLinkedQueue<PerThread> ALL = new ConcurrentLinkedQueue<>();
+  static final ThreadLocal<PerThread> MINE =
+      ThreadLocal.withInitial(
+          () -> {
+            PerThread t = new PerThread(Thread.currentThread().getName());
+            ALL.add(t);
+            return t;
+          });
 
   static final ClassValue<Boolean> FS_INPUT =
       new ClassValue<Boolean>() {
@@ -69,38 +75,41 @@ public class CallStats extends Helper {
   }
 
   public void enter() {
-    Depth d = DEPTH.get();
-    if (d.depth++ == 0) {
-      STARTED.increment();
-      d.start = System.nanoTime();
+    PerThread t = MINE.get();
+    if (t.depth++ == 0) {
+      t.started++;
+      t.start = System.nanoTime();
     }
   }
 
   public void exit(String op, long bytes) {
-    Depth d = DEPTH.get();
-    if (d.depth == 0) {
+    PerThread t = MINE.get();
+    if (t.depth == 0) {
       return; // an exit whose entry rule was not in force (injected mid-call)
     }
-    if (--d.depth != 0) {
+    if (--t.depth != 0) {
       return;
     }
-    long t = System.nanoTime() - d.start;
-    ENDED.increment();
-    Op o = OPS.computeIfAbsent(op, k -> new Op());
-    o.calls.increment();
-    o.nanos.add(t);
-    if (bytes > 0) {
-      o.bytes.add(bytes);
+    long ns = System.nanoTime() - t.start;
+    t.ended++;
+    long[] c = t.ops.get(op);
+    if (c == null) {
+      c = new long[3];
+      t.ops.put(op, c);
     }
-    boolean[] s = o.seen.get();
-    if (!s[0]) {
-      s[0] = true;
-      o.threads.increment();
+    c[0]++;
+    c[1] += ns;
+    if (bytes > 0) {
+      c[2] += bytes;
     }
   }
 
   public void exit(String op) {
     exit(op, 0L);
+  }
+
+  static String fields(long calls, long nanos, long bytes) {
+    return "{\"calls\": " + calls + ", \"time_ns\": " + nanos + ", \"bytes\": " + bytes + "}";
   }
 
   static String quote(String s) {
@@ -118,18 +127,42 @@ public class CallStats extends Helper {
   }
 
   static void dump() {
-    StringBuilder b = new StringBuilder("{\"schema_version\": 1, \"agent\": \"byteman\", ");
-    b.append("\"unfinished\": ").append(STARTED.sum() - ENDED.sum()).append(", \"ops\": {");
+    // op -> {calls, nanos, bytes, threads}, and every thread's own counts
+    Map<String, long[]> total = new TreeMap<>();
+    StringBuilder threads = new StringBuilder();
+    long unfinished = 0;
     String sep = "";
-    for (Map.Entry<String, Op> e : new TreeMap<>(OPS).entrySet()) {
-      Op o = e.getValue();
-      b.append(sep).append(quote(e.getKey())).append(": {\"calls\": ").append(o.calls.sum());
-      b.append(", \"time_ns\": ").append(o.nanos.sum());
-      b.append(", \"bytes\": ").append(o.bytes.sum());
-      b.append(", \"threads\": ").append(o.threads.sum()).append('}');
+    for (PerThread t : ALL) {
+      unfinished += t.started - t.ended;
+      if (t.ops.isEmpty()) {
+        continue;
+      }
+      threads.append(sep).append("{\"name\": ").append(quote(t.name)).append(", \"ops\": {");
+      String s2 = "";
+      for (Map.Entry<String, long[]> e : new TreeMap<>(t.ops).entrySet()) {
+        long[] c = e.getValue();
+        long[] sum = total.computeIfAbsent(e.getKey(), k -> new long[4]);
+        sum[0] += c[0];
+        sum[1] += c[1];
+        sum[2] += c[2];
+        sum[3]++;
+        threads.append(s2).append(quote(e.getKey())).append(": ").append(fields(c[0], c[1], c[2]));
+        s2 = ", ";
+      }
+      threads.append("}}");
       sep = ", ";
     }
-    b.append("}}\n");
+    StringBuilder b = new StringBuilder("{\"schema_version\": 1, \"agent\": \"byteman\", ");
+    b.append("\"unfinished\": ").append(unfinished).append(", \"ops\": {");
+    sep = "";
+    for (Map.Entry<String, long[]> e : total.entrySet()) {
+      long[] c = e.getValue();
+      String f = fields(c[0], c[1], c[2]);
+      b.append(sep).append(quote(e.getKey())).append(": ").append(f, 0, f.length() - 1);
+      b.append(", \"threads\": ").append(c[3]).append('}');
+      sep = ", ";
+    }
+    b.append("}, \"threads\": [").append(threads).append("]}\n");
     String out = System.getProperty("perfpost.instrument.out");
     if (out == null) {
       System.err.print(b);

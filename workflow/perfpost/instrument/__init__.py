@@ -287,7 +287,12 @@ def parse_result(text: str, source: str = RESULT) -> tuple[list[Metric], dict[st
         if fields.get("bytes"):
             metrics.append(Metric(f"{op}.bytes", float(fields["bytes"]), "B"))
         metrics.append(Metric(f"{op}.threads", float(fields["threads"]), "count"))
-    return metrics, {"unfinished": int(data.get("unfinished", 0)), "ops": sorted(data["ops"])}
+    threads = [
+        {"name": t["name"], "ops": {op: f["calls"] for op, f in sorted(t["ops"].items())}}
+        for t in data.get("threads", [])
+    ]
+    info = {"unfinished": int(data.get("unfinished", 0)), "ops": sorted(data["ops"])}
+    return metrics, {**info, "threads": threads}
 
 
 # ---------------------------------------------------------------------------- checking

@@ -466,7 +466,8 @@ class _CellRun:
             metrics, info = instrument.parse_result(text, instrument.RESULT)
         except ParseError as e:
             return [], f"unparseable counts: {paths.RAW}/{instrument.RESULT}: {e.message}"
-        self.record["instrument"]["ops"] = info["ops"]
+        # Which thread made the calls (freon's workers, a local job's map task, main).
+        self.record["instrument"].update(ops=info["ops"], threads=info["threads"])
         if info["unfinished"]:
             return metrics, (
                 f"{info['unfinished']} instrumented call(s) never returned: an exit rule that "
