@@ -1,8 +1,8 @@
 """Harness speed: perfpost against the bare tools, every figure from one command.
 
     . .venv/bin/activate
-    python bench/run.py            # the full suite, about 6 minutes on 2 cores (as root)
-    python bench/run.py --quick    # a smoke run, under 2 minutes: fewer rounds, a 20 MB
+    python bench/run.py            # the full suite, about 8 minutes on 2 cores (as root)
+    python bench/run.py --quick    # a smoke run, about 3 minutes: fewer rounds, a 20 MB
                                    # log, k = 1 and 8 only, no 10,000-cell dry run, no
                                    # no-op run and no step breakdown
     python bench/run.py --only parse,cell

@@ -307,8 +307,12 @@ def check(
     tool's jars in ``classes`` (a directory of jars). Returns its errors, [] when none. The
     verdict is kept in ``memo`` by the rules' and jars' identity, so the first cell checks
     and the others read."""
+    # The install's marker names the helper it was built from: a rebuilt helper checks again.
+    built = sorted(p.name for p in Path(check_home).glob(f"{provision.COMPLETE}-*"))
     key = hashlib.sha256(
-        json.dumps([[r["name"], r["sha256"]] for r in rules] + [check_home, classes]).encode()
+        json.dumps(
+            [[r["name"], r["sha256"]] for r in rules] + [check_home, classes, built]
+        ).encode()
     ).hexdigest()[:16]
     memo_file = (memo or Path(check_home) / "checks") / f"{key}.json"
     try:
