@@ -6,6 +6,7 @@ and this test, the session's last, waits for it and reads what it made."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -114,6 +115,19 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
             assert "2.2.0(Katmai)" in post
         if "### HDFS" in post:
             assert "Hadoop version:" in post
+    # The HCFS table, counted inside freon by the Byteman agent: 50 files of 10240 bytes each
+    # way; the default copy buffer (4096) takes 3 write calls per file, the 1-byte one 10,240,
+    # and Ozone's and HDFS's streams have no .crc stream inside: the counts are exact.
+    hcfs = (work / "reports" / "hcfs" / "index.md").read_text()
+    inside = hcfs.split("### Inside the client", 1)[1].split("Every run:", 1)[0]
+    assert "| storage | buffer | runs | write calls | write time | close calls | close time |" in (
+        inside
+    )
+    for storage in ("ozone", "hdfs"):
+        for buffer, writes in (("default", "150"), ("one-byte", "512,000")):
+            row = rf"^\| {storage} \| {buffer} \| 2 \| {writes} \| [^|]+ \| 50 \| "
+            assert re.search(row, inside, re.M), inside
+            assert re.search(rf"^\| storage={storage}, buffer={buffer} \| ", inside, re.M)
     # Ozone 2.2.0's datanode ignores FILE_PER_CHUNK; the post says so rather than compare.
     assert "FILE_PER_CHUNK is not supported by this release" in teragen
     ratis = (work / "reports" / "ratis-placement" / "index.md").read_text()

@@ -253,3 +253,43 @@ def test_the_checker_s_errors_carry_their_reason():
     assert errors[0].startswith('Failed to type check rule "write(byte[],int,int) exit"')
     assert errors[0].endswith("invalid field reference int .length file bad-type.btm line 43")
     assert instrument._check_errors("TestScript: no errors\n") == []
+
+
+def test_map_tasks_get_the_agent_after_the_job_s_own_options():
+    p = {"defines": {"mapreduce.map.java.opts": "-Xmx300m", "mapreduce.job.maps": 2}}
+    got = instrument.attach_tasks(p, "-javaagent:x -Dperfpost.instrument.out=/l/t-@taskid@.json")
+    assert got["defines"]["mapreduce.map.java.opts"] == (
+        "-Xmx300m -javaagent:x -Dperfpost.instrument.out=/l/t-@taskid@.json"
+    )
+    assert got["defines"]["mapreduce.job.maps"] == 2
+    assert instrument.attach_tasks({}, "-javaagent:x")["defines"] == {
+        "mapreduce.map.java.opts": "-javaagent:x"
+    }
+
+
+def test_the_tasks_counts_are_summed_under_their_own_names():
+    def task(calls, ns, nbytes):
+        ops = {"write": {"calls": calls, "time_ns": ns, "bytes": nbytes, "threads": 1}}
+        return json.dumps({"schema_version": 1, "unfinished": 0, "ops": ops})
+
+    metrics, info = instrument.merge_tasks(
+        {
+            "a.json": task(20_002, 1_000_000_000, 1_000_008),
+            "b.json": task(20_002, 500_000_000, 1_000_008),
+        }
+    )
+    got = {m.name: m.value for m in metrics}
+    assert got["map-write.call"] == 40_004
+    assert got["map-write.time"] == 1.5
+    assert got["map-write.bytes"] == 2_000_016
+    assert got["map-write.threads"] == 2
+    assert [t["ops"]["write"] for t in info["tasks"]] == [20_002, 20_002]
+
+
+def test_only_teragen_has_map_tasks():
+    def change(e):
+        e["instrument"] = {"rules": ["output"], "tasks": True}
+
+    with pytest.raises(ConfigError) as info:
+        plan_of(change)
+    assert info.value.where == "experiments.f.instrument.tasks"

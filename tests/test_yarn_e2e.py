@@ -46,6 +46,13 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
                 "axes": {"maps": [1, 2]},
                 "repeats": 1,
             },
+            # The map tasks' JVMs carry the Byteman agent too: 2 maps of 10,000 rows each.
+            "teragen-instrumented": {
+                "tool": "teragen",
+                "params": {**on_yarn, "size": "2000000", "defines": {"mapreduce.job.maps": 2}},
+                "instrument": {"rules": ["output"], "tasks": True},
+                "repeats": 1,
+            },
             # Every map JVM refuses its options: the job fails on YARN.
             "teragen-broken": {
                 "tool": "teragen",
@@ -202,3 +209,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_map_tasks_on_yarn_carry_the_agent_and_count_two_writes_per_row(yarn_run):
+    work, _, _ = yarn_run
+    recs = {r["cell"]: r for _, r in records(work, "teragen-instrumented")}
+    on, off = recs["instrument=on"], recs["instrument=off"]
+    assert on["status"] == "done", on["reason"]
+    assert off["status"] == "done", off["reason"]
+    m = {x["name"]: x["value"] for x in on["metrics"]}
+    tasks = on["instrument"]["tasks"]
+    assert len(tasks) == m["map_tasks"] == 2  # one file per map task JVM, as launched
+    # TeraOutputFormat writes each row's key and value: 2 calls per row of 100 bytes, and
+    # each part file's .crc header (2 calls) on file://, then one hsync and close per task.
+    assert m["map-write.call"] == 2 * 20_000 + 2 * len(tasks)
+    assert m["map-hsync.call"] == len(tasks)
+    assert m["map-write.bytes"] == 2_000_000 + 8 * len(tasks)
+    assert sum(t["ops"]["write"] for t in tasks) == m["map-write.call"]
+    assert "mapreduce.map.java.opts=" in on["command"]
+    assert "@taskid@" in on["command"]
+    assert "map-write.call" not in {x["name"] for x in off["metrics"]}

@@ -102,11 +102,15 @@ RUNTIME = provision.Runtime(
 
 
 def normalize(raw: Any, where: str) -> dict[str, Any]:
-    """An experiment's ``instrument:`` as ``{"rules": [...], "without": "first"|"every"}``;
-    a list is the rules alone."""
+    """An experiment's ``instrument:`` as ``{"rules": [...], "without": "first"|"every",
+    "tasks": bool}``; a list is the rules alone."""
     if isinstance(raw, list):
         raw = {"rules": raw}
-    out = {"rules": list(raw.get("rules", [])), "without": raw.get("without", "first")}
+    out = {
+        "rules": list(raw.get("rules", [])),
+        "without": raw.get("without", "first"),
+        "tasks": bool(raw.get("tasks", False)),
+    }
     if not out["rules"]:
         raise ConfigError(f"{where}.rules", "name at least one rule set (output, input) or file")
     return out
@@ -180,24 +184,33 @@ def settings(
     host: Mapping[str, Any],
     tools_cfg: Mapping[str, Any],
     classes: str | None,
+    tasks: bool = False,
 ) -> dict[str, Any]:
     """What a cell's run needs to attach the agent: its rules, where Byteman is on the host
-    and here, and the tool's jars the rules are checked against (``classes``)."""
-    return {
+    and here, the tool's jars the rules are checked against (``classes``), and whether the
+    job's map tasks on YARN get the agent too."""
+    out = {
         "agent": f"byteman {version_of(tools_cfg)}",
         "rules": rules,
         "home": host_home(host, tools_cfg)[0],
         "check_home": str(local_home(tools_cfg)),
         "classes": classes,
     }
+    if tasks:
+        out["tasks"] = True
+    return out
 
 
 def identity(instrument: Mapping[str, Any]) -> dict[str, Any]:
-    """What of the instrumentation defines the measurement: the agent and the rules' text."""
-    return {
+    """What of the instrumentation defines the measurement: the agent, the rules' text, and
+    whether map tasks carry it."""
+    out = {
         "agent": instrument["agent"],
         "rules": [[r["name"], r["sha256"]] for r in instrument["rules"]],
     }
+    if instrument.get("tasks"):
+        out["tasks"] = True
+    return out
 
 
 # ---------------------------------------------------------------------------- the run
@@ -245,6 +258,48 @@ def attach(params: Mapping[str, Any], var: str, options: str) -> dict[str, Any]:
     else:
         out["java_opts"] = f"{out.get('java_opts') or ''} {options}".strip()
     return out
+
+
+# Hadoop puts each task attempt's id where its JVM options say @taskid@: one file per JVM.
+TASKS_DIR = "tasks"
+TASK_RESULT = "instrument-@taskid@.json"
+MAP_OPTS = "mapreduce.map.java.opts"
+TASK_PREFIX = "map-"  # a map task's ops, beside the client's: map-write.call
+
+
+def attach_tasks(params: Mapping[str, Any], options: str) -> dict[str, Any]:
+    """The params of a job whose map tasks get the agent: its options after the job's own
+    ``mapreduce.map.java.opts`` (Hadoop adds the heap when they name none)."""
+    out = dict(params)
+    defines = dict(out.get("defines", {}))
+    defines[MAP_OPTS] = f"{defines.get(MAP_OPTS, '')} {options}".strip()
+    out["defines"] = defines
+    return out
+
+
+def merge_tasks(results: Mapping[str, str]) -> tuple[list[Metric], dict[str, Any]]:
+    """The map tasks' JSON files (by name) as one set of metrics, ``map-<op>.<field>``,
+    summed over the tasks, and each task's own counts for the record."""
+    total: dict[str, dict[str, float]] = {}
+    tasks = []
+    unfinished = 0
+    for name, text in sorted(results.items()):
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise ParseError(name, None, f"not JSON: {e}") from None
+        unfinished += int(data.get("unfinished", 0))
+        tasks.append(
+            {"task": name, "ops": {op: f["calls"] for op, f in sorted(data["ops"].items())}}
+        )
+        for op, f in data["ops"].items():
+            t = total.setdefault(op, {"calls": 0, "time_ns": 0, "bytes": 0, "threads": 0})
+            for k in t:
+                t[k] += f.get(k, 0)
+    merged = json.dumps({"schema_version": SCHEMA_VERSION, "unfinished": unfinished, "ops": total})
+    metrics, _ = parse_result(merged)
+    metrics = [Metric(TASK_PREFIX + m.name, m.value, m.unit) for m in metrics]
+    return metrics, {"unfinished": unfinished, "tasks": tasks}
 
 
 # What Byteman says when a rule or the agent fails; the JVM goes on without the rule.

@@ -176,6 +176,7 @@ class Experiment:
     cluster_specs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # cell id -> the Byteman rules attached to its JVM (instrument.resolve_rules), if any
     rules: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    instrument_tasks: bool = False  # the job's map tasks on YARN get the agent too
 
     def public(self) -> dict[str, Any]:
         """The experiment as configured, for the post and its provenance hash."""
@@ -290,7 +291,7 @@ class Plan:
             cfg = self.tools.get(runtime.name, {})
             version = cfg.get("version", runtime.version)
             classes = str(provision.home(runtime.name, version, cfg.get("cache")) / "lib")
-        return instrument.settings(rules, host, self.tools, classes)
+        return instrument.settings(rules, host, self.tools, classes, exp.instrument_tasks)
 
     def host_limits(self) -> dict[str, int]:
         used = {h for e in self.experiments.values() for h in e.hosts}
@@ -740,6 +741,9 @@ def _instrumented_cells(exp: Experiment, where: str) -> None:
                 "the experiment's `instrument:` makes this axis (on, off): give one of the two",
             )
         spec = instrument.normalize(exp.instrument, f"{where}.instrument")
+        if spec["tasks"] and exp.tool != "teragen":
+            raise ConfigError(f"{where}.instrument.tasks", "only teragen runs map tasks on YARN")
+        exp.instrument_tasks = spec["tasks"]
         rules = instrument.resolve_rules(spec["rules"], f"{where}.instrument.rules")
         exp.axes[instrument.AXIS] = {instrument.ON: spec["rules"], instrument.OFF: []}
         cells = []

@@ -437,15 +437,57 @@ class _CellRun:
         if put.exit_code != 0:
             why = f"writing the Byteman rules on the host failed: {put.stderr}"
             return {}, self._finish(FAILED, why)
+        rule_paths = list(where.values())
+        if inst.get("tasks") and not spec.params.get("local"):
+            # The map tasks' JVMs write one file each into this directory, made here.
+            texts[f"{self.logdir}/{instrument.TASKS_DIR}/.perfpost"] = ""
         options = instrument.java_options(
-            inst["home"], list(where.values()), f"{self.logdir}/{instrument.RESULT}"
+            inst["home"], rule_paths, f"{self.logdir}/{instrument.RESULT}"
         )
         self.record["instrument"] = {
             "agent": inst["agent"],
             "rules": [{"name": r["name"], "sha256": r["sha256"]} for r in inst["rules"]],
             "java_options": options,
         }
-        return instrument.attach(spec.params, self.adapter.JVM_OPTS_VAR, options), None
+        params = instrument.attach(spec.params, self.adapter.JVM_OPTS_VAR, options)
+        if inst.get("tasks") and not spec.params.get("local"):
+            out = f"{self.logdir}/{instrument.TASKS_DIR}/{instrument.TASK_RESULT}"
+            task_options = instrument.java_options(inst["home"], rule_paths, out)
+            self.record["instrument"]["task_java_options"] = task_options
+            params = instrument.attach_tasks(params, task_options)
+        return params, None
+
+    def _task_counts(self, parsed: list[Metric]) -> tuple[list[Metric], str | None]:
+        """The map tasks' counts (one file per task JVM, written as it exits, which may be
+        after the client saw the job end): waited for, one per launched map, for 30 s."""
+        launched = next((int(m.value) for m in parsed if m.name == "map_tasks"), None)
+        where = f"{self.logdir}/{instrument.TASKS_DIR}"
+        deadline = time.monotonic() + 30
+        while True:
+            got = self.host.run(hostscript.quote(("ls", "-1", "--", where)), SHORT_TIMEOUT)
+            names = sorted(n for n in got.stdout.split() if n.endswith(".json"))
+            if (launched is not None and len(names) >= launched) or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        texts = {}
+        for name in names:
+            text = self._read_log(f"{where}/{name}", f"task-{name}")
+            if text is not None:
+                texts[name] = text
+        if not texts or (launched is not None and len(texts) < launched):
+            return [], (
+                f"counts of {len(texts)} of {launched if launched is not None else '?'} map "
+                f"tasks arrived in {where}: could the tasks' JVMs load the agent and write "
+                "there (the NodeManager on the cell's host, as its user)?"
+            )
+        try:
+            metrics, info = instrument.merge_tasks(texts)
+        except ParseError as e:
+            return [], f"unparseable map task counts: {e}"
+        self.record["instrument"]["tasks"] = info["tasks"]
+        if info["unfinished"]:
+            return metrics, f"{info['unfinished']} instrumented call(s) in map tasks never returned"
+        return metrics, None
 
     def _agent_counts(self, texts: dict[str, str]) -> tuple[list[Metric], str | None]:
         """The agent's counts of this run as metrics, or why they cannot be trusted: Byteman
@@ -564,6 +606,9 @@ class _CellRun:
             self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched]
             return self._finish(FAILED, why)
         counted, why = self._agent_counts(texts)
+        if why is None and spec.instrument.get("tasks") and not spec.params.get("local"):
+            tasks, why = self._task_counts(parsed)
+            counted += tasks
         if why is not None:
             self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched + counted]
             return self._finish(FAILED, why)
