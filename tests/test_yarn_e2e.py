@@ -33,7 +33,7 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
         "env": {"HADOOP_CONF_DIR": str(single_yarn.client_conf)},
     }
     config = {
-        "tools": {"hadoop": {"cache": str(tool_cache)}},
+        "tools": {"hadoop": {"cache": str(tool_cache)}, "byteman": {"cache": str(tool_cache)}},
         "experiments": {
             "teragen-yarn": {
                 "title": "teragen of 20 MB on a single-node YARN",
@@ -49,7 +49,12 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
             # The map tasks' JVMs carry the Byteman agent too: 2 maps of 10,000 rows each.
             "teragen-instrumented": {
                 "tool": "teragen",
-                "params": {**on_yarn, "size": "2000000", "defines": {"mapreduce.job.maps": 2}},
+                "params": {
+                    **on_yarn,
+                    "size": "2000000",
+                    "defines": {"mapreduce.job.maps": 2},
+                    "remove_output": True,
+                },
                 "instrument": {"rules": ["output"], "tasks": True},
                 "repeats": 1,
             },
@@ -188,7 +193,7 @@ def test_a_run_whose_record_cannot_be_read_is_not_a_result(yarn_run):
 
 def test_outputs_are_removed_when_asked_and_kept_otherwise(yarn_run):
     work, _, outputs = yarn_run
-    for _, rec in records(work, "teragen-yarn"):
+    for _, rec in records(work, "teragen-yarn") + records(work, "teragen-instrumented"):
         steps = {s["step"]: s["exit_code"] for s in rec["steps"]}
         assert steps["remove-1"] == 0
         assert "org.apache.hadoop.fs.FsShell" in rec["remove_commands"][0]
@@ -221,10 +226,13 @@ def test_map_tasks_on_yarn_carry_the_agent_and_count_two_writes_per_row(yarn_run
     tasks = on["instrument"]["tasks"]
     assert len(tasks) == m["map_tasks"] == 2  # one file per map task JVM, as launched
     # TeraOutputFormat writes each row's key and value: 2 calls per row of 100 bytes, and
-    # each part file's .crc header (2 calls) on file://, then one hsync and close per task.
-    assert m["map-write.call"] == 2 * 20_000 + 2 * len(tasks)
+    # each part file's .crc header (2 calls, 8 bytes) on file://, then one hsync per task.
+    # A task JVM also writes its localized job.xml (its size varies with the job's ids), so
+    # the rows give a floor here; local mode, where the map runs in a thread of its own,
+    # checks them exactly (test_instrument_e2e).
     assert m["map-hsync.call"] == len(tasks)
-    assert m["map-write.bytes"] == 2_000_000 + 8 * len(tasks)
+    assert m["map-write.call"] >= 2 * 20_000 + 2 * len(tasks)
+    assert m["map-write.bytes"] >= 2_000_000 + 8 * len(tasks)
     assert sum(t["ops"]["write"] for t in tasks) == m["map-write.call"]
     assert "mapreduce.map.java.opts=" in on["command"]
     assert "@taskid@" in on["command"]

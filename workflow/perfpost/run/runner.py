@@ -433,14 +433,14 @@ class _CellRun:
             text = Path(rule["path"]).read_text()
             texts[where[rule["name"]]] = text
             self._keep(f"rules-{Path(where[rule['name']]).name}", text)
+        if inst.get("tasks") and not spec.params.get("local"):
+            # The map tasks' JVMs write one file each into this directory, made here.
+            texts[f"{self.logdir}/{instrument.TASKS_DIR}/.perfpost"] = ""
         put = self._run("rules", shell.write_files_script(texts), SHORT_TIMEOUT)
         if put.exit_code != 0:
             why = f"writing the Byteman rules on the host failed: {put.stderr}"
             return {}, self._finish(FAILED, why)
         rule_paths = list(where.values())
-        if inst.get("tasks") and not spec.params.get("local"):
-            # The map tasks' JVMs write one file each into this directory, made here.
-            texts[f"{self.logdir}/{instrument.TASKS_DIR}/.perfpost"] = ""
         options = instrument.java_options(
             inst["home"], rule_paths, f"{self.logdir}/{instrument.RESULT}"
         )
