@@ -71,7 +71,12 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     work = run.work
     # No daemon of the clusters it deployed outlives the run.
     roots = _cluster_roots(work)
-    assert len(roots) == 7  # ozone, ozone-chunk, hdfs and four Ratis placements
+    # ozone, ozone-chunk, hdfs and four Ratis placements; a start that failed (Ozone 2.2.0's
+    # SCM can race itself: "Metrics source SCMHAMetrics already exists!") is tried once more,
+    # as start-2 of the same cluster.
+    clusters = {p.parent.name for p in (work / "results" / "clusters").glob("*/start-*/")}
+    assert len(clusters) == 7, sorted(clusters)
+    assert len(roots) >= 7
     assert [c for c in _cmdlines() if any(r in c for r in roots)] == []
     experiments = ("dd-fsync", "local-reads", "onefile", "hcfs", "ratis-placement", "teragen")
     for experiment in experiments:
