@@ -293,3 +293,59 @@ def test_only_teragen_has_map_tasks():
     with pytest.raises(ConfigError) as info:
         plan_of(change)
     assert info.value.where == "experiments.f.instrument.tasks"
+
+
+def test_the_post_section_has_medians_per_cell_and_the_cost_as_a_ratio_of_medians():
+    import pandas as pd
+
+    from perfpost.analysis import instrumented
+
+    rows = []
+
+    def add(inst, repeat, **values):
+        for metric, value in values.items():
+            rows.append(
+                {
+                    "b": "x",
+                    "instrument": inst,
+                    "repeat": repeat,
+                    "host": "localhost",
+                    "metric": metric.replace("_", ".", 1) if metric != "wall_time" else metric,
+                    "value": value,
+                    "status": "done",
+                }
+            )
+
+    add("on", 1, write_call=10, write_time=1.0, close_call=5, close_time=0.5, wall_time=4.0)
+    add("on", 2, write_call=10, write_time=3.0, close_call=5, close_time=0.5, wall_time=6.0)
+    add("off", 1, wall_time=2.0)
+    add("off", 2, wall_time=3.0)
+    experiment = {
+        "axes": {"b": ["x"], "instrument": {"on": ["output"], "off": []}},
+        "hosts": ["localhost"],
+    }
+    got = instrumented.section(pd.DataFrame(rows), experiment)
+    assert got["header"] == [
+        "b",
+        "runs",
+        "write calls",
+        "write time",
+        "close calls",
+        "close time",
+        "wall time",
+    ]
+    # Medians: write time (1 + 3) / 2 = 2 s, wall (4 + 6) / 2 = 5 s; the off cell has no row.
+    assert got["rows"] == [["x", "2", "10", "2 s", "5", "500 ms", "5 s"]]
+    # Cost: median with (5 s) / median without (2.5 s).
+    (cost,) = got["cost"]
+    assert (cost["cell"], cost["ratio"], cost["with"], cost["without"]) == (
+        "b=x",
+        "2.00x",
+        "5 s",
+        "2.5 s",
+    )
+    assert cost["interval"] is None  # 2 against 2 runs: no 95% interval exists
+    assert got["uncalled"] == ["hsync", "hflush"]
+    assert got["most"].startswith(
+        "`write` took the most time in every instrumented cell (up to 2 s"
+    )

@@ -25,6 +25,10 @@ RULE_TEXT = {
     "input": "`input` (the Hadoop FileSystem input stream: `read`, `pread`, `input-close`)",
 }
 COST_METRIC = "wall_time"
+SET_OPS = {
+    "output": ("write", "hsync", "hflush", "close"),
+    "input": ("read", "pread", "input-close"),
+}
 
 
 def _ops(df: pd.DataFrame) -> list[str]:
@@ -58,11 +62,15 @@ def section(tidy_df: pd.DataFrame, experiment: Mapping[str, Any]) -> dict[str, A
         + ["wall time"],
         "rows": [],
         "cost": [],
+        # Ops a shipped rule set counts that the client never called: no column, said so.
+        "uncalled": [o for r in rules for o in SET_OPS.get(r, ()) if o not in ops],
+        "most": None,
     }
     if done.empty:
         return out
     # Every cell in the order the matrix lists it, instrumented ones in the table.
     order = done[by].drop_duplicates().itertuples(index=False)
+    most: list[tuple[str, float, str]] = []  # per instrumented cell: op, its time, the cell
     groups = {tuple(k): g for k, g in done.groupby(by, sort=False)}
     for key in order:
         key = tuple(key)
@@ -80,7 +88,25 @@ def section(tidy_df: pd.DataFrame, experiment: Mapping[str, Any]) -> dict[str, A
         wall = medians.get(COST_METRIC)
         row.append(format_seconds(float(wall)) if wall is not None else "n/a")
         out["rows"].append(row)
+        times = {op: float(medians[f"{op}.time"]) for op in ops if f"{op}.time" in medians}
+        if times:
+            top = max(times, key=lambda op: times[op])
+            name = ", ".join(f"{a}={labels[a]}" for a in by if a != instrument.AXIS)
+            most.append((top, times[top], name or "all runs"))
     out["cost"] = _cost(done, experiment, by)
+    if most:
+        tops = {op for op, _, _ in most}
+        if len(tops) == 1:
+            op = tops.pop()
+            peak = max(most, key=lambda m: m[1])
+            out["most"] = (
+                f"`{op}` took the most time in every instrumented cell (up to "
+                f"{format_seconds(peak[1])}, {peak[2]}, summed over threads)"
+            )
+        else:
+            out["most"] = "the most time went to " + "; ".join(
+                f"`{op}` in {name} ({format_seconds(t)})" for op, t, name in most
+            )
     return out
 
 
