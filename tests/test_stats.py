@@ -337,3 +337,12 @@ def test_a_family_whose_best_possible_p_fails_holm_claims_nothing_and_says_why()
     claimed = st.compare_all([(base5, cand5, True), (base5, cand5, True)])
     assert [r.verdict for r in claimed] == ["better", "better"]
     assert claimed[0].p_adjusted == pytest.approx(2 * 2 / 252)
+
+
+def test_a_sentence_states_both_medians_with_one_prefix():
+    # 2.41 GB/s against 827 MB/s read as "2.41 GB/s vs 0.827 GB/s", as the summary's
+    # highest and lowest lines beside it read them.
+    base = [0.8e9, 0.827e9, 0.85e9, 0.9e9, 0.7e9]
+    cand = [2.41e9, 2.7e9, 1.9e9, 2.14e9, 2.6e9]
+    text = compare.sentence(row(base, cand, stats.compare(base, cand, higher_is_better=True)))
+    assert "median 2.41 GB/s vs 0.827 GB/s" in text

@@ -25,7 +25,7 @@ import pandas as pd
 from perfpost.analysis import stats
 from perfpost.analysis.tidy import results
 from perfpost.plan import matrix
-from perfpost.units import format_value, metric_label
+from perfpost.units import format_value, metric_label, rate_scale
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,11 @@ def sentence(row: Row) -> str:
     r = row.result
     where = f" ({row.group})" if row.group else ""
     label = metric_label(row.metric).lower()
+    # One prefix for both medians, as the summary's highest and lowest lines have one.
+    scale = rate_scale([r.median_cand, r.median_base]) if row.unit == "B/s" else None
     medians = (
-        f"median {format_value(r.median_cand, row.unit)} vs {format_value(r.median_base, row.unit)}"
+        f"median {format_value(r.median_cand, row.unit, scale)} vs "
+        f"{format_value(r.median_base, row.unit, scale)}"
     )
     n = f"n = {r.n_cand}/{r.n_base}"
     head = f"{row.name}{where}"
