@@ -252,3 +252,69 @@ def test_the_post_has_the_instrumented_table_and_the_agent_s_cost(run):
     assert units["write.call"] == "count"
     assert units["write.time"] == "s"
     assert units["write.bytes"] == "B"
+
+
+def test_input_rules_count_dfsv_s_reads_per_file(ozone_cache, tmp_path):
+    """freon dfsv reads back what dfsg wrote, each file whole through commons-io's 8 KiB
+    copy buffer: 8192 bytes, 2048, then end of file (3 read calls, 10240 bytes). On file://
+    the checksummed stream's open reads the .crc header's magic with one readFully of 4
+    bytes (its int is read byte by byte, through no instrumented method). Its main thread
+    reads one more file first, for the digest the others are checked against."""
+    import subprocess
+
+    from perfpost import instrument, provision
+
+    cache, launcher = ozone_cache
+    provision.install(instrument.RUNTIME, None, str(cache))  # done already in a session
+    home = provision.home(instrument.NAME, instrument.VERSION, str(cache))
+    subprocess.run(
+        [
+            str(launcher),
+            "freon",
+            "dfsg",
+            "-n",
+            "20",
+            "-t",
+            "2",
+            "-s",
+            str(SIZE),
+            "--path",
+            f"file://{tmp_path}/fs",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (prefix,) = [p.name for p in (tmp_path / "fs").iterdir()]
+    out = tmp_path / "instrument.json"
+    opts = instrument.java_options(str(home), [str(instrument.RULE_SETS["input"])], str(out))
+    done = subprocess.run(
+        [
+            "env",
+            f"OZONE_OPTS=-Xmx256m {opts}",
+            str(launcher),
+            "freon",
+            "dfsv",
+            "-n",
+            "20",
+            "-t",
+            "2",
+            "-p",
+            prefix,
+            "--path",
+            f"file://{tmp_path}/fs",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Successful executions: 20" in done.stdout + done.stderr
+    data = json.loads(out.read_text())
+    workers = [t["ops"] for t in data["threads"] if t["name"] != "main"]
+    assert sum(t["read"]["calls"] for t in workers) == 20 * (3 + 1)
+    assert sum(t["read"]["bytes"] for t in workers) == 20 * (SIZE + 4)
+    assert sum(t["input-close"]["calls"] for t in workers) == 20
+    assert data["ops"]["input-close"]["calls"] == 21  # and main's reference file
+    assert "pread" not in data["ops"]  # dfsv reads sequentially
+    assert data["unfinished"] == 0
