@@ -246,7 +246,18 @@ def test_the_post_has_the_instrumented_table_and_the_agent_s_cost(run):
     wall = one.set_index("instrument")["value"]
     ratio = wall["on"] / wall["off"]
     assert re.search(rf"^\| t=1 \| [^|]+ \| [^|]+ \| 1 vs 1 \| {ratio:.2f}x \|", section, re.M)
-    assert "Inside the client: `write`, `close`" in post.split("## Test method")[0]
+    summary = post.split("## Test method")[0]
+    assert "- Inside the client, counted by a Byteman agent" in summary
+    # Which op took the client's time, cell by cell, as the tidy table has it.
+    on = tidy[tidy["instrument"] == "on"].groupby(["t", "metric"])["value"].median()
+    top = {t: max(("write", "close"), key=lambda op: on[(t, f"{op}.time")]) for t in (1, 4, 10)}
+    if len(set(top.values())) == 1:
+        said = f"`{top[1]}` took the most time in every instrumented cell"
+        assert said in summary
+    else:
+        for t, op in top.items():
+            assert f"`{op}` in t={t} (" in summary
+    assert re.search(rf"median wall time with it / without: {ratio:.2f}x \(t=1\)", summary)
     # Metrics in base units in the tidy table.
     units = tidy.drop_duplicates("metric").set_index("metric")["unit"]
     assert units["write.call"] == "count"
