@@ -50,6 +50,23 @@ class Runtime:
     sources: tuple[str, ...] = ()
 
 
+def configured(runtime: Runtime, tools: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The version and cache of ``runtime`` as the config's ``tools:`` sets them (its own
+    version and the default cache otherwise)."""
+    settings = tools.get(runtime.name, {})
+    return str(settings.get("version", runtime.version)), settings.get("cache")
+
+
+def configured_home(runtime: Runtime, tools: Mapping[str, Any]) -> Path:
+    """Where the config's ``tools:`` has ``runtime`` provisioned."""
+    return home(runtime.name, *configured(runtime, tools))
+
+
+def configured_marker(runtime: Runtime, tools: Mapping[str, Any]) -> Path:
+    """The finished-install marker of ``runtime`` where the config's ``tools:`` puts it."""
+    return marker(runtime, *configured(runtime, tools))
+
+
 def cache_dir(cache: str | None = None) -> Path:
     return Path(os.path.expanduser(cache or os.environ.get("PERFPOST_CACHE") or DEFAULT_CACHE))
 

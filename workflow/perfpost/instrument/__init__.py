@@ -157,12 +157,12 @@ def label_of(rules: list[Any]) -> str:
 
 
 def version_of(tools_cfg: Mapping[str, Any]) -> str:
-    return str(tools_cfg.get(NAME, {}).get("version", VERSION))
+    return provision.configured(RUNTIME, tools_cfg)[0]
 
 
 def local_home(tools_cfg: Mapping[str, Any]) -> Path:
     """perfpost's provisioned Byteman on this machine (it checks the rules)."""
-    return provision.home(NAME, version_of(tools_cfg), tools_cfg.get(NAME, {}).get("cache"))
+    return provision.configured_home(RUNTIME, tools_cfg)
 
 
 def host_home(host: Mapping[str, Any], tools_cfg: Mapping[str, Any]) -> tuple[str, bool]:
@@ -174,9 +174,7 @@ def host_home(host: Mapping[str, Any], tools_cfg: Mapping[str, Any]) -> tuple[st
 
 
 def marker(tools_cfg: Mapping[str, Any]) -> str:
-    return str(
-        provision.marker(RUNTIME, version_of(tools_cfg), tools_cfg.get(NAME, {}).get("cache"))
-    )
+    return str(provision.configured_marker(RUNTIME, tools_cfg))
 
 
 def settings(
@@ -280,14 +278,11 @@ def attach_tasks(params: Mapping[str, Any], options: str) -> dict[str, Any]:
 def merge_tasks(results: Mapping[str, str]) -> tuple[list[Metric], dict[str, Any]]:
     """The map tasks' JSON files (by name) as one set of metrics, ``map-<op>.<field>``,
     summed over the tasks, and each task's own counts for the record."""
-    total: dict[str, dict[str, float]] = {}
+    total: dict[str, dict[str, int]] = {}
     tasks = []
     unfinished = 0
     for name, text in sorted(results.items()):
-        try:
-            data = json.loads(text)
-        except ValueError as e:
-            raise ParseError(name, None, f"not JSON: {e}") from None
+        data = _load(text, name)
         unfinished += int(data.get("unfinished", 0))
         tasks.append(
             {"task": name, "ops": {op: f["calls"] for op, f in sorted(data["ops"].items())}}
@@ -296,10 +291,7 @@ def merge_tasks(results: Mapping[str, str]) -> tuple[list[Metric], dict[str, Any
             t = total.setdefault(op, {"calls": 0, "time_ns": 0, "bytes": 0, "threads": 0})
             for k in t:
                 t[k] += f.get(k, 0)
-    merged = json.dumps({"schema_version": SCHEMA_VERSION, "unfinished": unfinished, "ops": total})
-    metrics, _ = parse_result(merged)
-    metrics = [Metric(TASK_PREFIX + m.name, m.value, m.unit) for m in metrics]
-    return metrics, {"unfinished": unfinished, "tasks": tasks}
+    return _metrics(total, TASK_PREFIX), {"unfinished": unfinished, "tasks": tasks}
 
 
 # What Byteman says when a rule or the agent fails; the JVM goes on without the rule.
@@ -326,28 +318,42 @@ def errors_in(texts: Mapping[str, str]) -> list[str]:
     return out
 
 
-def parse_result(text: str, source: str = RESULT) -> tuple[list[Metric], dict[str, Any]]:
-    """The helper's JSON as metrics (``write.call`` count, ``write.time`` s, ``write.bytes``
-    B, ``write.threads`` count) and what the record keeps (``unfinished`` calls)."""
+def _load(text: str, source: str) -> dict[str, Any]:
+    """One JSON record of the helper, checked to be one."""
     try:
         data = json.loads(text)
     except ValueError as e:
         raise ParseError(source, None, f"not JSON: {e}") from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         raise ParseError(source, None, f"not perfpost's instrument record v{SCHEMA_VERSION}")
-    metrics = []
-    for op, fields in sorted(data.get("ops", {}).items()):
-        metrics.append(Metric(f"{op}.call", float(fields["calls"]), "count"))
-        metrics.append(Metric(f"{op}.time", fields["time_ns"] / 1e9, "s"))
+    return data
+
+
+def _metrics(ops: Mapping[str, Mapping[str, Any]], prefix: str = "") -> list[Metric]:
+    """Each op's counts in base units: calls and threads counted, time in s, bytes in B
+    (none for an op that moves no bytes)."""
+    out = []
+    for op, fields in sorted(ops.items()):
+        name = f"{prefix}{op}"
+        out.append(Metric(f"{name}.call", float(fields["calls"]), "count"))
+        out.append(Metric(f"{name}.time", fields["time_ns"] / 1e9, "s"))
         if fields.get("bytes"):
-            metrics.append(Metric(f"{op}.bytes", float(fields["bytes"]), "B"))
-        metrics.append(Metric(f"{op}.threads", float(fields["threads"]), "count"))
+            out.append(Metric(f"{name}.bytes", float(fields["bytes"]), "B"))
+        out.append(Metric(f"{name}.threads", float(fields["threads"]), "count"))
+    return out
+
+
+def parse_result(text: str, source: str = RESULT) -> tuple[list[Metric], dict[str, Any]]:
+    """The helper's JSON as metrics (``write.call`` count, ``write.time`` s, ``write.bytes``
+    B, ``write.threads`` count) and what the record keeps (``unfinished`` calls, each
+    thread's calls)."""
+    data = _load(text, source)
     threads = [
         {"name": t["name"], "ops": {op: f["calls"] for op, f in sorted(t["ops"].items())}}
         for t in data.get("threads", [])
     ]
     info = {"unfinished": int(data.get("unfinished", 0)), "ops": sorted(data["ops"])}
-    return metrics, {**info, "threads": threads}
+    return _metrics(data["ops"]), {**info, "threads": threads}
 
 
 # ---------------------------------------------------------------------------- checking

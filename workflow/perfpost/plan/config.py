@@ -30,6 +30,10 @@ from perfpost.plan import matrix
 SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
 
+# CellSpec fields left out of its JSON when empty (most cells have none of them).
+OPTIONAL_FIELDS = ("env", "clusters", "instrument")
+
+
 @dataclass(frozen=True)
 class CellSpec:
     """Everything needed to run one cell on one host, and nothing that changes between runs."""
@@ -52,7 +56,7 @@ class CellSpec:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
         # Shallow: json.dumps copies nothing, and asdict's deep copy was 70% of the time.
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in ("env", "clusters", "instrument"):
+        for k in OPTIONAL_FIELDS:
             if not data[k]:
                 del data[k]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -69,7 +73,7 @@ class CellSpec:
         """
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "timeout"}
         data["host"] = {k: v for k, v in self.host.items() if k in MEASUREMENT_HOST_KEYS}
-        for k in ("env", "clusters", "instrument"):
+        for k in OPTIONAL_FIELDS:
             if not data[k]:
                 del data[k]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -248,9 +252,7 @@ class Plan:
         out = [instrument.marker(self.tools)]
         runtime = tools.get(exp.tool).RUNTIME
         if runtime is not None:
-            cfg = self.tools.get(runtime.name, {})
-            version = cfg.get("version", runtime.version)
-            out.append(str(provision.marker(runtime, version, cfg.get("cache"))))
+            out.append(str(provision.configured_marker(runtime, self.tools)))
         return out
 
     def jobs(self) -> Iterator[CellSpec]:
@@ -288,9 +290,7 @@ class Plan:
         runtime = tools.get(exp.tool).RUNTIME
         classes = None
         if runtime is not None:
-            cfg = self.tools.get(runtime.name, {})
-            version = cfg.get("version", runtime.version)
-            classes = str(provision.home(runtime.name, version, cfg.get("cache")) / "lib")
+            classes = str(provision.configured_home(runtime, self.tools) / "lib")
         return instrument.settings(rules, host, self.tools, classes, exp.instrument_tasks)
 
     def host_limits(self) -> dict[str, int]:

@@ -418,6 +418,11 @@ class _CellRun:
                 return self._finish(SKIPPED if skip else FAILED, reason)
         return None
 
+    @property
+    def _instruments_tasks(self) -> bool:
+        """The job's map tasks run in JVMs of their own (on YARN) and get the agent too."""
+        return bool(self.spec.instrument.get("tasks")) and not self.spec.params.get("local")
+
     def _attach_agent(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Check the cell's Byteman rules (here, against the tool's jars), put them on the
         host, and return the params whose JVM options attach the agent; or, second, the
@@ -433,7 +438,7 @@ class _CellRun:
             text = Path(rule["path"]).read_text()
             texts[where[rule["name"]]] = text
             self._keep(f"rules-{Path(where[rule['name']]).name}", text)
-        if inst.get("tasks") and not spec.params.get("local"):
+        if self._instruments_tasks:
             # The map tasks' JVMs write one file each into this directory, made here.
             texts[f"{self.logdir}/{instrument.TASKS_DIR}/.perfpost"] = ""
         put = self._run("rules", shell.write_files_script(texts), SHORT_TIMEOUT)
@@ -450,7 +455,7 @@ class _CellRun:
             "java_options": options,
         }
         params = instrument.attach(spec.params, self.adapter.JVM_OPTS_VAR, options)
-        if inst.get("tasks") and not spec.params.get("local"):
+        if self._instruments_tasks:
             out = f"{self.logdir}/{instrument.TASKS_DIR}/{instrument.TASK_RESULT}"
             task_options = instrument.java_options(inst["home"], rule_paths, out)
             self.record["instrument"]["task_java_options"] = task_options
@@ -606,7 +611,7 @@ class _CellRun:
             self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched]
             return self._finish(FAILED, why)
         counted, why = self._agent_counts(texts)
-        if why is None and spec.instrument.get("tasks") and not spec.params.get("local"):
+        if why is None and self._instruments_tasks:
             tasks, why = self._task_counts(parsed)
             counted += tasks
         if why is not None:

@@ -118,9 +118,7 @@ def provisioned_launcher(
     value = host.get(host_key, "provisioned" if host["name"] == LOCALHOST else host_key)
     if value != "provisioned":
         return value, False
-    settings = tools.get(runtime.name, {})
-    version = settings.get("version", runtime.version)
-    return str(provision.launcher(runtime, version, settings.get("cache"))), True
+    return str(provision.launcher(runtime, *provision.configured(runtime, tools))), True
 
 
 def provisioned_marker(
@@ -134,9 +132,7 @@ def provisioned_marker(
     provisioned one (not when the experiment names its own ``launcher``)."""
     if "launcher" in params or not provisioned_launcher(runtime, host_key, host, tools)[1]:
         return None
-    settings = tools.get(runtime.name, {})
-    version = settings.get("version", runtime.version)
-    return str(provision.marker(runtime, version, settings.get("cache")))
+    return str(provision.configured_marker(runtime, tools))
 
 
 def params_as_given(
