@@ -19,7 +19,7 @@ from typing import Any
 from perfpost import paths, records
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
-from perfpost.plan.config import CellSpec, Plan
+from perfpost.plan.config import CellSpec, Plan, read_round
 
 # The workflow's `retries` (profile or command line), set for the cell jobs when a run starts.
 RETRIES_ENV = "PERFPOST_RETRIES"
@@ -239,8 +239,8 @@ def cell_spec(plan: Plan, wildcards: Any) -> CellSpec:
             "config (see `perfpost cells`)"
         )
     repeat = int(wildcards.repeat)
-    if repeat > exp.repeats:
-        raise PerfpostError(f"repeat {repeat} is beyond repeats: {exp.repeats}")
+    if repeat > exp.max_repeats:
+        raise PerfpostError(f"repeat {repeat} is beyond repeats: {exp.max_repeats}")
     return plan.spec(wildcards.experiment, wildcards.cell, wildcards.host, repeat)
 
 
@@ -360,39 +360,100 @@ def request_rerun(experiment: str, cell: str, hosts: list[str], repeat: int) -> 
     return after + 1
 
 
-def current_records(plan: Plan, experiment: str) -> list[str]:
+def current_records(plan: Plan, experiment: str, checkpoints: Any = None) -> list[str]:
     """Record paths the experiment's tables are built from, one per cell, host and repeat.
 
     Computed once per experiment and plan: the tables rule, the report target and the
     summary at the end all ask, and each answer looks for every cell's latest attempt.
+    With Snakemake's ``checkpoints`` (the tables rule), a cell with a precision target has
+    the runs its rounds decided, each round waited for (:func:`runs_decided`); without, the
+    runs decided so far.
     """
+    if checkpoints is not None and plan.experiments[experiment].precision:
+        return _current_records(plan, experiment, checkpoints)
     memo = plan.__dict__.setdefault("_current_records", {})
     if experiment not in memo:
         memo[experiment] = _current_records(plan, experiment)
     return memo[experiment]
 
 
-def _current_records(plan: Plan, experiment: str) -> list[str]:
+def _current_records(plan: Plan, experiment: str, checkpoints: Any = None) -> list[str]:
     exp = plan.experiments[experiment]
     # A cell without a directory never ran: attempt 1, without looking for its attempts and
     # rerun requests one by one (10,000 cells of a new matrix: 0.3 s of every snakemake).
     cells = Path(paths.fill(paths.CELLS_DIR, experiment=experiment))
     tried = set(os.listdir(cells)) if cells.is_dir() else set()
     out = []
-    for spec in plan.jobs():
-        if spec.experiment != experiment:
-            continue
-        host = spec.host["name"]
-        group = exp.hosts if exp.start_together else host
-        attempt = (
-            wanted_attempt(
-                experiment, spec.cell, group, spec.repeat, measurement=spec.measurement_id()
-            )
-            if spec.cell in tried
-            else 1
-        )
-        out.append(paths.record(experiment, spec.cell, host, spec.repeat, attempt))
+    for cell in exp.cells:
+        for host in exp.hosts:
+            if checkpoints is not None:
+                runs = runs_decided(plan, experiment, cell.id, host, checkpoints)
+            else:
+                runs = plan.planned_runs(experiment, cell.id, host)
+            out += _records(plan, experiment, cell.id, host, range(1, runs + 1), tried)
     return out
+
+
+def _records(
+    plan: Plan, experiment: str, cell: str, host: str, repeats: Any, tried: set[str]
+) -> list[str]:
+    """The records wanted for ``repeats`` of one cell on one host (:func:`wanted_attempt`)."""
+    exp = plan.experiments[experiment]
+    group = exp.hosts if exp.start_together else host
+    out = []
+    for repeat in repeats:
+        attempt = 1
+        if cell in tried:
+            measurement = plan.spec(experiment, cell, host, repeat).measurement_id()
+            attempt = wanted_attempt(experiment, cell, group, repeat, measurement=measurement)
+        out.append(paths.record(experiment, cell, host, repeat, attempt))
+    return out
+
+
+def rounds(settings: dict[str, Any]) -> list[int]:
+    """The run counts after which a cell's precision is looked at: min, min + step, ..., max."""
+    low, high, step = settings["min"], settings["max"], settings["step"]
+    return [*range(low, high, step), high]
+
+
+def runs_decided(plan: Plan, experiment: str, cell: str, host: str, checkpoints: Any) -> int:
+    """The runs a cell with a precision target gets on a host: each round's decision is a
+    Snakemake checkpoint; until it is made, asking for it tells Snakemake to make it first
+    (and its runs), then ask again."""
+    settings = plan.experiments[experiment].precision
+    assert settings is not None
+    for runs in rounds(settings):
+        job = checkpoints.round.get(experiment=experiment, cell=cell, host=host, runs=str(runs))
+        decision = read_round(Path(job.output[0]))
+        if decision is None or not decision.get("more"):
+            return runs
+    return settings["max"]
+
+
+def round_inputs(plan: Plan, wildcards: Any) -> list[str]:
+    """A round's decision is made from the cell's runs 1..``runs`` on the host."""
+    cells = Path(paths.fill(paths.CELLS_DIR, experiment=wildcards.experiment))
+    tried = set(os.listdir(cells)) if cells.is_dir() else set()
+    runs = range(1, int(wildcards.runs) + 1)
+    return _records(plan, wildcards.experiment, wildcards.cell, wildcards.host, runs, tried)
+
+
+def round_settings(plan: Plan, wildcards: Any) -> str:
+    """The round's params: the experiment's precision settings and the runs of the round
+    before (its newest runs are the ones after them)."""
+    settings = plan.experiments[wildcards.experiment].precision
+    if settings is None or int(wildcards.runs) not in rounds(settings):
+        raise PerfpostError(
+            f"{wildcards.experiment}: no round after {wildcards.runs} runs (see `repeats:`)"
+        )
+    before = [r for r in rounds(settings) if r < int(wildcards.runs)]
+    return json.dumps({**settings, "previous": before[-1] if before else 0}, sort_keys=True)
+
+
+def precision_experiments(plan: Plan) -> str:
+    """A wildcard pattern for the experiments whose repeats have a precision target."""
+    names = [re.escape(n) for n, e in plan.experiments.items() if e.precision]
+    return "|".join(names) if names else "(?!)"
 
 
 def solo_experiments(plan: Plan) -> str:

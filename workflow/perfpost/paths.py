@@ -22,6 +22,10 @@ CELL_LOG = CELL_DIR + "/perfpost.log"
 RAW = "raw"  # beside record.json: the tools' own logs, as they wrote them
 # `perfpost rerun` leaves this beside the attempts: run the cell again after attempt N.
 RERUN = CELLS_DIR + "/{cell}/{host}/r{repeat}/rerun.json"
+# repeats with a precision target: after the first `runs` runs of a cell on a host, whether
+# it needs more (a Snakemake checkpoint per round, so an interrupted run resumes there).
+ROUND = CELLS_DIR + "/{cell}/{host}/precision/after-{runs}.json"
+ROUND_LOG = CELLS_DIR + "/{cell}/{host}/precision/after-{runs}.log"
 # A start_together cell runs all its hosts in one job; its own log sits beside the hosts.
 TOGETHER_LOG = CELLS_DIR + "/{cell}/together-r{repeat}-attempt-{attempt}.log"
 
@@ -60,6 +64,7 @@ WILDCARDS = {
     "host": r"[A-Za-z0-9][A-Za-z0-9._+-]*",
     "repeat": r"[1-9][0-9]*",
     "attempt": r"[1-9][0-9]*",
+    "runs": r"[1-9][0-9]*",
 }
 
 _ATTEMPT_RE = re.compile(r"^attempt-([1-9][0-9]*)$")
@@ -96,6 +101,10 @@ def attempts_in(base: Path) -> list[int]:
 def attempts(experiment: str, cell: str, host: str, repeat: int, root: Path = Path()) -> list[int]:
     """Attempt numbers that have a directory on disk, ascending."""
     return attempts_in(root / repeat_dir(experiment, cell, host, repeat))
+
+
+def round_decision(experiment: str, cell: str, host: str, runs: int) -> str:
+    return ROUND.format(experiment=experiment, cell=cell, host=host, runs=runs)
 
 
 def fill(pattern: str, **wildcards: object) -> str:

@@ -24,6 +24,28 @@ rule cell:
         "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
+# repeats with a precision target: after each round of a cell's runs on a host, a decision
+# (more runs, or enough); the tables wait for the last one. A checkpoint, so Snakemake plans
+# the next round's runs once it is made, and an interrupted run resumes from the rounds done.
+checkpoint round:
+    input:
+        lambda wc: glue.round_inputs(PLAN, wc),
+    output:
+        paths.ROUND,
+    log:
+        paths.ROUND_LOG,
+    wildcard_constraints:
+        experiment=glue.precision_experiments(PLAN),
+    conda:
+        "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
+    params:
+        settings=lambda wc: glue.round_settings(PLAN, wc),
+    shell:
+        "perfpost round --settings {params.settings:q} --out {output:q} {input:q} > {log:q} 2>&1"
+
+
 # A host's environment, captured after an experiment's cells ran and were tabulated (again
 # whenever one re-runs, never in a run that measured nothing), so the post describes the
 # machine as it was; it holds the host like a cell, to stay out of measurements. It waits

@@ -22,7 +22,7 @@ import pandas as pd
 
 from perfpost import __version__, paths, records
 from perfpost import tools as adapters
-from perfpost.analysis import commands, compare, instrumented, stats
+from perfpost.analysis import commands, compare, instrumented, precision, stats
 from perfpost.records import write_text_atomic
 from perfpost.units import (
     format_bytes,
@@ -453,6 +453,45 @@ def _summary(summary: pd.DataFrame, axes: list[str], metric: str) -> list[str]:
     ]
 
 
+def precision_section(tidy_df: pd.DataFrame, experiment: dict[str, Any]) -> dict[str, Any] | None:
+    """The post's *Precision* table: per cell and host, the runs it got and how close the
+    95% interval came to its median (repeats with a precision target only)."""
+    settings = experiment.get("precision")
+    if not settings:
+        return None
+    rows = precision.table(tidy_df, settings, list(experiment["axes"]))
+    hosts = len(experiment["hosts"]) > 1
+    body = []
+    for r in rows:
+        interval = (
+            f"{format_value(r['low'], r['unit'])} .. {format_value(r['high'], r['unit'])}"
+            if r["low"] is not None
+            else "none (fewer than 6 finished runs)"
+        )
+        body.append(
+            [
+                r["cell"],
+                *([r["host"]] if hosts else []),
+                str(r["runs"]),
+                format_value(r["median"], r["unit"]),
+                interval,
+                "n/a" if r["precision"] is None else f"+-{r['precision']:.1%}",
+                r["verdict"],
+            ]
+        )
+    header = ["cell", *(["host"] if hosts else []), "runs", "median", "95% interval"]
+    return {
+        "header": [*header, "precision", "target"],
+        "rows": body,
+        "metric": metric_label(settings["metric"]).lower(),
+        "settings": settings,
+        "short": [
+            r["cell"] + (f" on {r['host']}" if hosts else "") for r in rows if not r["reached"]
+        ],
+        "all_reached": all(r["reached"] for r in rows),
+    }
+
+
 def render(
     experiment: dict[str, Any],
     tidy_df: pd.DataFrame,
@@ -509,6 +548,7 @@ def render(
         },
         "outliers": outliers,
         "instrumented": instrumented.section(tidy_df, experiment),
+        "precision": precision_section(tidy_df, experiment),
         "figures": [
             {
                 **f,

@@ -196,6 +196,23 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_round(args: argparse.Namespace) -> int:
+    from perfpost.analysis import precision
+    from perfpost.records import write_json_atomic
+
+    settings = json.loads(args.settings)
+    loaded = _load_records(args.records)
+    decision = precision.decide([r for _, r in loaded], settings, settings["previous"])
+    write_json_atomic(args.out, decision)
+    shown = "n/a" if decision["precision"] is None else f"{decision['precision']:.2%}"
+    print(
+        f"{decision['runs']} runs, {decision['finished']} finished: median "
+        f"{decision['metric']} +-{shown} (target {settings['precision']:.2%}): "
+        f"{decision['why']}" + (f", next {decision['next']} runs" if decision["more"] else "")
+    )
+    return 0
+
+
 def _cmd_figures(args: argparse.Namespace) -> int:
     from perfpost import tools
     from perfpost.analysis import plots, tidy
@@ -318,6 +335,12 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--out-dir", required=True)
     s.add_argument("records", nargs="*")
     s.set_defaults(func=_cmd_tables)
+
+    s = sub.add_parser("round", help="(workflow step) decide whether a cell needs more runs")
+    s.add_argument("--settings", required=True, help="the precision target and round, as JSON")
+    s.add_argument("--out", required=True, help="the decision's path")
+    s.add_argument("records", nargs="+", help="the cell's records so far, on one host")
+    s.set_defaults(func=_cmd_round)
 
     s = sub.add_parser("figures", help="(workflow step) draw an experiment's figures")
     s.add_argument("--experiment", required=True, help="the experiment as JSON")

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from perfpost import clusters, hostenv, instrument, provision, tools
+from perfpost import clusters, hostenv, instrument, paths, provision, tools
 from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
@@ -181,6 +181,14 @@ class Experiment:
     # cell id -> the Byteman rules attached to its JVM (instrument.resolve_rules), if any
     rules: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     instrument_tasks: bool = False  # the job's map tasks on YARN get the agent too
+    # repeats given as a precision: {min, max, precision (a fraction), metric, step}; then
+    # ``repeats`` is ``min``, the runs every cell gets before its precision is looked at
+    precision: dict[str, Any] | None = None
+
+    @property
+    def max_repeats(self) -> int:
+        """The most runs a cell of this experiment may get."""
+        return int(self.precision["max"]) if self.precision else self.repeats
 
     def public(self) -> dict[str, Any]:
         """The experiment as configured, for the post and its provenance hash."""
@@ -208,6 +216,8 @@ class Experiment:
             out["cluster"] = self.cluster
         if self.instrument:
             out["instrument"] = self.instrument
+        if self.precision:
+            out["precision"] = self.precision
         if self.env:
             out["env"] = hostenv.public(self.env)  # a secret by its source, never its value
         return out
@@ -259,8 +269,20 @@ class Plan:
         for exp in self.experiments.values():
             for cell in exp.cells:
                 for host in exp.hosts:
-                    for repeat in range(1, exp.repeats + 1):
+                    for repeat in range(1, self.planned_runs(exp.name, cell.id, host) + 1):
                         yield self.spec(exp.name, cell.id, host, repeat)
+
+    def planned_runs(self, experiment: str, cell: str, host: str, root: Path = Path()) -> int:
+        """Runs a cell has on a host as the plan stands: ``repeats``, or with a precision
+        target the runs its latest decision asked for (re-planned after every round)."""
+        exp = self.experiments[experiment]
+        runs = exp.repeats
+        while exp.precision:
+            decision = read_round(root / paths.round_decision(experiment, cell, host, runs))
+            if decision is None or not decision.get("more"):
+                break
+            runs = min(max(int(decision["next"]), runs + 1), exp.max_repeats)
+        return runs
 
     def spec(self, experiment: str, cell: str, host: str, repeat: int) -> CellSpec:
         exp = self.experiments[experiment]
@@ -377,6 +399,10 @@ def _message(error: Any) -> str:
         return error.message.replace("Additional properties are not allowed", "unknown key")
     if error.validator == "enum":
         return f"{error.instance!r} is not one of {error.validator_value}"
+    if error.validator == "oneOf":
+        # Say what each form would need, not "not valid under any of the given schemas".
+        wants = [repr(b["type"]) for b in error.validator_value if "type" in b]
+        return f"{error.instance!r} is not of type {' nor '.join(wants) or 'any form allowed'}"
     return error.message
 
 
@@ -770,6 +796,45 @@ def _instrumented_cells(exp: Experiment, where: str) -> None:
         exp.rules[cell.id] = instrument.resolve_rules(value, f"{where}.axes.instrument.{label}")
 
 
+def read_round(path: Path) -> dict[str, Any] | None:
+    """A round's decision (:data:`paths.ROUND`), or None when it is missing or unreadable
+    (the round is then decided again)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "more" in data else None
+
+
+def _precision(exp: Experiment, where: str) -> None:
+    """``repeats: {min, max, precision}``: keep the settings apart, plan ``min`` runs."""
+    if not isinstance(exp.repeats, dict):
+        return
+    raw = exp.repeats
+    target = raw["precision"]
+    fraction = float(target[:-1]) / 100 if isinstance(target, str) else float(target)
+    if not 0 < fraction < 1:
+        raise ConfigError(f"{where}.repeats.precision", f"{target!r} is not between 0 and 100%")
+    low, high = int(raw.get("min", 3)), int(raw["max"])
+    if low > high:
+        raise ConfigError(f"{where}.repeats", f"min ({low}) is more than max ({high})")
+    if exp.start_together:
+        raise ConfigError(
+            f"{where}.repeats",
+            "a precision target needs cells that run one host per job; with start_together "
+            "give repeats as a count",
+        )
+    metric = raw.get("metric") or tools.get(exp.tool).PLOT_METRICS[0]
+    exp.precision = {
+        "min": low,
+        "max": high,
+        "precision": fraction,
+        "metric": metric,
+        "step": int(raw.get("step", 1)),
+    }
+    exp.repeats = low
+
+
 def build_plan(config: dict[str, Any]) -> Plan:
     """Validate ``config`` (filling defaults in place) and expand every experiment."""
     validate_schema(config)
@@ -820,6 +885,7 @@ def build_plan(config: dict[str, Any]) -> Plan:
                     f"{axis!r} names a column of perfpost's tables; call the axis something "
                     f"else (reserved: {', '.join(sorted(RESERVED_AXES))})",
                 )
+        _precision(exp, where)
         exp.cells = matrix.expand(exp.axes, exp.exclude, exp.zip, where=f"{where}.axes")
         _instrumented_cells(exp, where)
         for cell in exp.cells:
