@@ -147,10 +147,11 @@ def read_run(tidy_path: str | Path) -> Run:
     run.cells = True
     if {"host", "tool_version"} <= set(cells.columns):
         for host, rows in cells.groupby("host", sort=True):
+            # Cells that failed before the tool said its version say nothing of it.
             versions = sorted({v for v in rows["tool_version"] if v})
-            run.tools[str(host)] = {"tool_version": "; ".join(versions) or None}
+            run.tools[str(host)] = {"tool_version": "; ".join(versions)} if versions else {}
     # The workflow's directory: clusters_of finds results/clusters/ under it.
-    root = exp_dir.parent.parent
+    root = exp_dir.resolve().parent.parent
     for entry in clusters_of(cells, root):
         if entry.get("error"):
             run.notes.append(f"cluster {entry['ref']}: {entry['error']}")
@@ -221,7 +222,9 @@ def differences(base: Run, cand: Run, changed: Sequence[str] = ()) -> list[dict[
         if host in base.hosts and host in cand.hosts:
             _compare(out, host, base.hosts[host], cand.hosts[host], changed)
         if host in base.tools and host in cand.tools:
-            _compare(out, host, base.tools[host], cand.tools[host], changed)
+            said = base.tools[host].keys() & cand.tools[host].keys()  # what both runs said
+            told, tnew = ({k: r.tools[host][k] for k in sorted(said)} for r in (base, cand))
+            _compare(out, host, told, tnew, changed)
     clusters = {*base.clusters, *cand.clusters} if base.cells and cand.cells else set()
     for name in sorted(clusters):
         if name not in base.clusters or name not in cand.clusters:
