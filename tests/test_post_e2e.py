@@ -4,6 +4,7 @@ failed cell listed; `perfpost compare` between two runs; the HTML report in Chro
 
 import csv
 import itertools
+import json
 import math
 import re
 import shutil
@@ -247,6 +248,51 @@ def test_perfpost_compare_prints_a_benchstat_table_between_two_runs(run, tmp_pat
     assert "| 0.0079 | 0.016 |" in slow_line  # p, and Holm's 2 x p
     assert "| ~ |" in same_line
     assert "before.csv" in result.stdout.splitlines()[0]
+
+
+def test_perfpost_compare_warns_of_exactly_the_environment_fact_that_changed(run, tmp_path):
+    # A second run of the matrix whose one difference is the host's vm.dirty_ratio: the
+    # first run's results tree, copied, with that sysctl edited in its env JSON.
+    before = run / "results" / "blocks"
+    after = tmp_path / "after" / "results" / "blocks"
+    after.mkdir(parents=True)
+    for name in ("tidy.csv", "cells.csv", "env"):
+        copy = shutil.copytree if (before / name).is_dir() else shutil.copy
+        copy(before / name, after / name)
+    env_json = after / "env" / "localhost.json"
+    env = json.loads(env_json.read_text())
+    old = Path("/proc/sys/vm/dirty_ratio").read_text().strip()  # what the capture read
+    new = str(int(old) + 7)
+    env["sysctl"]["vm.dirty_ratio"] = new
+    env_json.write_text(json.dumps(env))
+
+    def compare(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "perfpost", "compare", *map(str, extra)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    result = compare(before / "tidy.csv", after / "tidy.csv", "--metric", "throughput")
+    assert result.returncode == 0, result.stderr
+    (warning,) = [ln for ln in result.stdout.splitlines() if ln.startswith("Warning:")]
+    assert warning in result.stderr.splitlines()
+    assert (
+        f"1 fact of the environment changed: `vm.dirty_ratio` on localhost ({old} -> {new})."
+        in warning
+    )
+    assert warning.count("`") == 2  # that fact alone
+    assert f"- localhost:\n  - `vm.dirty_ratio`: {old} -> {new}\n" in result.stdout
+
+    named = compare(before / "tidy.csv", after / "tidy.csv", "--changed", "vm.dirty_ratio")
+    assert named.returncode == 0, named.stderr
+    assert "Warning" not in named.stdout + named.stderr
+    assert f"`vm.dirty_ratio`: {old} -> {new} (named by --changed)" in named.stdout
+
+    same = compare(before / "tidy.csv", before / "tidy.csv")
+    assert "Warning" not in same.stdout + same.stderr
+    assert f"({before}): no difference in the environment (host localhost).\n" in same.stdout
 
 
 def test_a_missing_table_is_a_clear_error(tmp_path):

@@ -65,8 +65,9 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    """benchstat for perfpost: two runs' tidy tables, cell by cell."""
-    from perfpost.analysis import compare, tidy
+    """benchstat for perfpost: two runs' tidy tables, cell by cell; then what changed in
+    their environments, with a warning when it is more than what ``--changed`` names."""
+    from perfpost.analysis import compare, envdiff, tidy
 
     tables = []
     for path in (args.base, args.candidate):
@@ -86,6 +87,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if not rows:
         raise PerfpostError("the two tables have no finished cell and metric in common")
     print(compare.markdown(rows, Path(args.base).name, Path(args.candidate).name), end="")
+    base, cand = envdiff.read_run(args.base), envdiff.read_run(args.candidate)
+    changed = args.changed or []
+    diffs = envdiff.differences(base, cand, changed)
+    print()
+    print(envdiff.markdown(diffs, base, cand, changed), end="")
+    warn = envdiff.warning(diffs, changed)
+    if warn:
+        print(warn, file=sys.stderr)
     return 0
 
 
@@ -203,11 +212,35 @@ def add_commands(sub: Any) -> None:
     s.set_defaults(func=_cmd_parse)
 
     s = sub.add_parser(
-        "compare", help="compare two runs' tidy tables cell by cell (a markdown table)"
+        "compare",
+        help="compare two runs' tidy tables cell by cell (a markdown table), and their "
+        "environments",
+        description="Compare two runs of a matrix cell by cell (a benchstat-style markdown "
+        "table), then list what differs between the environments they recorded beside their "
+        "tables (results/<experiment>/env/<host>.json, cells.csv, results/clusters/), old -> "
+        "new, and warn (on stdout and stderr) when a fact changed that --changed does not name.",
+        epilog="Facts, per host: hostname, vendor, kernel, os, cpu.model, cpu.sockets, "
+        "cpu.cores, cpu.threads, memory, disk.<name>.model, disk.<name>.size, "
+        "disk.<name>.rotational, disk.<name>.transport, vm.dirty_* (each by its sysctl name), "
+        "java, ozone, hadoop, tool_version, host (a host one run lacks); per cluster "
+        "(the config's name for it): cluster.<name> (a cluster one run lacks), "
+        "cluster.<name>.kind, cluster.<name>.version, cluster.<name>.roles.<role>, "
+        "cluster.<name>.jvm.<role>, cluster.<name>.env.<VAR>, cluster.<name>.conf.<key>. "
+        "--changed KEY names the fact KEY and every fact whose name starts with KEY and a dot "
+        "(cpu: every cpu.* fact; cluster.ozone.conf: every configuration key of cluster "
+        "ozone).",
     )
     s.add_argument("base", help="the baseline run's tidy.csv or tidy.parquet")
     s.add_argument("candidate", help="the candidate run's tidy table")
     s.add_argument("--metric", action="append", help="only this metric (repeatable)")
+    s.add_argument(
+        "--changed",
+        action="append",
+        metavar="KEY",
+        help="a fact you meant to change (repeatable), or the part of fact names before a dot "
+        "(java, vm.dirty_ratio, cpu, cluster.ozone.conf.ozone.scm.container.size); any other "
+        "difference is warned about",
+    )
     s.set_defaults(func=_cmd_compare)
 
     s = sub.add_parser(
