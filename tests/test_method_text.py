@@ -52,3 +52,12 @@ def test_snakemake_report_needs_only_the_main_install():
     assert "pygments must be installed" in source
     plain = [r for r in requires("perfpost") or [] if "extra ==" not in r]
     assert any(r.lower().startswith("pygments") for r in plain), plain
+
+
+def test_a_read_cell_whose_dir_is_an_axis_template_is_described():
+    # "{where}" is the axis's value in each cell: the text names the template as written,
+    # and braces in it are text, not a format field (they once raised KeyError: 'where').
+    params = {"mode": "read", "dir": "{where}", "bs": "1M", "file_size": "64M", "readers": 3}
+    text = " ".join(dd.describe({"params": params, "axes": {"where": {"a": "/x"}}}))
+    assert "one `64M` file per reader under `{where}`" in text
+    assert "starts `3` dd readers at once" in text

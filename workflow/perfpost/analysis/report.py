@@ -22,7 +22,7 @@ import pandas as pd
 
 from perfpost import __version__, paths, records
 from perfpost import tools as adapters
-from perfpost.analysis import commands, compare, instrumented, precision, stats
+from perfpost.analysis import commands, compare, instrumented, precision, stats, validity
 from perfpost.records import write_text_atomic
 from perfpost.units import (
     format_bytes,
@@ -549,6 +549,9 @@ def render(
         "outliers": outliers,
         "instrumented": instrumented.section(tidy_df, experiment),
         "precision": precision_section(tidy_df, experiment),
+        "validity": validity.checks(
+            tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None
+        ),
         "figures": [
             {
                 **f,

@@ -59,6 +59,11 @@ CELL_COLUMNS = (
     "job_id",
     "job_status",
     "clusters",
+    "session",
+    "cache_disk",
+    "cache_rotational",
+    "cache_transport",
+    "cache_files_bytes",
     "record",
 )
 
@@ -118,6 +123,12 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
         row["job_status"] = service.get("status")
         # The clusters it ran on, as <id>/start-<n>: results/clusters/<id>/start-<n>/.
         row["clusters"] = " ".join(f"{c['id']}/start-{c['start']}" for c in r.get("clusters", []))
+        # The disk under a dropped page cache: the ceiling its reads are checked against.
+        drop = r.get("cache_drop") or {}
+        row["cache_disk"] = drop.get("disk")
+        row["cache_rotational"] = drop.get("rotational")
+        row["cache_transport"] = drop.get("transport")
+        row["cache_files_bytes"] = drop.get("files_bytes")
         row["record"] = path
         rows.append(row)
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from perfpost.errors import PerfpostError
 from perfpost.tools.base import Proc
@@ -60,18 +61,72 @@ def prepare_script(workdir: str, logdir: str, procs: Sequence[Proc]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def drop_cache_script() -> str:
-    """Flush and drop the page cache; exit 3 with a marker when this user may not."""
-    return (
-        "if [ ! -w /proc/sys/vm/drop_caches ]; then\n"
-        f'  echo "{UNPRIVILEGED} /proc/sys/vm/drop_caches is not writable by user $(id -un)"\n'
-        "  exit 3\n"
-        "fi\n"
-        "sync && echo 3 > /proc/sys/vm/drop_caches || {\n"
-        f'  echo "{UNPRIVILEGED} writing /proc/sys/vm/drop_caches failed for user $(id -un)"\n'
-        "  exit 3\n"
-        "}\n"
-    )
+CACHE_MARKER = "@perfpost-cache"
+
+
+def drop_cache_script(workdir: str | None = None) -> str:
+    """Flush and drop the page cache; exit 3 with a marker when this user may not.
+
+    Then the evidence that it was dropped, on a ``@perfpost-cache`` line: ``Cached`` of
+    /proc/meminfo before and after (bytes), how much of the cell's files in ``workdir`` is
+    still in the page cache (fincore, bytes resident and bytes in all; ``-`` without
+    fincore), and the disk holding them with lsblk's ROTA and TRAN (``-`` where unknown), so
+    reads faster than such a disk delivers can be flagged."""
+    lines = [
+        "cached() { awk '/^Cached:/ {printf \"%.0f\\n\", $2 * 1024}' /proc/meminfo; }",
+        "if [ ! -w /proc/sys/vm/drop_caches ]; then",
+        f'  echo "{UNPRIVILEGED} /proc/sys/vm/drop_caches is not writable by user $(id -un)"',
+        "  exit 3",
+        "fi",
+        "before=$(cached)",
+        "sync && echo 3 > /proc/sys/vm/drop_caches || {",
+        f'  echo "{UNPRIVILEGED} writing /proc/sys/vm/drop_caches failed for user $(id -un)"',
+        "  exit 3",
+        "}",
+        "after=$(cached)",
+    ]
+    if workdir is None:
+        lines.append(f'echo "{CACHE_MARKER} $before $after - - - - -"')
+    else:
+        w = _check_scratch(workdir)
+        lines += [
+            "res=- all=-",
+            "if command -v fincore >/dev/null 2>&1; then",
+            f"  set -- $(find {w} -type f -exec fincore -b -n -o RES,SIZE {{}} + 2>/dev/null"
+            " | awk '{r += $1; s += $2} END {printf \"%.0f %.0f\\n\", r, s}')",
+            '  res=${1:--} all=${2:--}',
+            "fi",
+            f"dev=$(df --output=source {w} 2>/dev/null | tail -n 1)",
+            'disk=$(lsblk -ndo PKNAME "$dev" 2>/dev/null | tr -d " ")',
+            '[ -n "$disk" ] || disk=$(lsblk -ndo NAME "$dev" 2>/dev/null | tr -d " ")',
+            'rota=$(lsblk -ndo ROTA "/dev/$disk" 2>/dev/null | tr -d " ")',
+            'tran=$(lsblk -ndo TRAN "/dev/$disk" 2>/dev/null | tr -d " ")',
+            f'echo "{CACHE_MARKER} $before $after $res $all ${{disk:--}} ${{rota:--}} ${{tran:--}}"',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_cache_line(stdout: str) -> dict[str, Any] | None:
+    """The ``@perfpost-cache`` line of :func:`drop_cache_script` as facts (None: absent)."""
+    for line in stdout.splitlines():
+        if line.startswith(CACHE_MARKER + " "):
+            parts = line.split()[1:]
+            if len(parts) != 7:
+                return None
+
+            def num(text: str) -> int | None:
+                return int(text) if text.isdigit() else None
+
+            return {
+                "cached_before": num(parts[0]),
+                "cached_after": num(parts[1]),
+                "files_resident": num(parts[2]),
+                "files_bytes": num(parts[3]),
+                "disk": None if parts[4] == "-" else parts[4],
+                "rotational": {"1": True, "0": False}.get(parts[5]),
+                "transport": None if parts[6] == "-" else parts[6],
+            }
+    return None
 
 
 def measure_script(

@@ -29,6 +29,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ENV = "PERFPOST_RUN"
+# The run as records name it (its start, UTC, and pid): runs of a cell made by different
+# runs (a re-run weeks later, a retried cell) are told apart, and tested before pooling.
+SESSION_ENV = "PERFPOST_SESSION"
 ORPHAN_WAIT = 60.0  # seconds an orphan gets to kill its tools before it is stopped
 
 
@@ -45,6 +48,8 @@ def mark_run() -> None:
     """Record this process (the Snakemake run) in the environment its jobs inherit."""
     pid = os.getpid()
     os.environ[ENV] = f"{socket.gethostname()}:{pid}:{_starttime(pid)}"
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    os.environ[SESSION_ENV] = f"{now}/{pid}"
 
 
 def _parse(value: str) -> tuple[str, int, str] | None:

@@ -37,7 +37,7 @@ from perfpost.records import (
     read_record,
     write_json_atomic,
 )
-from perfpost.run import deploy, hostscript
+from perfpost.run import deploy, hostscript, lifeline
 from perfpost.run.hosts import Guard, Host
 from perfpost.run.hostscript import CommandResult
 from perfpost.tools.base import Fetch, Metric
@@ -93,6 +93,14 @@ def fill_fields(value: Any, fields: dict[str, str]) -> Any:
     return value
 
 
+# What a dropped page cache leaves as metrics of the run (bytes): Cached before and after,
+# and how much of the cell's own files was still cached when the measurement started.
+CACHE_METRICS = {
+    "cached_before": "cached_before_drop",
+    "cached_after": "cached_after_drop",
+    "files_resident": "files_cached_after_drop",
+}
+
 class _CellRun:
     def __init__(
         self,
@@ -136,6 +144,7 @@ class _CellRun:
             "end_epoch": None,
             "tool_version": None,
             "workdir": self.workdir,
+            "session": os.environ.get(lifeline.SESSION_ENV),
             "logs": [],
             "steps": self.steps,
             "metrics": [],
@@ -399,7 +408,9 @@ class _CellRun:
             return self._finish(FAILED, f"preparing the cell failed ({why}): {detail}".strip())
 
         if plan.drop_cache:
-            drop = self._run("drop_cache", hostscript.drop_cache_script(), SHORT_TIMEOUT)
+            drop = self._run(
+                "drop_cache", hostscript.drop_cache_script(self.workdir), SHORT_TIMEOUT
+            )
             if drop.exit_code != 0:
                 msg = next(
                     (
@@ -416,6 +427,8 @@ class _CellRun:
                 )
                 skip = spec.params.get("on_unprivileged") == "skip" and msg is not None
                 return self._finish(SKIPPED if skip else FAILED, reason)
+            # The evidence it was dropped, for the post's validity checks.
+            self.record["cache_drop"] = hostscript.parse_cache_line(drop.stdout)
         return None
 
     @property
@@ -567,6 +580,9 @@ class _CellRun:
         metrics: list[Metric] = [Metric("wall_time", timing.elapsed, "s")]
         if "start_skew" in self.record:
             metrics.append(Metric("start_skew", self.record["start_skew"], "s"))
+        for key, value in (self.record.get("cache_drop") or {}).items():
+            if key in CACHE_METRICS and value is not None:
+                metrics.append(Metric(CACHE_METRICS[key], float(value), "B"))
         if "sync" in spec.after:
             synced = self._run("sync", hostscript.sync_script(), spec.timeout)
             st = hostscript.parse_markers(synced.stdout).get("sync")

@@ -412,8 +412,8 @@ def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
     else:
         lines.append(
             f"Each run first writes one {val('file_size')} file per reader under {val('dir')} "
-            "(not measured, flushed with fsync), then starts {} dd readers at once, each reading "
-            "its own file to `/dev/null` with block size {}.".format(val("readers", 1), val("bs"))
+            f"(not measured, flushed with fsync), then starts {val('readers', 1)} dd readers at "
+            f"once, each reading its own file to `/dev/null` with block size {val('bs')}."
         )
         lines.append(
             "A run's throughput is the bytes read by all readers divided by the time "
