@@ -3,6 +3,7 @@ summary's numbers against the table, overlapping runs not claimed, too few runs 
 failed cell listed; `perfpost compare` between two runs; the HTML report in Chromium."""
 
 import csv
+import datetime as dt
 import itertools
 import math
 import re
@@ -90,6 +91,27 @@ def test_the_post_is_a_bundle_with_every_section_and_resolving_links(run):
     for link in links:
         assert not link.startswith(("/", "http")), link  # relative: the bundle moves as one
         assert (post_dir / link).is_file(), link
+
+
+def test_the_front_matter_is_what_hugo_and_jekyll_read(run):
+    fm = front_matter((run / "reports" / "blocks" / "index.md").read_text())
+    # A YAML timestamp with its offset: Hugo and Jekyll (Ruby's YAML) both read one, and
+    # neither takes it for a future date in a site west of UTC.
+    assert isinstance(fm["date"], dt.datetime)
+    assert fm["date"].utcoffset() == dt.timedelta(0)
+    assert fm["draft"] is False
+    assert fm["render_with_liquid"] is False  # commands and logs are not Liquid templates
+    # Hugo looks for a publish date under `published`; a `layout` would override the one
+    # the site gives its pages (Jekyll's `defaults`, Hugo's section templates).
+    assert not {"published", "layout"} & set(fm)
+    # The title is the theme's to show: the body does not repeat it as a heading.
+    body = re.sub(
+        r"^```.*?^```$",
+        "",
+        (run / "reports" / "blocks" / "index.md").read_text(),
+        flags=re.M | re.S,
+    )
+    assert not re.search(r"^# ", body, re.M)
 
 
 def expected_comparison(base, cand):
