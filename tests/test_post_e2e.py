@@ -2,7 +2,10 @@
 summary's numbers against the table, overlapping runs not claimed, too few runs refused, a
 failed cell listed; `perfpost compare` between two runs; the HTML report in Chromium."""
 
+import base64
 import csv
+import datetime as dt
+import io
 import itertools
 import json
 import math
@@ -11,7 +14,12 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import uuid
+from contextlib import contextmanager
+from functools import partial
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +27,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from perfpost.analysis import report, tidy
+from perfpost.cli import main
 from perfpost.units import format_value
 from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
 
@@ -91,6 +100,27 @@ def test_the_post_is_a_bundle_with_every_section_and_resolving_links(run):
     for link in links:
         assert not link.startswith(("/", "http")), link  # relative: the bundle moves as one
         assert (post_dir / link).is_file(), link
+
+
+def test_the_front_matter_is_what_hugo_and_jekyll_read(run):
+    fm = front_matter((run / "reports" / "blocks" / "index.md").read_text())
+    # A YAML timestamp with its offset: Hugo and Jekyll (Ruby's YAML) both read one, and
+    # neither takes it for a future date in a site west of UTC.
+    assert isinstance(fm["date"], dt.datetime)
+    assert fm["date"].utcoffset() == dt.timedelta(0)
+    assert fm["draft"] is False
+    assert fm["render_with_liquid"] is False  # commands and logs are not Liquid templates
+    # Hugo looks for a publish date under `published`; a `layout` would override the one
+    # the site gives its pages (Jekyll's `defaults`, Hugo's section templates).
+    assert not {"published", "layout"} & set(fm)
+    # The title is the theme's to show: the body does not repeat it as a heading.
+    body = re.sub(
+        r"^```.*?^```$",
+        "",
+        (run / "reports" / "blocks" / "index.md").read_text(),
+        flags=re.M | re.S,
+    )
+    assert not re.search(r"^# ", body, re.M)
 
 
 def expected_comparison(base, cand):
@@ -310,9 +340,34 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
     result = snakemake(run, "--report", "report.html")
     assert result.returncode == 0, result.stderr[-3000:]
     html = (run / "report.html").read_text(errors="replace")
-    for item in ("compare-1.png", "throughput.png", "tidy.csv", "cells.csv", "comparisons.csv"):
-        assert item in html, item
     assert "tidy table of experiment" in html  # a caption, rendered per experiment
+    # Snakemake 9 keeps every result in the page, in a script: `var results = {<path>:
+    # {..., "mime_type": ..., "data_uri": "data:<type>;...;base64,<the file>"}}`.
+    found = re.search(r'<script id="results">\s*var results = (.*?);\s*</script>', html, re.S)
+    assert found, "the report has no results script"
+    results = json.loads(found.group(1))
+
+    def embedded(rel: str) -> bytes:
+        return base64.b64decode(results[rel]["data_uri"].split(";base64,", 1)[1])
+
+    # Each figure perfpost drew, byte for byte: the throughput and the comparison.
+    pngs = sorted((run / "reports" / "blocks" / "figures").glob("*.png"))
+    assert [p.name for p in pngs] == ["compare-1.png", "throughput.png"]
+    for png in pngs:
+        rel = str(png.relative_to(run))
+        assert results[rel]["mime_type"] == "image/png"
+        assert embedded(rel) == png.read_bytes(), rel
+    # Each table, row for row. The config makes 2 x 2 cells of 5 repeats (20 runs), and
+    # its one comparison has a group per storage (2).
+    for rel, n_rows in (
+        ("results/blocks/cells.csv", 20),
+        ("reports/blocks/comparisons.csv", 2),
+        ("results/blocks/tidy.csv", None),
+    ):
+        rows = list(csv.reader(io.StringIO(embedded(rel).decode())))
+        assert rows == list(csv.reader((run / rel).open())), rel
+        if n_rows is not None:
+            assert len(rows) == 1 + n_rows, rel
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "chromium is missing: scripts/setup --test installs it"
     import matplotlib.image
@@ -366,3 +421,207 @@ def test_compared_series_keep_the_comparison_colours_in_every_figure():
     assert plots.series_colours(labels, ["storage"], {"baseline": {"bs": "4k"}}) == (
         plots.series_colours(labels, ["storage"], None)
     )
+
+
+# A Hugo site as small as one can be: no theme, Goldmark's defaults (tables on, raw HTML off:
+# the post has none). Its page template marks every image with its natural width once the
+# page has loaded (0 for one the browser could not load); Chromium's --dump-dom reads it back.
+HUGO_CONFIG = """baseURL = "http://127.0.0.1/"
+title = "perfpost publish test"
+disableKinds = ["taxonomy", "term", "RSS", "sitemap"]
+"""
+HUGO_SINGLE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>{{ .Title }}</title></head>
+<body><h1>{{ .Title }}</h1>
+{{ .Content }}
+<script>
+window.addEventListener("load", () => {
+  for (const img of document.images) img.setAttribute("data-natural-width", img.naturalWidth);
+  document.body.setAttribute("data-checked", "yes");
+});
+</script>
+</body></html>
+"""
+HUGO_LIST = """<!doctype html>
+<html><body>{{ range .Pages }}<a href="{{ .RelPermalink }}">{{ .Title }}</a>{{ end }}</body></html>
+"""
+
+
+def markdown_table_rows(markdown: str) -> list[int]:
+    """Rows of each table in the markdown (the header's too, not the --- line), counted here
+    apart from any renderer: runs of lines starting with |, outside fenced code."""
+    counts, run_ = [], 0
+    fenced = False
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("```"):
+            fenced = not fenced
+        if line.startswith("|") and not fenced:
+            run_ += 1
+        elif run_:
+            counts.append(run_ - 1)
+            run_ = 0
+    return counts
+
+
+class PageParts(HTMLParser):
+    """The images (with their attributes) and each table's number of rows in a DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[dict] = []
+        self.tables: list[int] = []
+        self.checked = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs)
+        elif tag == "table":
+            self.tables.append(0)
+        elif tag == "tr":
+            self.tables[-1] += 1
+        elif tag == "body":
+            self.checked = attrs.get("data-checked") == "yes"
+
+
+def page_problems(dom: str, markdown: str) -> list[str]:
+    """What the rendered page lacks of its markdown: an image that is not there or did not
+    load, a table with other rows."""
+    page = PageParts()
+    page.feed(dom)
+    if not page.checked:
+        return ["the page's load script did not run"]
+    problems = []
+    links = image_links(markdown)
+    if len(page.images) != len(links):
+        problems.append(f"{len(page.images)} images on the page, {len(links)} in the markdown")
+    shown = {img.get("src"): img for img in page.images}
+    for link in links:
+        img = shown.get(link)
+        if img is None:
+            problems.append(f"{link}: no <img>")
+        elif int(img.get("data-natural-width", "0")) <= 0:
+            problems.append(f"{link}: did not load")
+    if page.tables != markdown_table_rows(markdown):
+        problems.append(
+            f"table rows {page.tables}, {markdown_table_rows(markdown)} in the markdown"
+        )
+    return problems
+
+
+@contextmanager
+def serving(root: Path):
+    """A static HTTP server for ``root`` on a loopback port, stopped on the way out."""
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def dump_dom(url: str, profile: Path) -> str:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is missing: scripts/setup --test installs it"
+    browser = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",  # root in a container has no user namespace sandbox
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=5000",  # the load event, then the dump
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert browser.returncode == 0, browser.stderr[-2000:]
+    return browser.stdout
+
+
+def test_a_published_post_builds_in_hugo_and_shows_every_figure_and_table(
+    run, tmp_path, monkeypatch, capsys
+):
+    hugo = shutil.which("hugo")
+    assert hugo, "hugo is missing: scripts/setup --test installs it"
+    site = tmp_path / "site"
+    (site / "content").mkdir(parents=True)
+    (site / "layouts" / "_default").mkdir(parents=True)
+    (site / "hugo.toml").write_text(HUGO_CONFIG)
+    (site / "layouts" / "_default" / "single.html").write_text(HUGO_SINGLE)
+    (site / "layouts" / "_default" / "list.html").write_text(HUGO_LIST)
+    perfpost = [sys.executable, "-m", "perfpost", "publish", "--site", str(site)]
+    published = subprocess.run(perfpost, cwd=run, capture_output=True, text=True, timeout=120)
+    assert published.returncode == 0, published.stderr
+    assert published.stdout == f"blocks -> {site / 'content' / 'posts' / 'blocks'} (new)\n"
+    post = (run / "reports" / "blocks" / "index.md").read_text()
+
+    # The same post with a figure that is not there: publish refuses it, and a copy put in
+    # the site by hand is what the page check below must catch.
+    other = tmp_path / "other"
+    shutil.copytree(run / "reports" / "blocks", other / "reports" / "broken")
+    broken = post + "\n![A figure that was never drawn](figures/missing.png)\n"
+    (other / "reports" / "broken" / "index.md").write_text(broken)
+    monkeypatch.chdir(other)
+    assert main(["publish", "--site", str(site)]) == 2
+    assert "figures/missing.png" in capsys.readouterr().err
+    shutil.copytree(other / "reports" / "broken", site / "content" / "posts" / "broken")
+
+    built = subprocess.run(
+        [hugo, "--source", str(site), "--destination", str(tmp_path / "public"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "WARN" not in built.stdout + built.stderr, built.stdout + built.stderr
+    with serving(tmp_path / "public") as base:
+        good = dump_dom(f"{base}/posts/blocks/", tmp_path / "profile-1")
+        bad = dump_dom(f"{base}/posts/broken/", tmp_path / "profile-2")
+    # The post: two figures (throughput, the comparison) and three tables (results,
+    # comparisons, failed cells), each with the rows its markdown has.
+    assert len(image_links(post)) == 2
+    assert len(markdown_table_rows(post)) == 3
+    assert page_problems(good, post) == []
+    assert page_problems(bad, broken) == ["figures/missing.png: did not load"]
+
+
+def test_a_published_post_is_a_page_of_a_jekyll_site(run, tmp_path, monkeypatch, capsys):
+    # Jekyll is not run here: what it needs is checked as its documentation states it. A
+    # folder outside _posts is a page; index.md becomes <folder>/index.html, and the other
+    # files, none named with a leading . _ # or ~, are copied beside it as they are.
+    site = tmp_path / "jekyll"
+    site.mkdir()
+    (site / "_config.yml").write_text("title: perfpost publish test\n")
+    monkeypatch.chdir(run)
+    assert main(["publish", "--site", str(site), "--section", "benchmarks"]) == 0
+    out = capsys.readouterr()
+    page = site / "benchmarks" / "blocks"
+    assert out.out == f"blocks -> {page} (new)\n"
+    assert "no layout" in out.err  # the site gives these pages none: said, with the fix
+    text = (page / "index.md").read_text()
+    fm = front_matter(text)
+    assert isinstance(fm["title"], str)
+    assert isinstance(fm["date"], dt.datetime)
+    assert all(isinstance(t, str) for t in fm["tags"])
+    links = image_links(text) + re.findall(r"\]\(([^)#:]+\.(?:csv|svg))\)", text)
+    assert len(links) == 6  # 2 figures, their SVGs, data.csv, comparisons.csv
+    for link in links:
+        assert (page / link).is_file(), link
+        assert not any(part.startswith((".", "_", "#", "~")) for part in Path(link).parts)

@@ -7,6 +7,7 @@ output re-runs just that cell and what depends on it.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import re
@@ -122,7 +123,9 @@ def test_post_has_every_section_and_numbers_from_the_logs(run):
     meta = front_matter(post)
     assert meta["title"] == "Tiny writes"
     assert meta["tags"] == ["dd", "test"]
-    assert str(meta["date"]) == pd.Timestamp.now("UTC").date().isoformat()
+    # A time with its offset (UTC), as Hugo and Jekyll read it; made today.
+    assert meta["date"].utcoffset() == dt.timedelta(0)
+    assert meta["date"].date() == pd.Timestamp.now("UTC").date()
     assert sections(post) == SECTIONS
     links = image_links(post)
     assert len(links) >= 1

@@ -531,7 +531,9 @@ def render(
     versions = sorted({v for v in cells["tool_version"].dropna()})
     context = {
         "exp": experiment,
-        "date": now.date().isoformat(),
+        # A full time with its offset, not a day: Hugo skips a page dated in the future, and
+        # a bare day is midnight in the site's time zone, hours ahead of UTC west of it.
+        "date": (now if now.tzinfo else now.replace(tzinfo=dt.UTC)).isoformat(timespec="seconds"),
         "axes": axes,
         "axis_values": {a: list(experiment["axes"][a]) for a in axes},
         "n_cells": cells["cell"].nunique(),

@@ -1,6 +1,7 @@
 """The commands for users: ``perfpost parse`` (tidy rows from logs made anywhere),
 ``compare`` (two runs' tidy tables), ``yarn-single-node`` (a YARN to try teragen on),
-``cells`` (every cell and its status) and ``rerun`` (new attempts of chosen cells)."""
+``cells`` (every cell and its status), ``rerun`` (new attempts of chosen cells) and
+``publish`` (posts into a Hugo or Jekyll site)."""
 
 from __future__ import annotations
 
@@ -202,6 +203,18 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     return subprocess.run(command, check=False).returncode
 
 
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from perfpost.analysis import publish
+
+    site = Path(args.site)
+    for p in publish.publish(site, args.experiments, args.section, args.replace):
+        print(f"{p.experiment} -> {p.dest} ({p.outcome})")
+    hint = publish.layout_hint(publish.detect(site), args.section)
+    if hint:
+        print(f"perfpost: note: {hint}", file=sys.stderr)
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     """The user commands, as subcommands of ``perfpost``."""
     from perfpost.clusters import yarn
@@ -283,3 +296,20 @@ def add_commands(sub: Any) -> None:
         help="everything after this goes to snakemake",
     )
     s.set_defaults(func=_cmd_rerun)
+
+    s = sub.add_parser(
+        "publish",
+        help="copy posts (reports/<experiment>/) into a Hugo or Jekyll site",
+        description="Copy each post's folder as it is into an existing site: a Hugo site "
+        "(hugo.toml or config.toml/yaml/json, and content/) gets content/SECTION/EXPERIMENT/, "
+        "a page bundle; a Jekyll site (_config.yml) gets SECTION/EXPERIMENT/, a page with its "
+        "files. A page already there that differs is never written over without --replace. "
+        "Run it where the posts were made.",
+    )
+    s.add_argument("experiments", nargs="*", metavar="EXPERIMENT", help="default: every post")
+    s.add_argument("--site", required=True, metavar="DIR", help="the site's root folder")
+    s.add_argument("--section", default="posts", help="the site's folder for them (posts)")
+    s.add_argument(
+        "--replace", action="store_true", help="replace a page already there that differs"
+    )
+    s.set_defaults(func=_cmd_publish)
