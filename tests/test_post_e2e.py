@@ -28,7 +28,6 @@ from scipy.stats import mannwhitneyu
 
 from perfpost.analysis import report, tidy
 from perfpost.cli import main
-from perfpost.units import format_value
 from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
 
 pytestmark = pytest.mark.e2e
@@ -39,6 +38,7 @@ SECTIONS = [
     "Test commands",
     "Environment",
     "Results",
+    "Validity",
     "Failed cells",
     "Detailed results",
     "Provenance",
@@ -158,8 +158,14 @@ def test_summary_numbers_equal_those_computed_from_the_table(run):
     # storage=blocked has no finished run, so the family has one test: p is not adjusted.
     want = expected_comparison(base, cand)
     (line,) = [ln for ln in post.splitlines() if ln.startswith("- 1M blocks vs 4k (storage=shm)")]
-    assert format_value(statistics.median(cand), "B/s") in line
-    assert format_value(statistics.median(base), "B/s") in line
+    # Both medians, in one unit of the sentence's choosing, to the 3 digits shown.
+    prefix = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+    shown = [
+        float(n.replace(",", "")) * prefix[p]
+        for n, p in re.findall(r"(\d[\d,]*(?:\.\d+)?) ([kMGT]?)B/s", line)
+    ]
+    for median in (statistics.median(cand), statistics.median(base)):
+        assert any(v == pytest.approx(median, rel=5e-3) for v in shown), (median, line)
     assert f"95% CI {want['low']:+.1%} .. {want['high']:+.1%}" in line
     assert "n = 5/5" in line
     assert f"Mann-Whitney p = {want['p']:.2g})" in line

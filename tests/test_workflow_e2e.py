@@ -30,6 +30,7 @@ SECTIONS = [
     "Test commands",
     "Environment",
     "Results",
+    "Validity",
     "Failed cells",
     "Detailed results",
     "Provenance",
@@ -194,6 +195,12 @@ def test_rerun_runs_only_failed_cells_and_never_finished_ones(run):
     post = (work / "reports" / "writes" / "index.md").read_text()
     assert "None: every run finished." in post
     assert "6 of 6 runs finished" in post
+    # The flaky cell's runs came from this second run of perfpost, the others from the first:
+    # the post says so, and no cell mixes the two (the failed attempts are no results).
+    sessions = {r["session"] for r in after.values() if r["status"] == "done"}
+    assert len(sessions) == 2
+    assert "**Sessions.** The runs came from 2 runs of perfpost (started " in post
+    assert "0 cell(s) have runs from more than one" in post
     assert planned_records(work) == []
 
 

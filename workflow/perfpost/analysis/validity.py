@@ -53,7 +53,7 @@ def _run_name(row: Any, axes: list[str]) -> str:
 def _ceiling(rotational: Any, transport: Any) -> tuple[float, str] | None:
     if transport == "sata":
         return SATA_CEILING, "SATA's line rate"
-    if rotational is True or rotational == "True":
+    if str(rotational).lower() in ("true", "1", "1.0"):  # a bool, or as cells.csv read it
         return ROTATIONAL_CEILING, "a rotational disk's"
     return None
 
@@ -143,9 +143,7 @@ def skew_check(tidy_df: pd.DataFrame, axes: list[str]) -> dict[str, Any] | None:
     return {"title": "Start skew", "facts": facts, "flags": flags}
 
 
-def sync_check(
-    tidy_df: pd.DataFrame, axes: list[str], threshold: float
-) -> dict[str, Any] | None:
+def sync_check(tidy_df: pd.DataFrame, axes: list[str], threshold: float) -> dict[str, Any] | None:
     """The sync step's share of write plus sync."""
     sync = _runs(tidy_df, "sync_time")
     if sync.empty:
@@ -190,7 +188,7 @@ def session_check(
     sessions = cells[cells["status"] == "done"].set_index(["cell", "host", "repeat"])["session"]
     runs = _runs(tidy_df, metric).copy()
     runs["session"] = [
-        sessions.get((c, h, r)) for c, h, r in zip(runs["cell"], runs["host"], runs["repeat"])
+        sessions.get(key) for key in zip(runs["cell"], runs["host"], runs["repeat"], strict=True)
     ]
     known = runs["session"].dropna()
     if known.empty:
@@ -205,7 +203,7 @@ def session_check(
     facts = [f"The runs came from {count} runs of perfpost ({_sessions(known)})."]
     flags = []
     mixed = 0
-    for (cell, host), sub in runs.groupby(["cell", "host"], sort=False):
+    for (_, host), sub in runs.groupby(["cell", "host"], sort=False):
         groups = [g["value"].tolist() for _, g in sub.groupby("session", sort=False)]
         if len(groups) < 2:
             continue

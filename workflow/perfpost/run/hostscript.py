@@ -94,14 +94,15 @@ def drop_cache_script(workdir: str | None = None) -> str:
             "if command -v fincore >/dev/null 2>&1; then",
             f"  set -- $(find {w} -type f -exec fincore -b -n -o RES,SIZE {{}} + 2>/dev/null"
             " | awk '{r += $1; s += $2} END {printf \"%.0f %.0f\\n\", r, s}')",
-            '  res=${1:--} all=${2:--}',
+            "  res=${1:--} all=${2:--}",
             "fi",
             f"dev=$(df --output=source {w} 2>/dev/null | tail -n 1)",
             'disk=$(lsblk -ndo PKNAME "$dev" 2>/dev/null | tr -d " ")',
             '[ -n "$disk" ] || disk=$(lsblk -ndo NAME "$dev" 2>/dev/null | tr -d " ")',
             'rota=$(lsblk -ndo ROTA "/dev/$disk" 2>/dev/null | tr -d " ")',
             'tran=$(lsblk -ndo TRAN "/dev/$disk" 2>/dev/null | tr -d " ")',
-            f'echo "{CACHE_MARKER} $before $after $res $all ${{disk:--}} ${{rota:--}} ${{tran:--}}"',
+            f'echo "{CACHE_MARKER} $before $after $res $all '
+            '${disk:--} ${rota:--} ${tran:--}"',
         ]
     return "\n".join(lines) + "\n"
 

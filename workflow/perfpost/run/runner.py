@@ -101,6 +101,7 @@ CACHE_METRICS = {
     "files_resident": "files_cached_after_drop",
 }
 
+
 class _CellRun:
     def __init__(
         self,
