@@ -140,6 +140,18 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     reads = (work / "reports" / "local-reads" / "index.md").read_text()
     # 12 cells x 3 repeats; dropped-cache cells are measured as root and skipped otherwise.
     assert "36 runs in all" in reads
+    # Every post states its validity facts: one run of perfpost made every run; the drop's
+    # evidence where the cache was dropped (18 of the 36 runs, as root); sync's share where
+    # sync was timed.
+    for experiment in experiments:
+        post = (work / "reports" / experiment / "index.md").read_text()
+        assert "## Validity" in post
+        assert "**Sessions.** Every run came from one run of perfpost" in post
+    if os.geteuid() == 0:
+        assert "**Page cache dropped.** The page cache was dropped before 18 runs" in reads
+    for experiment in ("dd-fsync", "onefile"):
+        post = (work / "reports" / experiment / "index.md").read_text()
+        assert "**`sync` share.** `sync` after each run took " in post
     # The README's next step works with what scripts/setup installed.
     html = snakemake(work, "--report", "report.html", timeout=600)
     assert html.returncode == 0, html.stderr[-4000:]
