@@ -320,6 +320,9 @@ def test_perfpost_compare_warns_of_exactly_the_environment_fact_that_changed(run
     )
     assert warning.count("`") == 2  # that fact alone
     assert f"- localhost:\n  - `vm.dirty_ratio`: {old} -> {new}\n" in result.stdout
+    # Two tables named tidy.csv: the columns are named by where their paths part.
+    header = [c.strip() for c in result.stdout.splitlines()[0].split("|")]
+    assert header[4:6] == [before.parents[1].name, tmp_path.name]
 
     named = compare(before / "tidy.csv", after / "tidy.csv", "--changed", "vm.dirty_ratio")
     assert named.returncode == 0, named.stderr

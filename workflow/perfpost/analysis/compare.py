@@ -268,13 +268,18 @@ def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
             f"{r.n_base}+{r.n_cand} |"
         )
     tested = max((row.result.tests for row in rows), default=0)
+    why = (
+        f"p above {stats.ALPHA:g} after Holm's correction over the {tested} "
+        f"row{'' if tested == 1 else 's'} with enough runs, or too few runs for any 95% "
+        "interval"
+        if tested
+        else "no row has enough runs for any 95% interval"
+    )
     lines.append("")
     lines.append(
-        f'"~": no claim: p above {stats.ALPHA:g} after Holm\'s correction over the {tested} '
-        f"row{'' if tested == 1 else 's'} with enough runs, or too few runs for any 95% "
-        "interval. Medians over repeats and hosts. change: Hodges-Lehmann estimate of "
-        "candidate / baseline - 1 with its distribution-free 95% interval; p: two-sided "
-        "Mann-Whitney U."
+        f'"~": no claim: {why}. Medians over repeats and hosts. '
+        "change: Hodges-Lehmann estimate of candidate / baseline - 1 with its "
+        "distribution-free 95% interval; p: two-sided Mann-Whitney U."
     )
     return "\n".join(lines) + "\n"
 

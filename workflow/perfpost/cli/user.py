@@ -65,6 +65,18 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _side_names(base: str, candidate: str) -> tuple[str, str]:
+    """Column names for two tables: their file names, or as much of their paths as tells
+    them apart (before/results/x/tidy.csv and after/results/x/tidy.csv: before, after)."""
+    a, b = Path(base).resolve().parts, Path(candidate).resolve().parts
+    if a[-1] != b[-1]:
+        return a[-1], b[-1]
+    common = 0
+    while common < min(len(a), len(b)) - 1 and a[common] == b[common]:
+        common += 1
+    return a[common] if common < len(a) else base, b[common] if common < len(b) else candidate
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     """benchstat for perfpost: two runs' tidy tables, cell by cell; then what changed in
     their environments, with a warning when it is more than what ``--changed`` names."""
@@ -87,7 +99,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     rows = compare.compare_tables(tables[0], tables[1], args.metric or None)
     if not rows:
         raise PerfpostError("the two tables have no finished cell and metric in common")
-    print(compare.markdown(rows, Path(args.base).name, Path(args.candidate).name), end="")
+    print(compare.markdown(rows, *_side_names(args.base, args.candidate)), end="")
     base, cand = envdiff.read_run(args.base), envdiff.read_run(args.candidate)
     changed = args.changed or []
     diffs = envdiff.differences(base, cand, changed)
