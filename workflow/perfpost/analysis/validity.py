@@ -46,8 +46,36 @@ def _runs(tidy_df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return done[done["metric"] == metric]
 
 
-def _run_name(row: Any, axes: list[str]) -> str:
-    return f"`{_cell_name(row, axes)}` on {row.host}, repeat {row.repeat}"
+class _Flags:
+    """Flagged runs gathered per cell and host: one line each, naming its runs and the range
+    of what was measured (18 cold-read runs of 6 cells are 6 lines, not 18)."""
+
+    def __init__(self, axes: list[str]) -> None:
+        self.axes = axes
+        self.cells: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
+        self.names: dict[tuple[str, str], str] = {}
+
+    def add(self, row: Any, value: float, share: float = float("nan")) -> None:
+        key = (str(row.cell), str(row.host))
+        self.names.setdefault(key, _cell_name(row, self.axes))
+        self.cells.setdefault(key, []).append((int(row.repeat), value, share))
+
+    def lines(self, text: Any) -> list[str]:
+        """``text(values, shares)`` says what the runs' values and shares were."""
+        out = []
+        for (_, host), runs in self.cells.items():
+            runs.sort()
+            which = ", ".join(str(r) for r, _, _ in runs)
+            label = f"run{'s' if len(runs) > 1 else ''} {which}"
+            values = [v for _, v, _ in runs]
+            shares = [sh for _, _, sh in runs]
+            out.append(f"`{self.names[(_, host)]}` on {host}, {label}: {text(values, shares)}")
+        return out
+
+
+def _span(values: list[float], show: Any) -> str:
+    low, high = min(values), max(values)
+    return show(low) if show(low) == show(high) else f"{show(low)} .. {show(high)}"
 
 
 def _ceiling(rotational: Any, transport: Any) -> tuple[float, str] | None:
@@ -72,37 +100,48 @@ def cache_check(
         f"from {format_bytes(before['value'].median())} to "
         f"{format_bytes(after['value'].median())} (medians)."
     ]
-    flags = []
-    files = tidy_df[tidy_df["metric"] == "files_cached_after_drop"]
     if not resident.empty:
+        most = resident["value"].max()
         facts.append(
-            f"Of the files the runs read, at most {format_bytes(resident['value'].max())} were "
-            "still in the page cache when the measurement started (fincore)."
+            "None of the files the runs read was still in the page cache when the measurement "
+            "started (fincore)."
+            if most == 0
+            else f"Of the files the runs read, at most {format_bytes(most)} were still in the "
+            "page cache when the measurement started (fincore)."
         )
+    cached = _Flags(axes)
     sizes = _file_sizes(cells)
-    for row in files.itertuples(index=False):
+    for row in resident.itertuples(index=False):
         size = sizes.get((row.cell, row.host, row.repeat))
-        if row.status == "done" and size and row.value > FILES_CACHED_SHARE * size:
-            flags.append(
-                f"{_run_name(row, axes)}: {row.value / size:.0%} of its files were still cached "
-                "after the drop (a tmpfs, or files in use, cannot be dropped): its reads "
-                "measure memory."
-            )
+        if size and row.value > FILES_CACHED_SHARE * size:
+            cached.add(row, row.value, row.value / size)
+    flags = cached.lines(
+        lambda _, shares: (
+            f"{_span(shares, '{:.0%}'.format)} of its files were still cached "
+            "after the drop (a tmpfs, or files in use, cannot be dropped): its reads measure memory."
+        )
+    )
     if rate is not None:
         disks = cells.set_index(["cell", "host", "repeat"])
+        dropped = _dropped(after)
+        fast: dict[tuple[str, float, str], _Flags] = {}
         for row in _runs(tidy_df, rate).itertuples(index=False):
             key = (row.cell, row.host, row.repeat)
-            if key not in disks.index or row.unit != "B/s":
+            if key not in disks.index or key not in dropped or row.unit != "B/s":
                 continue
             info = disks.loc[key]
             limit = _ceiling(info.get("cache_rotational"), info.get("cache_transport"))
-            if limit is not None and row.value > limit[0] and key in _dropped(after):
-                flags.append(
-                    f"{_run_name(row, axes)}: {format_value(row.value, 'B/s')} from "
-                    f"`{info.get('cache_disk')}`, faster than {limit[1]} "
-                    f"{format_value(limit[0], 'B/s')}: served by a cache below the page cache "
-                    "(a virtual disk's host, a controller), not by the disk."
+            if limit is not None and row.value > limit[0]:
+                disk = str(info.get("cache_disk"))
+                fast.setdefault((disk, *limit), _Flags(axes)).add(row, row.value)
+        for (disk, ceiling, what), found in fast.items():
+            flags += found.lines(
+                lambda values, _, d=disk, c=ceiling, w=what: (
+                    f"{_span(values, lambda v: format_value(v, 'B/s'))} from `{d}`, faster "
+                    f"than {w} {format_value(c, 'B/s')}: served by a cache below the page "
+                    "cache (a virtual disk's host, a controller), not by the disk."
                 )
+            )
     return {"title": "Page cache dropped", "facts": facts, "flags": flags}
 
 
@@ -131,15 +170,18 @@ def skew_check(tidy_df: pd.DataFrame, axes: list[str]) -> dict[str, Any] | None:
         f"The hosts started within {sig(worst * 1000)} ms of each other (the largest skew of "
         f"{len(skew)} host runs)."
     ]
-    flags = []
+    skewed = _Flags(axes)
     for row in skew.itertuples(index=False):
         length = wall.get((row.cell, row.repeat, row.host))
         if length and row.value > SKEW_SHARE * length:
-            flags.append(
-                f"{_run_name(row, axes)}: start skew {sig(row.value * 1000)} ms is "
-                f"{row.value / length:.1%} of its {sig(length)} s: the hosts' aggregate "
-                f"throughput is not over one window (above {SKEW_SHARE:.0%})."
-            )
+            skewed.add(row, row.value, row.value / length)
+    flags = skewed.lines(
+        lambda values, shares: (
+            f"start skew {_span(values, lambda v: sig(v * 1000) + ' ms')}, "
+            f"{_span(shares, '{:.1%}'.format)} of the run's length: the hosts' aggregate "
+            f"throughput is not over one window (above {SKEW_SHARE:.0%})."
+        )
+    )
     return {"title": "Start skew", "facts": facts, "flags": flags}
 
 
@@ -150,24 +192,34 @@ def sync_check(tidy_df: pd.DataFrame, axes: list[str], threshold: float) -> dict
         return None
     wall = _runs(tidy_df, "wall_time").set_index(["cell", "host", "repeat"])["value"]
     shares = []
-    flags = []
+    slow = _Flags(axes)
     for row in sync.itertuples(index=False):
         length = wall.get((row.cell, row.host, row.repeat))
         if length is None:
             continue
         share = row.value / (length + row.value) if length + row.value > 0 else 0.0
         shares.append(share)
-        if share > SYNC_SHARE:
-            flags.append(
-                f"{_run_name(row, axes)}: sync took {sig(row.value)} s, {share:.0%} of write "
-                f"plus sync: the raw rate overstates what reached the disk"
-                + (" (the sync time added rate has it)." if row.value > threshold else ".")
-            )
+        # Only a sync the experiment counts as part of the write (over its threshold) can
+        # make the raw rate overstate it; a short one after a tiny write is no such sign.
+        if share > SYNC_SHARE and row.value > threshold:
+            slow.add(row, row.value, share)
+    flags = slow.lines(
+        lambda values, shares: (
+            f"sync took {_span(values, lambda v: sig(v) + ' s')}, "
+            f"{_span(shares, '{:.0%}'.format)} of write plus sync: the raw rate overstates "
+            "what reached the disk; the sync time added rate has it."
+        )
+    )
     added = int((sync["value"] > threshold).sum())
     facts = [
-        f"`sync` after each run took {share_text(shares)} of write plus sync; it took longer "
-        f"than {threshold:g} s in {added} of {len(sync)} runs, and was added to their write "
-        "time."
+        f"`sync` after each run took {share_text(shares)} of write plus sync; "
+        + (
+            f"it took longer than {threshold:g} s in {added} of {len(sync)} runs, and was "
+            "added to their write time."
+            if added
+            else f"it never took longer than {threshold:g} s, so no run's sync was added to "
+            "its write time."
+        )
     ]
     return {"title": "`sync` share", "facts": facts, "flags": flags}
 
