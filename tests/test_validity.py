@@ -155,9 +155,7 @@ def test_cold_reads_faster_than_the_disk_are_flagged():
     assert check is not None
     assert check["facts"][0].startswith("The page cache was dropped before 2 runs")
     (flag,) = check["flags"]
-    assert flag.startswith(
-        "`size=1` on h, run 1: 1.20 GB/s from `sda`, faster than a rotational"
-    )
+    assert flag.startswith("`size=1` on h, run 1: 1.20 GB/s from `sda`, faster than a rotational")
     # Over SATA the ceiling is the link's 600 MB/s: 1.2 GB/s is still too fast, 200 MB/s not.
     table["cache_rotational"] = False
     table["cache_transport"] = "sata"

@@ -113,7 +113,7 @@ def cluster_pending(plan: Plan) -> dict[str, list[str]]:
     for name, exp in plan.experiments.items():
         if not exp.cluster_specs:
             continue
-        for record in current_records(plan, name):
+        for record in current_records(plan, name) + _undecided_runs(plan, name):
             rec = _read(Path(record))
             if rec is not None and _finished(rec):
                 continue
@@ -121,6 +121,25 @@ def cluster_pending(plan: Plan) -> dict[str, list[str]]:
             for c in exp.cluster_specs.get(cell, []):
                 ident = ClusterSpec.from_dict(c).ident()
                 out.setdefault(ident, []).append(record)
+    return out
+
+
+def _undecided_runs(plan: Plan, experiment: str) -> list[str]:
+    """The runs a cell with a precision target may still get, up to ``max``: its clusters
+    stay up for them, until its rounds decide (:func:`perfpost.run.deploy.settle`)."""
+    exp = plan.experiments[experiment]
+    if not exp.precision:
+        return []
+    cells = Path(paths.fill(paths.CELLS_DIR, experiment=experiment))
+    tried = set(os.listdir(cells)) if cells.is_dir() else set()
+    out = []
+    for cell in exp.cells:
+        for host in exp.hosts:
+            runs = plan.planned_runs(experiment, cell.id, host)
+            decided = read_round(Path(paths.round_decision(experiment, cell.id, host, runs)))
+            if decided is None or decided.get("more"):
+                later = range(runs + 1, exp.max_repeats + 1)
+                out += _records(plan, experiment, cell.id, host, later, tried)
     return out
 
 
@@ -447,7 +466,10 @@ def round_settings(plan: Plan, wildcards: Any) -> str:
             f"{wildcards.experiment}: no round after {wildcards.runs} runs (see `repeats:`)"
         )
     before = [r for r in rounds(settings) if r < int(wildcards.runs)]
-    return json.dumps({**settings, "previous": before[-1] if before else 0}, sort_keys=True)
+    specs = plan.experiments[wildcards.experiment].cluster_specs.get(wildcards.cell, [])
+    idents = sorted({ClusterSpec.from_dict(c).ident() for c in specs})
+    extra = {"previous": before[-1] if before else 0, "clusters": idents}
+    return json.dumps({**settings, **extra}, sort_keys=True)
 
 
 def precision_experiments(plan: Plan) -> str:

@@ -117,8 +117,8 @@ def cache_check(
             cached.add(row, row.value, row.value / size)
     flags = cached.lines(
         lambda _, shares: (
-            f"{_span(shares, '{:.0%}'.format)} of its files were still cached "
-            "after the drop (a tmpfs, or files in use, cannot be dropped): its reads measure memory."
+            f"{_span(shares, '{:.0%}'.format)} of its files were still cached after the "
+            "drop (a tmpfs, or files in use, cannot be dropped): its reads measure memory."
         )
     )
     if rate is not None:

@@ -204,6 +204,18 @@ def _cmd_round(args: argparse.Namespace) -> int:
     loaded = _load_records(args.records)
     decision = precision.decide([r for _, r in loaded], settings, settings["previous"])
     write_json_atomic(args.out, decision)
+    if not decision["more"] and settings.get("clusters"):
+        # The runs after this one will never come: its clusters need not wait for them.
+        from perfpost.run import deploy
+
+        here = Path(args.out).parents[1]  # results/<experiment>/cells/<cell>/<host>
+
+        def never(record: str) -> bool:
+            p = Path(record)
+            return p.parents[2] == here and int(p.parents[1].name[1:]) > decision["runs"]
+
+        for line in deploy.settle(settings["clusters"], never):
+            print(f"perfpost: {line}")
     shown = "n/a" if decision["precision"] is None else f"{decision['precision']:.2%}"
     print(
         f"{decision['runs']} runs, {decision['finished']} finished: median "

@@ -28,7 +28,7 @@ import re
 import shlex
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -430,6 +430,49 @@ def stop_owned(
                 continue
             _teardown(sdir, state, why)
             said.append(f"stopped cluster {state.get('name')} ({cdir.name}): {why}")
+    return said
+
+
+def settle(idents: Iterable[str], never: Callable[[str], bool], root: Path = Path()) -> list[str]:
+    """Runs that will never come leave the pending list (``never`` says which: a cell whose
+    precision was reached before its ``max`` runs), and a cluster of ``idents`` that no cell
+    uses and none of this run's cells still needs is stopped now, not at the run's end."""
+    said: list[str] = []
+    path = root / paths.CLUSTERS_PENDING
+    if not path.exists():
+        return said
+    with _flock(path.with_name("pending.lock")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return said
+        if data.get("owner") != owner():
+            return said
+        data["clusters"] = {
+            k: [p for p in v if not never(p)] for k, v in data.get("clusters", {}).items()
+        }
+        write_pending(data["clusters"], root)
+    for ident in idents:
+        cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=ident)
+        starts = _starts(cdir)
+        if not starts:
+            continue
+        use_fd = os.open(cdir / "use.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            with _flock(cdir / "start.lock"):
+                try:
+                    fcntl.flock(use_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a cell uses it: the last one to release it stops it
+                if _pending(root, ident, None):
+                    continue
+                sdir = cdir / f"start-{starts[-1]}"
+                state = _read_state(sdir)
+                if state is not None and state["status"] == "up" and state.get("owner") == owner():
+                    _teardown(sdir, state, "no other cell of this run needs it")
+                    said.append(f"stopped cluster {state.get('name')} ({ident})")
+        finally:
+            os.close(use_fd)
     return said
 
 
