@@ -31,6 +31,8 @@ TIDY_PARQUET = EXPERIMENT_DIR + "/tidy.parquet"
 TIDY_SCHEMA = EXPERIMENT_DIR + "/tidy.schema.json"
 CELLS_CSV = EXPERIMENT_DIR + "/cells.csv"
 SERIES_CSV = EXPERIMENT_DIR + "/series.csv"
+# Per run: the warm-up MSER-5 found in its series, and whether the rest was steady.
+STEADY_CSV = EXPERIMENT_DIR + "/steady.csv"
 TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"
 FIGURES_LOG = EXPERIMENT_DIR + "/logs/figures.log"
 POST_LOG = EXPERIMENT_DIR + "/logs/post.log"
