@@ -45,6 +45,7 @@ POST_DIR = REPORTS + "/{experiment}"
 POST = POST_DIR + "/index.md"
 POST_DATA = POST_DIR + "/data.csv"
 POST_COMPARISONS = POST_DIR + "/comparisons.csv"
+POST_STEADY = POST_DIR + "/steady.csv"  # the steady-state table, in the bundle
 FIGURES_DIR = POST_DIR + "/figures"
 
 # Clusters perfpost deployed: one directory per configuration (its id), one per start in it

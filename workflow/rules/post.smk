@@ -46,6 +46,7 @@ rule post:
             subcategory="comparisons",
             labels={"table": "comparisons"},
         ),
+        steady=paths.POST_STEADY,
     log:
         paths.POST_LOG,
     conda:
@@ -59,4 +60,5 @@ rule post:
         " --cells {input.cells:q} --steady {input.steady:q} --figures {input.figures:q}"
         " --env {input.env:q}"
         " --out {output.post:q} --data {output.data:q}"
-        " --comparisons {output.comparisons:q} > {log:q} 2>&1"
+        " --comparisons {output.comparisons:q} --steady-data {output.steady:q}"
+        " > {log:q} 2>&1"

@@ -16,7 +16,9 @@ progress, one rate per interval between two progress lines, see
    The first ``5 d`` observations are the warm-up.
    A drop longer than :data:`WARMUP_MAX_FRACTION` of the batches is not taken as a warm-up:
    MSER truncates at any early level change, and a level held for a third of the run and then
-   left is a step (found by 3), not a start-up transient.
+   left is a step (found by 3), not a start-up transient. The truncation is then the least
+   MSER within the first third, when that is a minimum inside it (a transient before the
+   step, as a cache's peak before a throttle), else none.
 2. **Too short**: the tests below need at least :func:`min_batches` batch means after the
    warm-up (9 at alpha 0.05: the fewest at which Pettitt's test can reject at all, see
    below); a shorter series, or a shorter rest, is "too short to say", never steady.
@@ -241,8 +243,12 @@ def analyse(t: Any, completed: Any, rate: Any) -> Steady:
     start_c = c[[i - 1 for i in obs]]
     k = n // BATCH
     d = mser5(x)
-    if d > k * WARMUP_MAX_FRACTION:
-        d = 0  # a level held this long is not a warm-up: the tests see the whole run
+    cap = int(k * WARMUP_MAX_FRACTION)
+    if d > cap:
+        # A level held this long is not a warm-up; a transient before it still is, where
+        # MSER has a minimum of its own inside the first third (not at its end, still falling).
+        inside = int(np.argmin(mser(batch_means(x))[: cap + 1]))
+        d = inside if inside < cap else 0
     drop = d * BATCH
     kept = x[drop:]
     base = Steady(n, drop, float(start_t[drop]), whole, None, SHORT)
@@ -317,3 +323,96 @@ def read(path: str | Path) -> pd.DataFrame:
             f"expected {STEADY_SCHEMA_VERSION}"
         )
     return df
+
+
+METHOD = (
+    "Steady state, per run, from its progress series (one rate per interval between two "
+    "progress lines): the warm-up is cut by MSER-5 (White 1997; White, Cobb & Spratt 2000): "
+    "the rates are averaged in batches of 5 and the first d batches dropped, d (within the "
+    "first half) minimising the squared deviations of the rest over (batches left)^2; a drop "
+    "longer than a third of the run is not taken as warm-up (a shorter MSER minimum inside "
+    "the first third then is). The rest is steady unless a "
+    "Mann-Kendall test (trend) or Pettitt's test (step, p from {perms:,} permutations) on its "
+    "batch means rejects at {each:g} each ({alpha:g} for the two together, Bonferroni); a "
+    "run with fewer than {min} rates after its warm-up ({min} s at a progress line a second) is "
+    "too short to say. Rates are "
+    "operations over seconds of the series; the whole-run rate is over the whole series."
+)
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def describe(row: dict[str, Any]) -> str:
+    """A run's verdict as the post says it, from its row of the table."""
+    verdict = row["verdict"]
+    if verdict == SHORT:
+        warm = row.get("warmup_samples")
+        left = int(row["samples"]) - (0 if pd.isna(warm) else int(warm))
+        after = "" if pd.isna(warm) or not warm else " after the warm-up"
+        return f"too short to say ({left} rates{after}, {int(row['min_samples'])} needed)"
+    if verdict == STEP:
+        return (
+            f"step at t={row['step_t']:.0f} s ({_num(row['step_before'])} to "
+            f"{_num(row['step_after'])} ops/s)"
+        )
+    if verdict == TREND:
+        per_min = row["trend_slope"] * 60
+        way = "rising" if per_min > 0 else "falling"
+        return f"trend, {way} {_num(abs(per_min))} ops/s per minute"
+    return verdict
+
+
+def section(df: pd.DataFrame | None) -> dict[str, Any] | None:
+    """What the post says of the steady state: a row per run, the runs that never reached a
+    steady state and those too short to say, and the method; None without series."""
+    if df is None or df.empty:
+        return None
+    rows, never, short = [], [], []
+    for r in df.to_dict("records"):
+        name = f"`{r['cell']}` on {r['host']}, repeat {r['repeat']}"
+        said = describe(r)
+        warm = r.get("warmup_samples")
+        if pd.isna(warm):
+            warmup = "n/a"
+        elif warm:
+            warmup = f"{r['warmup_end_t']:.0f} s ({int(warm)} rates)"
+        else:
+            warmup = "none"
+        steady_rate = _num(r["steady_rate"]) if pd.notna(r["steady_rate"]) else "not steady"
+        if r["verdict"] == SHORT:
+            steady_rate = "n/a"
+            short.append(f"{name} {said.removeprefix('too short to say ')}")
+        elif r["verdict"] not in STEADY_VERDICTS:
+            never.append(f"{name}: {said}")
+        rows.append(
+            [
+                f"`{r['cell']}`",
+                str(r["host"]),
+                str(r["repeat"]),
+                _num(r["whole_rate"]) if pd.notna(r["whole_rate"]) else "n/a",
+                steady_rate,
+                warmup,
+                said,
+            ]
+        )
+    return {
+        "header": [
+            "test",
+            "host",
+            "repeat",
+            "whole-run rate (ops/s)",
+            "steady-state rate (ops/s)",
+            "warm-up",
+            "verdict",
+        ],
+        "rows": rows,
+        "n": len(rows),
+        "n_steady": sum(v in STEADY_VERDICTS for v in df["verdict"]),
+        "never": never,
+        "short": short,
+        "method": METHOD.format(
+            perms=PERMUTATIONS, each=ALPHA / TESTS, alpha=ALPHA, min=MIN_SAMPLES
+        ),
+    }

@@ -276,6 +276,7 @@ def _cmd_post(args: argparse.Namespace) -> int:
         Path(args.data),
         comparisons_csv=Path(args.comparisons) if args.comparisons else None,
         steady_df=steady.read(args.steady) if args.steady else None,
+        steady_csv=Path(args.steady_data) if args.steady_data else None,
     )
     print(f"post -> {out}")
     return 0
@@ -346,4 +347,5 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--out", required=True)
     s.add_argument("--data", required=True, help="where the post's CSV goes")
     s.add_argument("--comparisons", help="where the comparisons' CSV goes")
+    s.add_argument("--steady-data", help="where the post's copy of the steady-state table goes")
     s.set_defaults(func=_cmd_post)
