@@ -266,8 +266,7 @@ def test_the_figure_marks_the_boundaries_at_their_times_with_a_legend_inside(tmp
     assert "step (Pettitt)" not in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
-def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_path):
-    _, table = _real_table()
+def _post(tmp_path, **kw):
     exp = {
         "name": "e",
         "title": "t",
@@ -288,9 +287,22 @@ def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_pa
     }
     cells = pd.DataFrame(columns=list(tidy.CELL_COLUMNS))
     tidy_df = tidy.from_records([], ["case"])
-    post = report.render(
-        exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv", steady_df=table
+    return report.render(
+        exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv", **kw
     )
+
+
+def test_a_post_without_series_has_no_steady_state_but_writes_the_declared_table(tmp_path):
+    # The workflow declares the bundle's steady.csv for every post: dd's too, header alone.
+    post = _post(tmp_path, steady_df=None, steady_csv=tmp_path / "s.csv")
+    assert "Steady state" not in post
+    assert (tmp_path / "s.csv").read_text().startswith("schema_version,experiment,cell,")
+    assert steady.read(tmp_path / "s.csv").empty
+
+
+def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_path):
+    _, table = _real_table()
+    post = _post(tmp_path, steady_df=table)
     summary = post.split("## Summary")[1].split("## ")[0]
     (line,) = [ln for ln in summary.splitlines() if "Steady state" in ln]
     step = table.iloc[1]

@@ -494,6 +494,9 @@ def render(
     starts = pd.to_datetime(cells["start"].dropna(), utc=True, format="ISO8601")
     ends = pd.to_datetime(cells["end"].dropna(), utc=True, format="ISO8601")
     now = now or dt.datetime.now(dt.UTC)
+    # Written whenever there is a table or a place was asked for (the workflow declares it):
+    # a tool without series gets the header alone.
+    write_steady = steady_df is not None or steady_csv is not None
     steady_csv = steady_csv or data_csv.with_name(Path(paths.POST_STEADY).name)
     versions = sorted({v for v in cells["tool_version"].dropna()})
     context = {
@@ -557,8 +560,8 @@ def render(
     text = env.get_template("post.md.j2").render(**context)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(data_csv, tidy_df.to_csv(index=False))
-    if steady_df is not None and not steady_df.empty:
-        steady.write(steady_df, steady_csv)
+    if write_steady:
+        steady.write(steady_df if steady_df is not None else steady.table(None), steady_csv)
     if comparisons_csv is not None:
         table = pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS)
         write_text_atomic(comparisons_csv, table.to_csv(index=False))

@@ -43,6 +43,13 @@ progress, one rate per interval between two progress lines, see
 
 Verdicts (:data:`VERDICTS`): ``steady``, ``warm-up then steady``, ``trend``, ``step``,
 ``too short``. Rates are time-weighted (operations over seconds) like the run's own rate.
+
+Limits: one change is looked for, so a rate that falls and comes back (a U) can pass both
+tests; a warm-up followed by a step inside the first third is one level change to MSER. Batch
+means of 5 one-second rates still carry load that lasts longer than 5 s (other jobs on a
+shared host), which makes the tests reject somewhat more often than alpha says. 45 rates is
+the least that allows a verdict, not one with much power: a step near an end of a short rest
+can go unseen.
 """
 
 from __future__ import annotations
@@ -286,11 +293,11 @@ def analyse(t: Any, completed: Any, rate: Any) -> Steady:
     )
 
 
-def table(series: pd.DataFrame) -> pd.DataFrame:
+def table(series: pd.DataFrame | None) -> pd.DataFrame:
     """One row per run of a series table (``series.csv``), in its order: see
-    :data:`COLUMN_DOCS`."""
+    :data:`COLUMN_DOCS`. No series (None or no rows): the header alone."""
     rows = []
-    if not series.empty:
+    if series is not None and not series.empty:
         for key, run in series.groupby(list(RUN_KEYS), sort=False):
             run = run.sort_values("t", kind="stable")
             found = analyse(run["t"], run["completed"], run["rate"])
