@@ -20,7 +20,7 @@ progress, one rate per interval between two progress lines, see
    MSER within the first third, when that is a minimum inside it (a transient before the
    step, as a cache's peak before a throttle), else none.
 2. **Too short**: the tests below need at least :func:`min_batches` batch means after the
-   warm-up (9 at alpha 0.05: the fewest at which Pettitt's test can reject at all, see
+   warm-up (9 at 0.025 a test: the fewest at which Pettitt's test can reject at all, see
    below); a shorter series, or a shorter rest, is "too short to say", never steady.
 3. **Stationarity of the rest**, on the kept batch means (batching reduces the dependence
    between neighbouring 1 s rates), with family-wise :data:`ALPHA` = 0.05 split equally
@@ -35,8 +35,8 @@ progress, one rate per interval between two progress lines, see
      so a table is reproducible; Pettitt's own approximation is far too conservative at ten
      batches), or from that approximation past :data:`PERMUTATION_MAX_BATCHES` batches.
 
-   When either rejects, the shape is the one that fits the batch means better: two levels
-   (the best single split) or a line (least squares); both have two parameters. A step is
+   When either rejects, the shape is the one with the smaller squared error on the batch
+   means: two levels (the best single split) or a line (least squares). A step is
    then placed to the observation inside the batches either side of that split (the split of
    the observations with the least squared error), and reported at the time between the two
    observations it separates.
