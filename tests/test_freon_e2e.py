@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from perfpost import provision
+from perfpost.analysis import steady
 from tests.e2e import image_links, make_checkout, sections, snakemake
 
 pytestmark = pytest.mark.e2e
@@ -149,11 +150,19 @@ def test_freon_metrics_series_and_post(freon_run):
     series = pd.read_csv(work / "results" / "cmdw" / "series.csv")
     assert set(series["host"]) == {"localhost", "h1"}
     assert (series.groupby(["cell", "host"])["completed"].max() == 3000).all()
+    # These runs take seconds: far fewer than the 45 rates a steady-state verdict needs.
+    found = steady.read(work / "results" / "cmdw" / "steady.csv")
+    runs = series[["cell", "host", "repeat"]].drop_duplicates()
+    assert len(found) == len(runs)
+    assert set(found["verdict"]) == {steady.SHORT}
+    assert (found["samples"] < steady.MIN_SAMPLES).all()
     post = (work / "reports" / "cmdw" / "index.md").read_text()
     assert "Summary" in sections(post)
     assert "Every run:" in post
     assert post.count("| localhost | 1 |") >= 2
     assert "rate_over_time.png" in post
+    assert f"0 of {len(runs)} runs with a progress series reached one" in post
+    assert (work / "reports" / "cmdw" / "steady.csv").is_file()  # the bundle's own copy
     for link in image_links(post):
         assert (work / "reports" / "cmdw" / link).is_file()
     assert "-D hdds.datanode.dir=$WORK/data" in post  # {work} became the run's directory

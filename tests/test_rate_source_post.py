@@ -77,6 +77,8 @@ def post(tmp_path: Path, runs: dict[str, str]) -> str:
         out=str(tmp_path / "post" / "index.md"),
         data=str(tmp_path / "post" / "data.csv"),
         comparisons=None,
+        steady=None,
+        steady_data=None,
     )
     assert steps._cmd_post(args) == 0
     text = (tmp_path / "post" / "index.md").read_text()

@@ -35,6 +35,8 @@ TIDY_PARQUET = EXPERIMENT_DIR + "/tidy.parquet"
 TIDY_SCHEMA = EXPERIMENT_DIR + "/tidy.schema.json"
 CELLS_CSV = EXPERIMENT_DIR + "/cells.csv"
 SERIES_CSV = EXPERIMENT_DIR + "/series.csv"
+# Per run: the warm-up MSER-5 found in its series, and whether the rest was steady.
+STEADY_CSV = EXPERIMENT_DIR + "/steady.csv"
 TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"
 FIGURES_LOG = EXPERIMENT_DIR + "/logs/figures.log"
 POST_LOG = EXPERIMENT_DIR + "/logs/post.log"
@@ -47,6 +49,7 @@ POST_DIR = REPORTS + "/{experiment}"
 POST = POST_DIR + "/index.md"
 POST_DATA = POST_DIR + "/data.csv"
 POST_COMPARISONS = POST_DIR + "/comparisons.csv"
+POST_STEADY = POST_DIR + "/steady.csv"  # the steady-state table, in the bundle
 FIGURES_DIR = POST_DIR + "/figures"
 
 # Clusters perfpost deployed: one directory per configuration (its id), one per start in it

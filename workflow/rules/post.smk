@@ -5,6 +5,7 @@ rule figures:
     input:
         tidy=paths.TIDY_PARQUET,
         series=paths.SERIES_CSV,
+        steady=paths.STEADY_CSV,
     output:
         report(
             directory(paths.FIGURES_DIR),
@@ -24,7 +25,7 @@ rule figures:
         exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
         "perfpost figures --experiment {params.exp:q} --tidy {input.tidy:q}"
-        " --series {input.series:q} --out-dir {output:q}"
+        " --series {input.series:q} --steady {input.steady:q} --out-dir {output:q}"
         " > {log:q} 2>&1"
 
 
@@ -32,6 +33,7 @@ rule post:
     input:
         tidy=paths.TIDY_PARQUET,
         cells=paths.CELLS_CSV,
+        steady=paths.STEADY_CSV,
         figures=paths.FIGURES_DIR,
         env=lambda wc: glue.env_files(PLAN, wc.experiment),
     output:
@@ -44,6 +46,7 @@ rule post:
             subcategory="comparisons",
             labels={"table": "comparisons"},
         ),
+        steady=paths.POST_STEADY,
     log:
         paths.POST_LOG,
     conda:
@@ -54,6 +57,8 @@ rule post:
         exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
         "perfpost post --experiment {params.exp:q} --tidy {input.tidy:q}"
-        " --cells {input.cells:q} --figures {input.figures:q} --env {input.env:q}"
+        " --cells {input.cells:q} --steady {input.steady:q} --figures {input.figures:q}"
+        " --env {input.env:q}"
         " --out {output.post:q} --data {output.data:q}"
-        " --comparisons {output.comparisons:q} > {log:q} 2>&1"
+        " --comparisons {output.comparisons:q} --steady-data {output.steady:q}"
+        " > {log:q} 2>&1"

@@ -22,6 +22,7 @@ rule tables:
             labels={"table": "cells"},
         ),
         series=paths.SERIES_CSV,
+        steady=paths.STEADY_CSV,
     log:
         paths.TABLES_LOG,
     conda:

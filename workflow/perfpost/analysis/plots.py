@@ -527,17 +527,36 @@ def plot_experiment(
     return drawn
 
 
-def series_figure(series: pd.DataFrame, title: str) -> Figure | None:
+WARMUP_STYLE = {"linestyle": "--", "linewidth": 1.1}
+STEP_STYLE = {"linestyle": ":", "linewidth": 1.6}
+
+
+def _boundaries(steady: pd.DataFrame | None) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """Per run (cell, host, repeat): the steady-state table's row, for the lines it draws."""
+    if steady is None or steady.empty:
+        return {}
+    return {
+        (str(r["cell"]), str(r["host"]), int(r["repeat"])): r for r in steady.to_dict("records")
+    }
+
+
+def series_figure(
+    series: pd.DataFrame, title: str, steady: pd.DataFrame | None = None
+) -> Figure | None:
     """Rate over time from a tool's progress, not yet saved: one colour per cell, one line
-    per run; None when there is nothing to draw."""
+    per run; None when there is nothing to draw. With ``steady`` (the steady-state table),
+    each run's warm-up end is a dashed vertical line and a step a dotted one, in the run's
+    colour, so a reader sees which part the steady-state rate comes from."""
     data = series[series["rate"].notna()] if not series.empty else series
     if data.empty:
         return None
+    marks = _boundaries(steady)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     handles, names = [], []
+    drawn = {"warmup": False, "step": False}
     for i, (cell, sub) in enumerate(data.groupby("cell", sort=False)):
         colour = COLOURS[i % len(COLOURS)]
-        for _, run in sub.groupby(["host", "repeat"], sort=False):
+        for (host, repeat), run in sub.groupby(["host", "repeat"], sort=False):
             ax.plot(
                 run["t"],
                 run["rate"],
@@ -547,21 +566,42 @@ def series_figure(series: pd.DataFrame, title: str) -> Figure | None:
                 marker="o",
                 markersize=2.5,
             )
+            mark = marks.get((str(cell), str(host), int(repeat)))
+            if mark is None:
+                continue
+            if (mark.get("warmup_samples") or 0) > 0:
+                ax.axvline(mark["warmup_end_t"], color=colour, gid="warmup", **WARMUP_STYLE)
+                drawn["warmup"] = True
+            if pd.notna(mark.get("step_t")):
+                ax.axvline(mark["step_t"], color=colour, gid="step", **STEP_STYLE)
+                drawn["step"] = True
         handles.append(Line2D([], [], color=colour, linewidth=1.2, marker="o", markersize=2.5))
         names.append(str(cell).replace(",", ", "))
+    lines = []
+    if drawn["warmup"]:
+        lines.append((Line2D([], [], color="0.3", **WARMUP_STYLE), "warm-up end (MSER-5)"))
+    if drawn["step"]:
+        lines.append((Line2D([], [], color="0.3", **STEP_STYLE), "step (Pettitt)"))
     ax.set_xlabel("time since the run started (s)")
     log = _scale_y(ax, data["rate"].tolist())
     ax.set_ylabel("rate (operations/s" + (", log scale)" if log else ")"))
     fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
     ax.grid(alpha=0.3)
     if len(names) <= SERIES_LEGEND_MAX:
-        legend = _legend_below(fig, handles, names, "one colour per cell, one line per run")
+        legend = _legend_below(
+            fig,
+            handles + [h for h, _ in lines],
+            names + [n for _, n in lines],
+            "one colour per cell, one line per run",
+        )
         bottom = legend.get_window_extent().height / fig.dpi + 0.05
     else:
+        said = "; ".join(f"{'dashed' if n.startswith('warm') else 'dotted'}: {n}" for _, n in lines)
         fig.text(
             0.5,
             0.01,
-            f"{len(names)} cells, one line per run; colours repeat every {len(COLOURS)} cells",
+            f"{len(names)} cells, one line per run; colours repeat every {len(COLOURS)} cells"
+            + (f"; {said}" if said else ""),
             ha="center",
             va="bottom",
             fontsize=8,
@@ -572,13 +612,15 @@ def series_figure(series: pd.DataFrame, title: str) -> Figure | None:
     return fig
 
 
-def plot_series(series: pd.DataFrame, title: str, out_base: Path) -> dict[str, str] | None:
+def plot_series(
+    series: pd.DataFrame, title: str, out_base: Path, steady: pd.DataFrame | None = None
+) -> dict[str, str] | None:
     """Rate over time from a tool's progress (:func:`series_figure`), saved.
 
     A steady line is what a benchmark wants to see; a falling one means a cache filled up
     or the device slowed down, and the mean rate alone would hide it.
     """
-    fig = series_figure(series, title)
+    fig = series_figure(series, title, steady)
     return _save(fig, out_base, "rate_over_time") if fig is not None else None
 
 

@@ -22,7 +22,15 @@ import pandas as pd
 
 from perfpost import __version__, paths, records
 from perfpost import tools as adapters
-from perfpost.analysis import commands, compare, instrumented, precision, stats, validity
+from perfpost.analysis import (
+    commands,
+    compare,
+    instrumented,
+    precision,
+    stats,
+    steady,
+    validity,
+)
 from perfpost.records import write_text_atomic
 from perfpost.units import (
     format_bytes,
@@ -502,8 +510,13 @@ def render(
     data_csv: Path,
     now: dt.datetime | None = None,
     comparisons_csv: Path | None = None,
+    steady_df: pd.DataFrame | None = None,
+    steady_csv: Path | None = None,
 ) -> str:
-    """Write the post to ``out`` (and the tidy data beside it); returns the markdown."""
+    """Write the post to ``out`` (and the tidy data beside it); returns the markdown.
+    ``steady_df``: the steady-state table (:mod:`perfpost.analysis.steady`), where the tool
+    reported a series; copied to ``steady_csv`` (default: beside ``data_csv``), so the
+    bundle links to its own copy."""
     adapter = adapters.get(experiment["tool"])
     axes = list(experiment["axes"])
     hosts = list(experiment["hosts"])
@@ -528,6 +541,10 @@ def render(
     starts = pd.to_datetime(cells["start"].dropna(), utc=True, format="ISO8601")
     ends = pd.to_datetime(cells["end"].dropna(), utc=True, format="ISO8601")
     now = now or dt.datetime.now(dt.UTC)
+    # Written whenever there is a table or a place was asked for (the workflow declares it):
+    # a tool without series gets the header alone.
+    write_steady = steady_df is not None or steady_csv is not None
+    steady_csv = steady_csv or data_csv.with_name(Path(paths.POST_STEADY).name)
     versions = sorted({v for v in cells["tool_version"].dropna()})
     context = {
         "exp": experiment,
@@ -554,6 +571,8 @@ def render(
         "validity": validity.checks(
             tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None
         ),
+        "steady": steady.section(steady_df),
+        "steady_csv": steady_csv.name,
         "figures": [
             {
                 **f,
@@ -594,6 +613,8 @@ def render(
     text = env.get_template("post.md.j2").render(**context)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(data_csv, tidy_df.to_csv(index=False))
+    if write_steady:
+        steady.write(steady_df if steady_df is not None else steady.table(None), steady_csv)
     if comparisons_csv is not None:
         table = pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS)
         write_text_atomic(comparisons_csv, table.to_csv(index=False))

@@ -181,7 +181,8 @@ def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
-    from perfpost.analysis import tidy
+    from perfpost import paths
+    from perfpost.analysis import steady, tidy
     from perfpost.records import write_text_atomic
 
     loaded = _load_records(args.records)
@@ -192,6 +193,7 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     series = tidy.series_table([r for _, r in loaded], axes)
     write_text_atomic(out / "cells.csv", tidy.cells_table(loaded).to_csv(index=False))
     write_text_atomic(out / "series.csv", series.to_csv(index=False))
+    steady.write(steady.table(series), out / Path(paths.STEADY_CSV).name)
     print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
     return 0
 
@@ -257,9 +259,15 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     if args.series:
         import pandas as pd
 
+        from perfpost.analysis import steady
+
         series = pd.read_csv(args.series)
+        found = steady.read(args.steady) if args.steady else None
         fig = plots.plot_series(
-            series, f"{exp['title']}: rate over time", Path(args.out_dir) / "rate_over_time"
+            series,
+            f"{exp['title']}: rate over time",
+            Path(args.out_dir) / "rate_over_time",
+            found,
         )
         if fig:
             drawn.append(fig)
@@ -275,7 +283,7 @@ def _cmd_post(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from perfpost import tools
-    from perfpost.analysis import report, tidy
+    from perfpost.analysis import report, steady, tidy
 
     exp = json.loads(args.experiment)
     tidy_df = tidy.read(args.tidy)
@@ -296,6 +304,8 @@ def _cmd_post(args: argparse.Namespace) -> int:
         out,
         Path(args.data),
         comparisons_csv=Path(args.comparisons) if args.comparisons else None,
+        steady_df=steady.read(args.steady) if args.steady else None,
+        steady_csv=Path(args.steady_data) if args.steady_data else None,
     )
     print(f"post -> {out}")
     return 0
@@ -358,6 +368,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--experiment", required=True, help="the experiment as JSON")
     s.add_argument("--tidy", required=True)
     s.add_argument("--series", help="the time-series table (series.csv)")
+    s.add_argument("--steady", help="the steady-state table (steady.csv), to mark boundaries")
     s.add_argument("--out-dir", required=True)
     s.set_defaults(func=_cmd_figures)
 
@@ -365,9 +376,11 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--experiment", required=True, help="the experiment as JSON")
     s.add_argument("--tidy", required=True)
     s.add_argument("--cells", required=True)
+    s.add_argument("--steady", help="the steady-state table (steady.csv)")
     s.add_argument("--figures", required=True, help="the figures directory")
     s.add_argument("--env", nargs="*", default=[])
     s.add_argument("--out", required=True)
     s.add_argument("--data", required=True, help="where the post's CSV goes")
     s.add_argument("--comparisons", help="where the comparisons' CSV goes")
+    s.add_argument("--steady-data", help="where the post's copy of the steady-state table goes")
     s.set_defaults(func=_cmd_post)

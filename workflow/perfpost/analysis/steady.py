@@ -1,0 +1,425 @@
+"""Steady state from a run's rate series: how long the warm-up lasted, and whether the rest held.
+
+A benchmark's mean rate is only a property of the system when the rate was steady; a run that
+started in a page cache and ended on the disk, or slowed half-way because something else took
+the device, has a mean that belongs to neither part. For each run's rate series (freon's
+progress, one rate per interval between two progress lines, see
+:func:`perfpost.analysis.tidy.series_table`) this module decides, in this order:
+
+1. **Warm-up: MSER-5** (White 1997, "An effective truncation heuristic for bias reduction in
+   simulation output", Simulation 69(6); White, Cobb & Spratt 2000, "A comparison of five
+   steady-state truncation heuristics for simulation", Proc. Winter Simulation Conference).
+   The observations are averaged in non-overlapping batches of :data:`BATCH` = 5 (a last,
+   partial batch is left out of the batches); with ``k`` batch means ``Z_1..Z_k``, the
+   truncation ``d`` minimises ``MSER(d) = sum_{j>d} (Z_j - mean_{j>d} Z)^2 / (k - d)^2`` over
+   ``d = 0 .. k // 2`` (the first half, as White restricts it; ties go to the smaller ``d``).
+   The first ``5 d`` observations are the warm-up.
+   A drop longer than :data:`WARMUP_MAX_FRACTION` of the batches is not taken as a warm-up:
+   MSER truncates at any early level change, and a level held for a third of the run and then
+   left is a step (found by 3), not a start-up transient. The truncation is then the least
+   MSER within the first third, when that is a minimum inside it (a transient before the
+   step, as a cache's peak before a throttle), else none.
+2. **Too short**: the tests below need at least :func:`min_batches` batch means after the
+   warm-up (9 at 0.025 a test: the fewest at which Pettitt's test can reject at all, see
+   below); a shorter series, or a shorter rest, is "too short to say", never steady.
+3. **Stationarity of the rest**, on the kept batch means (batching reduces the dependence
+   between neighbouring 1 s rates), with family-wise :data:`ALPHA` = 0.05 split equally
+   between two tests (Bonferroni, 0.025 each), so a steady run is called unsteady with
+   probability at most 0.05:
+
+   - trend: Mann-Kendall (Kendall's tau between batch number and batch mean; scipy's exact
+     distribution for short series without ties, its normal approximation otherwise);
+   - step: Pettitt (1979, "A non-parametric approach to the change-point problem", Applied
+     Statistics 28(2)): ``K = max_t |U_t|`` with ``U_t = 2 sum_{i<=t} r_i - t (T + 1)`` over
+     the ranks ``r``; p from :data:`PERMUTATIONS` random permutations of the ranks (seeded,
+     so a table is reproducible; Pettitt's own approximation is far too conservative at ten
+     batches), or from that approximation past :data:`PERMUTATION_MAX_BATCHES` batches.
+
+   When either rejects, the shape is the one with the smaller squared error on the batch
+   means: two levels (the best single split) or a line (least squares). A step is
+   then placed to the observation inside the batches either side of that split (the split of
+   the observations with the least squared error), and reported at the time between the two
+   observations it separates.
+
+Verdicts (:data:`VERDICTS`): ``steady``, ``warm-up then steady``, ``trend``, ``step``,
+``too short``. Rates are time-weighted (operations over seconds) like the run's own rate.
+
+Limits: one change is looked for, so a rate that falls and comes back (a U) can pass both
+tests; a warm-up followed by a step inside the first third is one level change to MSER. Batch
+means of 5 one-second rates still carry load that lasts longer than 5 s (other jobs on a
+shared host), which makes the tests reject somewhat more often than alpha says. 45 rates is
+the least that allows a verdict, not one with much power: a step near an end of a short rest
+can go unseen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from perfpost.records import write_text_atomic
+
+STEADY_SCHEMA_VERSION = 1
+BATCH = 5
+ALPHA = 0.05
+TESTS = 2  # trend and step share ALPHA (Bonferroni)
+WARMUP_MAX_FRACTION = 1 / 3
+PERMUTATIONS = 9999
+PERMUTATION_MAX_BATCHES = 60
+SEED = 20001  # any fixed number: the same series always gets the same p
+
+STEADY, WARMUP, TREND, STEP, SHORT = (
+    "steady",
+    "warm-up then steady",
+    "trend",
+    "step",
+    "too short",
+)
+VERDICTS = (STEADY, WARMUP, TREND, STEP, SHORT)
+STEADY_VERDICTS = (STEADY, WARMUP)
+
+RUN_KEYS = ("experiment", "cell", "host", "repeat", "series")
+COLUMNS = (
+    "schema_version",
+    *RUN_KEYS,
+    "samples",
+    "warmup_samples",
+    "warmup_end_t",
+    "whole_rate",
+    "steady_rate",
+    "verdict",
+    "step_index",
+    "step_t",
+    "step_before",
+    "step_after",
+    "trend_slope",
+    "p_trend",
+    "p_step",
+    "min_samples",
+)
+COLUMN_DOCS = {
+    "samples": "rate observations in the series (intervals between two progress lines)",
+    "warmup_samples": "observations MSER-5 dropped as warm-up (0: none)",
+    "warmup_end_t": "s since the run started where the kept part begins",
+    "whole_rate": "operations/s over the whole series",
+    "steady_rate": "operations/s over the kept part; empty unless the verdict is steady",
+    "verdict": ", ".join(VERDICTS),
+    "step_index": "for a step: the first observation after it (0-based)",
+    "step_t": "for a step: s since the run started where it falls",
+    "step_before": "for a step: operations/s from the warm-up's end to the step",
+    "step_after": "for a step: operations/s after the step",
+    "trend_slope": "Sen's slope of the kept batch means, operations/s per s",
+    "p_trend": "Mann-Kendall p on the kept batch means",
+    "p_step": "Pettitt p on the kept batch means",
+    "min_samples": "the fewest observations after the warm-up a verdict needs",
+}
+
+
+def mser(z: np.ndarray) -> np.ndarray:
+    """``MSER(d)`` for ``d = 0 .. len(z) - 1``: the squared deviations of the batch means
+    after ``d`` from their own mean, over ``(k - d)^2``."""
+    z = np.asarray(z, dtype=float)
+    k = len(z)
+    out = np.empty(k)
+    for d in range(k):
+        rest = z[d:]
+        out[d] = float(((rest - rest.mean()) ** 2).sum()) / (k - d) ** 2
+    return out
+
+
+def batch_means(x: np.ndarray, size: int = BATCH) -> np.ndarray:
+    """Means of consecutive non-overlapping batches of ``size``; a partial last one is left
+    out, as MSER-5 does."""
+    k = len(x) // size
+    return np.asarray(x[: k * size], dtype=float).reshape(k, size).mean(axis=1)
+
+
+def mser5(x: np.ndarray) -> int:
+    """The MSER-5 truncation in batches: ``d`` in ``0 .. k // 2`` with the least MSER."""
+    z = batch_means(np.asarray(x, dtype=float))
+    if len(z) < 2:
+        return 0
+    return int(np.argmin(mser(z)[: len(z) // 2 + 1]))
+
+
+def _pettitt_k(ranks: np.ndarray) -> np.ndarray:
+    """Pettitt's ``|U_t|`` for t = 1 .. T-1, along the last axis of ``ranks``."""
+    t_len = ranks.shape[-1]
+    t = np.arange(1, t_len)
+    return np.abs(2 * np.cumsum(ranks, axis=-1)[..., :-1] - t * (t_len + 1))
+
+
+def pettitt(z: np.ndarray) -> tuple[float, int]:
+    """Pettitt's test: (p, split) where ``split`` is the number of values before the change."""
+    z = np.asarray(z, dtype=float)
+    t_len = len(z)
+    ranks = sps.rankdata(z)
+    u = _pettitt_k(ranks)
+    k_obs = float(u.max())
+    split = int(np.argmax(u)) + 1
+    if t_len > PERMUTATION_MAX_BATCHES:
+        p = min(1.0, 2 * math.exp(-6 * k_obs**2 / (t_len**3 + t_len**2)))
+        return p, split
+    rng = np.random.default_rng(SEED)
+    perms = rng.permuted(np.tile(ranks, (PERMUTATIONS, 1)), axis=1)
+    k_perm = _pettitt_k(perms).max(axis=1)
+    # A permutation's K within rounding of the observed one counts as reaching it.
+    p = (1 + int((k_perm >= k_obs - 1e-9).sum())) / (PERMUTATIONS + 1)
+    return p, split
+
+
+def mann_kendall(z: np.ndarray) -> float:
+    """Mann-Kendall's two-sided p: Kendall's tau of the values against their order."""
+    res = sps.kendalltau(np.arange(len(z)), np.asarray(z, dtype=float))
+    return float(res.pvalue) if not math.isnan(res.pvalue) else 1.0
+
+
+def min_batches(alpha: float = ALPHA / TESTS) -> int:
+    """The fewest batch means at which both tests can reject at ``alpha``: Pettitt's
+    smallest permutation p is ``2 / C(T, T // 2)`` (every high value on one side),
+    Mann-Kendall's ``2 / T!``."""
+    t = 3
+    while 2 / math.comb(t, t // 2) > alpha or 2 / math.factorial(t) > alpha:
+        t += 1
+    return t
+
+
+MIN_BATCHES = min_batches()
+MIN_SAMPLES = MIN_BATCHES * BATCH
+
+
+def _sse(x: np.ndarray) -> float:
+    return float(((x - x.mean()) ** 2).sum()) if len(x) else 0.0
+
+
+def _best_split(x: np.ndarray, lo: int, hi: int) -> tuple[int, float]:
+    """The split ``s`` in ``lo..hi`` (values before it: ``x[:s]``) with the least squared
+    error of two levels."""
+    best = (lo, math.inf)
+    for s in range(max(lo, 1), min(hi, len(x) - 1) + 1):
+        err = _sse(x[:s]) + _sse(x[s:])
+        if err < best[1]:
+            best = (s, err)
+    return best
+
+
+@dataclass(frozen=True)
+class Steady:
+    """One run's answer; the table has one row of these per run (see :data:`COLUMN_DOCS`)."""
+
+    samples: int
+    warmup_samples: int | None
+    warmup_end_t: float | None
+    whole_rate: float
+    steady_rate: float | None
+    verdict: str
+    step_index: int | None = None
+    step_t: float | None = None
+    step_before: float | None = None
+    step_after: float | None = None
+    trend_slope: float | None = None
+    p_trend: float | None = None
+    p_step: float | None = None
+    min_samples: int = MIN_SAMPLES
+
+
+def _rate(c0: float, c1: float, t0: float, t1: float) -> float:
+    return (c1 - c0) / (t1 - t0) if t1 > t0 else math.nan
+
+
+def analyse(t: Any, completed: Any, rate: Any) -> Steady:
+    """The steady state of one run's series: ``t`` (s since the start), ``completed`` and
+    ``rate`` per progress point, in time order; a point's rate covers the interval since the
+    point before it (the first has none)."""
+    t = np.asarray(t, dtype=float)
+    c = np.asarray(completed, dtype=float)
+    r = np.asarray(rate, dtype=float)
+    obs = [i for i in range(1, len(t)) if math.isfinite(r[i])]
+    n = len(obs)
+    whole = _rate(c[0], c[-1], t[0], t[-1]) if len(t) > 1 else math.nan
+    if n < MIN_SAMPLES:
+        return Steady(n, None, None, whole, None, SHORT)
+    x = r[obs]
+    start_t = t[[i - 1 for i in obs]]  # where each observation's interval begins
+    start_c = c[[i - 1 for i in obs]]
+    k = n // BATCH
+    d = mser5(x)
+    cap = int(k * WARMUP_MAX_FRACTION)
+    if d > cap:
+        # A level held this long is not a warm-up; a transient before it still is, where
+        # MSER has a minimum of its own inside the first third (not at its end, still falling).
+        inside = int(np.argmin(mser(batch_means(x))[: cap + 1]))
+        d = inside if inside < cap else 0
+    drop = d * BATCH
+    kept = x[drop:]
+    base = Steady(n, drop, float(start_t[drop]), whole, None, SHORT)
+    if len(kept) < MIN_SAMPLES:
+        return base
+    z = batch_means(kept)
+    p_trend = mann_kendall(z)
+    p_step, _ = pettitt(z)
+    tail_rate = _rate(start_c[drop], c[-1], start_t[drop], t[-1])
+    slope = float(sps.theilslopes(z, np.arange(len(z)) * BATCH).slope)
+    # Slope per observation, in s: observations are the progress interval apart.
+    interval = float(np.median(np.diff(t[obs]))) if n > 1 else 1.0
+    found = {"p_trend": p_trend, "p_step": p_step, "trend_slope": slope / interval}
+    each = ALPHA / TESTS
+    if p_trend > each and p_step > each:
+        verdict = WARMUP if drop else STEADY
+        return Steady(**{**asdict(base), **found, "verdict": verdict, "steady_rate": tail_rate})
+    split, step_err = _best_split(z, 1, len(z) - 1)
+    line = np.polyfit(np.arange(len(z)), z, 1)
+    line_err = float(((np.polyval(line, np.arange(len(z))) - z) ** 2).sum())
+    if line_err <= step_err:
+        return Steady(**{**asdict(base), **found, "verdict": TREND})
+    s, _ = _best_split(kept, (split - 1) * BATCH + 1, (split + 1) * BATCH - 1)
+    at = drop + s  # the first observation after the step
+    return Steady(
+        **{
+            **asdict(base),
+            **found,
+            "verdict": STEP,
+            "step_index": at,
+            "step_t": float(start_t[at]),
+            "step_before": _rate(start_c[drop], start_c[at], start_t[drop], start_t[at]),
+            "step_after": _rate(start_c[at], c[-1], start_t[at], t[-1]),
+        }
+    )
+
+
+def table(series: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per run of a series table (``series.csv``), in its order: see
+    :data:`COLUMN_DOCS`. No series (None or no rows): the header alone."""
+    rows = []
+    if series is not None and not series.empty:
+        for key, run in series.groupby(list(RUN_KEYS), sort=False):
+            run = run.sort_values("t", kind="stable")
+            found = analyse(run["t"], run["completed"], run["rate"])
+            rows.append(
+                {
+                    "schema_version": STEADY_SCHEMA_VERSION,
+                    **dict(zip(RUN_KEYS, key, strict=True)),
+                    **asdict(found),
+                }
+            )
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    for col in ("warmup_samples", "step_index"):
+        df[col] = df[col].astype("Int64")
+    return df
+
+
+def write(df: pd.DataFrame, path: str | Path) -> None:
+    write_text_atomic(Path(path), df.to_csv(index=False))
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """A steady-state table written by :func:`write`, refusing other schema versions."""
+    df = pd.read_csv(path, dtype={"cell": str, "host": str, "series": str})
+    if "schema_version" not in df.columns:
+        raise ValueError(f"{path}: no schema_version column; not a steady-state table")
+    versions = set(df["schema_version"].dropna().astype(int))
+    if versions - {STEADY_SCHEMA_VERSION}:
+        raise ValueError(
+            f"{path}: steady-state schema version {sorted(versions)}, "
+            f"expected {STEADY_SCHEMA_VERSION}"
+        )
+    return df
+
+
+METHOD = (
+    "Steady state, per run, from its progress series (one rate per interval between two "
+    "progress lines): the warm-up is cut by MSER-5 (White 1997; White, Cobb & Spratt 2000): "
+    "the rates are averaged in batches of 5 and the first d batches dropped, d (within the "
+    "first half) minimising the squared deviations of the rest over (batches left)^2; a drop "
+    "longer than a third of the run is not taken as warm-up (a shorter MSER minimum inside "
+    "the first third then is). The rest is steady unless a "
+    "Mann-Kendall test (trend) or Pettitt's test (step, p from {perms:,} permutations) on its "
+    "batch means rejects at {each:g} each ({alpha:g} for the two together, Bonferroni); a "
+    "run with fewer than {min} rates after its warm-up ({min} s at a progress line a second) is "
+    "too short to say. Rates are "
+    "operations over seconds of the series; the whole-run rate is over the whole series."
+)
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def describe(row: dict[str, Any]) -> str:
+    """A run's verdict as the post says it, from its row of the table."""
+    verdict = row["verdict"]
+    if verdict == SHORT:
+        warm = row.get("warmup_samples")
+        left = int(row["samples"]) - (0 if pd.isna(warm) else int(warm))
+        after = "" if pd.isna(warm) or not warm else " after the warm-up"
+        return f"too short to say ({left} rates{after}, {int(row['min_samples'])} needed)"
+    if verdict == STEP:
+        return (
+            f"step at t={row['step_t']:.0f} s ({_num(row['step_before'])} to "
+            f"{_num(row['step_after'])} ops/s)"
+        )
+    if verdict == TREND:
+        per_min = row["trend_slope"] * 60
+        way = "rising" if per_min > 0 else "falling"
+        return f"trend, {way} {_num(abs(per_min))} ops/s per minute"
+    return verdict
+
+
+def section(df: pd.DataFrame | None) -> dict[str, Any] | None:
+    """What the post says of the steady state: a row per run, the runs that never reached a
+    steady state and those too short to say, and the method; None without series."""
+    if df is None or df.empty:
+        return None
+    rows, never, short = [], [], []
+    for r in df.to_dict("records"):
+        name = f"`{r['cell']}` on {r['host']}, repeat {r['repeat']}"
+        said = describe(r)
+        warm = r.get("warmup_samples")
+        if pd.isna(warm):
+            warmup = "n/a"
+        elif warm:
+            warmup = f"{r['warmup_end_t']:.0f} s ({int(warm)} rates)"
+        else:
+            warmup = "none"
+        steady_rate = _num(r["steady_rate"]) if pd.notna(r["steady_rate"]) else "not steady"
+        if r["verdict"] == SHORT:
+            steady_rate = "n/a"
+            short.append(f"{name} {said.removeprefix('too short to say ')}")
+        elif r["verdict"] not in STEADY_VERDICTS:
+            never.append(f"{name}: {said}")
+        rows.append(
+            [
+                f"`{r['cell']}`",
+                str(r["host"]),
+                str(r["repeat"]),
+                _num(r["whole_rate"]) if pd.notna(r["whole_rate"]) else "n/a",
+                steady_rate,
+                warmup,
+                said,
+            ]
+        )
+    return {
+        "header": [
+            "test",
+            "host",
+            "repeat",
+            "whole-run rate (ops/s)",
+            "steady-state rate (ops/s)",
+            "warm-up",
+            "verdict",
+        ],
+        "rows": rows,
+        "n": len(rows),
+        "n_steady": sum(v in STEADY_VERDICTS for v in df["verdict"]),
+        "never": never,
+        "short": short,
+        "method": METHOD.format(
+            perms=PERMUTATIONS, each=ALPHA / TESTS, alpha=ALPHA, min=MIN_SAMPLES
+        ),
+    }
