@@ -282,3 +282,22 @@ def test_the_cv_warning_names_the_shaky_cell_when_the_table_has_two_metrics(tmp_
     assert by_cell["4k"] == "24.4% (!)"
     assert by_cell["1M"] == "0.5%"
     assert by_cell["64k"] == "n/a"
+
+
+def test_an_axis_named_like_a_series_column_is_left_to_the_cell_id():
+    # freon's threads as an axis `t`: the series' own `t` (seconds) stays the only `t`.
+    from perfpost.analysis import tidy
+
+    rec = {
+        "experiment": "e",
+        "cell": "t=4",
+        "host": "localhost",
+        "repeat": 1,
+        "labels": {"t": "4", "s": "1k"},
+        "status": "done",
+        "series": {"progress": [{"t": 1.0, "completed": 10, "total": 20, "rate": 10.0}]},
+    }
+    df = tidy.series_table([rec], ["t", "s"])
+    assert list(df.columns).count("t") == 1
+    assert df["t"].tolist() == [1.0]
+    assert df["s"].tolist() == ["1k"]

@@ -61,9 +61,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from perfpost.records import write_text_atomic
+
+
+def _sps() -> Any:
+    """scipy.stats, imported when a test needs it: the import costs 1.5 s, and most tables
+    and posts have no series long enough (or no second session) to test."""
+    from scipy import stats
+
+    return stats
+
 
 STEADY_SCHEMA_VERSION = 1
 BATCH = 5
@@ -159,7 +167,7 @@ def pettitt(z: np.ndarray) -> tuple[float, int]:
     """Pettitt's test: (p, split) where ``split`` is the number of values before the change."""
     z = np.asarray(z, dtype=float)
     t_len = len(z)
-    ranks = sps.rankdata(z)
+    ranks = _sps().rankdata(z)
     u = _pettitt_k(ranks)
     k_obs = float(u.max())
     split = int(np.argmax(u)) + 1
@@ -176,7 +184,7 @@ def pettitt(z: np.ndarray) -> tuple[float, int]:
 
 def mann_kendall(z: np.ndarray) -> float:
     """Mann-Kendall's two-sided p: Kendall's tau of the values against their order."""
-    res = sps.kendalltau(np.arange(len(z)), np.asarray(z, dtype=float))
+    res = _sps().kendalltau(np.arange(len(z)), np.asarray(z, dtype=float))
     return float(res.pvalue) if not math.isnan(res.pvalue) else 1.0
 
 
@@ -265,7 +273,7 @@ def analyse(t: Any, completed: Any, rate: Any) -> Steady:
     p_trend = mann_kendall(z)
     p_step, _ = pettitt(z)
     tail_rate = _rate(start_c[drop], c[-1], start_t[drop], t[-1])
-    slope = float(sps.theilslopes(z, np.arange(len(z)) * BATCH).slope)
+    slope = float(_sps().theilslopes(z, np.arange(len(z)) * BATCH).slope)
     # Slope per observation, in s: observations are the progress interval apart.
     interval = float(np.median(np.diff(t[obs]))) if n > 1 else 1.0
     found = {"p_trend": p_trend, "p_step": p_step, "trend_slope": slope / interval}

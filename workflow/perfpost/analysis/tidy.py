@@ -150,7 +150,11 @@ SERIES_COLUMNS = (
 def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataFrame:
     """Time series a tool reported while running (freon's progress lines): one row per point,
     ``t`` in seconds since the run started, ``rate`` in operations per second since the last
-    point. Only finished cells' series are results; others are left out."""
+    point. Only finished cells' series are results; others are left out.
+
+    An axis named like a column of the series' own (freon's threads as an axis ``t``) gets no
+    column here, where it would be a second ``t``: the cell id names its value."""
+    axes = [a for a in axes if a not in SERIES_COLUMNS]
     rows = []
     for r in records:
         if r["status"] != "done":

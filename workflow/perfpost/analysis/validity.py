@@ -24,10 +24,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
-from scipy import stats as sps
 
 from perfpost.analysis.tidy import results
 from perfpost.units import format_bytes, format_value, metric_label, sig
+
+
+def _sps() -> Any:
+    """scipy.stats, imported when a cell has runs from two sessions: the import costs
+    1.5 s, and most posts have one session."""
+    from scipy import stats
+
+    return stats
+
 
 ROTATIONAL_CEILING = 300e6  # B/s: above the fastest spinning disk's sequential rate
 SATA_CEILING = 600e6  # B/s: SATA III's 6 Gb/s after 8b/10b encoding
@@ -262,7 +270,7 @@ def session_check(
         mixed += 1
         if len({v for g in groups for v in g}) < 2:
             continue  # all equal: nothing to test, and nothing to disagree on
-        p = float(sps.kruskal(*groups).pvalue)
+        p = float(_sps().kruskal(*groups).pvalue)
         if p <= ALPHA:
             row = sub.iloc[0]
             flags.append(
