@@ -155,6 +155,8 @@ def test_runs_stop_at_the_predicted_count_and_a_kill_resumes(tmp_path):
     post = (work / "reports/noisy/index.md").read_text()
     assert f"| default | {expected} |" in post
     assert f"+-{reached:.1%} | reached |" in post
-    assert "Every cell's median throughput is known within +-5% (95% interval" in post
+    (said,) = [ln for ln in post.splitlines() if "median throughput is known within" in ln]
+    assert said.startswith("- Every cell's median throughput is known within +-5% (95% interval")
+    assert said.endswith("(see [Precision](#precision)).")  # a bullet of its own
     # Finished: nothing is planned again.
     assert planned_records(work) == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -329,3 +330,23 @@ def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_pa
     assert "[steady.csv](steady.csv)" in post.split("### Steady state")[1]
     assert list(steady.read(tmp_path / "steady.csv")["verdict"]) == list(table["verdict"])
     assert not math.isnan(warm["steady_rate"])
+
+
+def test_many_runs_too_short_to_say_are_counted_not_listed_in_the_summary():
+    # Five freon runs of 3 to 6 progress rates each: every one too short for a verdict.
+    rows = []
+    for repeat, n in enumerate([3, 4, 6, 5, 4], 1):
+        t = np.arange(n + 1, dtype=float)
+        rows.append(
+            {"experiment": "e", "cell": "c", "host": "h", "repeat": repeat, "series": "progress"}
+            | {"found": steady.analyse(t, t * 10, np.r_[np.nan, np.full(n, 10.0)])}
+        )
+    df = pd.DataFrame(
+        [
+            {"schema_version": 1, **{k: r[k] for k in steady.RUN_KEYS}, **asdict(r["found"])}
+            for r in rows
+        ]
+    )
+    said = steady.section(df)
+    assert said["n_steady"] == 0
+    assert said["short_said"] == "all 5 runs too short to say (at most 6 rates; 45 needed)"

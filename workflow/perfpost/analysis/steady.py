@@ -379,6 +379,21 @@ def describe(row: dict[str, Any]) -> str:
     return verdict
 
 
+def _short_said(df: pd.DataFrame, short: list[str]) -> str:
+    """The runs too short to say, for the summary: named when few, counted when many (the
+    table names each)."""
+    if len(short) <= 3:
+        return "too short to say: " + "; ".join(short)
+    rows = df[df["verdict"] == SHORT]
+    longest = int(rows["samples"].max())
+    need = int(rows["min_samples"].max())
+    every = "all" if len(short) == len(df) else ""
+    return (
+        f"{every + ' ' if every else ''}{len(short)} runs too short to say (at most {longest} "
+        f"rates; {need} needed)"
+    )
+
+
 def section(df: pd.DataFrame | None) -> dict[str, Any] | None:
     """What the post says of the steady state: a row per run, the runs that never reached a
     steady state and those too short to say, and the method; None without series."""
@@ -427,6 +442,7 @@ def section(df: pd.DataFrame | None) -> dict[str, Any] | None:
         "n_steady": sum(v in STEADY_VERDICTS for v in df["verdict"]),
         "never": never,
         "short": short,
+        "short_said": _short_said(df, short),
         "method": METHOD.format(
             perms=PERMUTATIONS, each=ALPHA / TESTS, alpha=ALPHA, min=MIN_SAMPLES
         ),
