@@ -157,6 +157,6 @@ def test_runs_stop_at_the_predicted_count_and_a_kill_resumes(tmp_path):
     assert f"+-{reached:.1%} | reached |" in post
     (said,) = [ln for ln in post.splitlines() if "median throughput is known within" in ln]
     assert said.startswith("- Every cell's median throughput is known within +-5% (95% interval")
-    assert said.endswith("(see [Precision](#precision)).")  # a bullet of its own
+    assert said.endswith("see [Precision](#precision)).")  # a bullet of its own
     # Finished: nothing is planned again.
     assert planned_records(work) == []
