@@ -59,3 +59,27 @@ def sections(text: str) -> list[str]:
 
 def image_links(text: str) -> list[str]:
     return re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+
+
+def experiment_dict(**over: object) -> dict:
+    """An experiment as the post step gets it (its public fields and the method text), for
+    posts rendered from tables a test made."""
+    base = {
+        "name": "e",
+        "title": "t",
+        "tags": [],
+        "description": "",
+        "tool": "dd",
+        "params": {},
+        "axes": {},
+        "hosts": ["localhost"],
+        "repeats": 1,
+        "after": [],
+        "sync_threshold": 1.0,
+        "exclude": [],
+        "zip": [],
+        "plot": {},
+        "compare": [],
+        "method": [],
+    }
+    return {**base, **over}

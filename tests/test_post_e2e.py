@@ -28,7 +28,7 @@ from scipy.stats import mannwhitneyu
 
 from perfpost.analysis import report, tidy
 from perfpost.cli import main
-from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
+from tests.e2e import experiment_dict, front_matter, image_links, make_checkout, sections, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -195,24 +195,12 @@ def test_the_failed_cells_are_listed_and_their_comparison_says_why_not(run):
 
 
 def _render(run, tmp_path, tidy_df, comp):
-    exp = {
-        "name": "blocks",
-        "title": "t",
-        "tags": [],
-        "description": "",
-        "tool": "dd",
-        "params": {},
-        "axes": {"bs": ["4k", "1M", "again"], "storage": ["shm"]},
-        "hosts": ["localhost"],
-        "repeats": 5,
-        "after": [],
-        "sync_threshold": 1.0,
-        "exclude": [],
-        "zip": [],
-        "plot": {},
-        "compare": [comp],
-        "method": [],
-    }
+    exp = experiment_dict(
+        name="blocks",
+        axes={"bs": ["4k", "1M", "again"], "storage": ["shm"]},
+        repeats=5,
+        compare=[comp],
+    )
     cells = pd.read_csv(run / "results" / "blocks" / "cells.csv")
     cells["record"] = [str(run / r) for r in cells["record"]]
     return report.render(exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "data.csv")

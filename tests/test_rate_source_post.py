@@ -9,25 +9,17 @@ from perfpost import records
 from perfpost.analysis import tidy
 from perfpost.cli import steps
 from perfpost.tools import freon
+from tests.e2e import experiment_dict
 
 DATA = Path(__file__).parent / "data" / "freon"
-EXPERIMENT = {
-    "name": "cmdw",
-    "title": "cmdw",
-    "tags": [],
-    "description": "",
-    "tool": "freon",
-    "params": {"program": "vapor", "subcommand": "cmdw", "dir": "/tmp"},
-    "axes": {"log": ["old", "new"]},
-    "hosts": ["h"],
-    "repeats": 1,
-    "after": [],
-    "sync_threshold": 1.0,
-    "exclude": [],
-    "zip": [],
-    "plot": {},
-    "compare": [],
-}
+EXPERIMENT = experiment_dict(
+    name="cmdw",
+    title="cmdw",
+    tool="freon",
+    params={"program": "vapor", "subcommand": "cmdw", "dir": "/tmp"},
+    axes={"log": ["old", "new"]},
+    hosts=["h"],
+)
 
 
 def post(tmp_path: Path, runs: dict[str, str]) -> str:

@@ -21,6 +21,7 @@ import pytest
 
 from perfpost.analysis import plots, report, steady, tidy
 from perfpost.tools import freon
+from tests.e2e import experiment_dict
 
 DATA = Path(__file__).parent / "data" / "freon"
 
@@ -268,24 +269,12 @@ def test_the_figure_marks_the_boundaries_at_their_times_with_a_legend_inside(tmp
 
 
 def _post(tmp_path, **kw):
-    exp = {
-        "name": "e",
-        "title": "t",
-        "tags": [],
-        "description": "",
-        "tool": "freon",
-        "params": {"subcommand": "dfsg"},
-        "axes": {"case": ["warmup", "step", "short"]},
-        "hosts": ["h1"],
-        "repeats": 1,
-        "after": [],
-        "sync_threshold": 1.0,
-        "exclude": [],
-        "zip": [],
-        "plot": {},
-        "compare": [],
-        "method": [],
-    }
+    exp = experiment_dict(
+        tool="freon",
+        params={"subcommand": "dfsg"},
+        axes={"case": ["warmup", "step", "short"]},
+        hosts=["h1"],
+    )
     cells = pd.DataFrame(columns=list(tidy.CELL_COLUMNS))
     tidy_df = tidy.from_records([], ["case"])
     return report.render(

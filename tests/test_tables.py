@@ -13,6 +13,7 @@ from perfpost.records import read_record
 from perfpost.run import envinfo
 from perfpost.run.hosts import LocalHost
 from perfpost.run.runner import run_cell
+from tests.e2e import experiment_dict
 
 
 @pytest.fixture(scope="module")
@@ -245,24 +246,7 @@ def test_the_cv_warning_names_the_shaky_cell_when_the_table_has_two_metrics(tmp_
             "64k": {"throughput": [150e6], "elapsed": [0.67]},
         }
     )
-    exp = {
-        "name": "t",
-        "title": "t",
-        "tags": [],
-        "description": "",
-        "tool": "dd",
-        "params": {},
-        "axes": {"bs": ["4k", "1M", "64k"]},
-        "hosts": ["localhost"],
-        "repeats": 3,
-        "after": [],
-        "sync_threshold": 1.0,
-        "exclude": [],
-        "zip": [],
-        "plot": {},
-        "compare": [],
-        "method": [],
-    }
+    exp = experiment_dict(name="t", axes={"bs": ["4k", "1M", "64k"]}, repeats=3)
     cells = pd.DataFrame(columns=list(tidy.CELL_COLUMNS))
     post = report.render(exp, df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv")
     summary = post.split("## Summary")[1].split("## ")[0]
