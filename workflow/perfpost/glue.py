@@ -420,10 +420,12 @@ def _records(
     exp = plan.experiments[experiment]
     group = exp.hosts if exp.start_together else host
     out = []
+    measurement = None  # the same for every repeat of the cell on the host: made once
     for repeat in repeats:
         attempt = 1
         if cell in tried:
-            measurement = plan.spec(experiment, cell, host, repeat).measurement_id()
+            if measurement is None:
+                measurement = plan.spec(experiment, cell, host, repeat).measurement_id()
             attempt = wanted_attempt(experiment, cell, group, repeat, measurement=measurement)
         out.append(paths.record(experiment, cell, host, repeat, attempt))
     return out
