@@ -38,6 +38,34 @@ class Row:
     target: str = ""  # "<= 0.5 s"; empty: shown for context, held to nothing
     met: bool | None = None  # None: no target
     details: dict[str, Any] = field(default_factory=dict)
+    # What the figure compares: perfpost's own measurement and the baseline's, run in the
+    # same command (``value`` is then their ratio or difference, the figure the target holds).
+    perfpost: float | None = None
+    baseline: float | None = None
+    baseline_unit: str = ""  # unit of ``perfpost`` and ``baseline`` ("s", "ms", "%")
+    baseline_name: str = ""  # what the baseline is ("bare ssh", "a bare Snakefile")
+    why: str = ""  # a missed target: where the time goes (the profile), one sentence
+
+    def _fmt(self, v: float | None, unit: str) -> str:
+        if v is None:
+            return "-"
+        if unit == "x":
+            return f"{v:.3f}x" if abs(v - 1) < 0.1 else f"{v:.2f}x"
+        if unit == "ms":
+            return f"{v:.1f} ms"
+        if unit == "MB/s":
+            return f"{v:.1f} MB/s"
+        if unit == "s":
+            return f"{v:.2f} s" if abs(v) < 100 else f"{v:.0f} s"
+        if unit == "%":
+            return f"{v:.2f}%"
+        return f"{v:g} {unit}".strip()
+
+    def shown_pair(self) -> tuple[str, str]:
+        """perfpost's and the baseline's figures, as printed."""
+        return self._fmt(self.perfpost, self.baseline_unit), self._fmt(
+            self.baseline, self.baseline_unit
+        )
 
     def shown(self) -> str:
         if self.value is None:
@@ -278,18 +306,18 @@ def asjson(rows: Sequence[Row]) -> list[dict[str, Any]]:
 
 
 def table(rows: list[Row]) -> str:
-    """The results as one markdown table: item, measure, figure, target, met."""
-    head = ("item", "measure", "figure", "target", "met")
-    body = [
-        (
-            r.item,
-            r.figure,
-            r.shown(),
-            r.target or "-",
-            "-" if r.met is None else ("yes" if r.met else "NO"),
-        )
-        for r in rows
-    ]
+    """The results as one markdown table: item, measure, perfpost, baseline, the figure held
+    to the target (ratio or difference), target, met (a missed row says why)."""
+    head = ("item", "measure", "perfpost", "baseline", "figure", "target", "met")
+    body = []
+    for r in rows:
+        mine, base = r.shown_pair()
+        if r.baseline_name and r.baseline is not None:
+            base = f"{base} ({r.baseline_name})"
+        met = "-" if r.met is None else ("yes" if r.met else "NO")
+        if r.met is False and r.why:
+            met += f": {r.why}"
+        body.append((r.item, r.figure, mine, base, r.shown(), r.target or "-", met))
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
 
     def line(cells: tuple[str, ...]) -> str:
