@@ -65,6 +65,10 @@ def run(quick: bool, log=print) -> list[Row]:
                 ratio,
                 "x",
                 details={"walls": walls, "files": files, "write_calls": calls},
+                perfpost=median(walls["with"]),
+                baseline=median(walls["without"]),
+                baseline_unit="s",
+                baseline_name="no agent",
             )
         )
     return rows

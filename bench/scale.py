@@ -1,0 +1,401 @@
+"""Item 8, scale: 64 real sshd hosts driven from this one machine, one experiment of 64 x 4.
+
+    python bench/scale.py [--quick]        # just this item; bench/run.py runs them all
+
+Starts 64 hosts of the testbed (network namespaces: needs root), writes a workflow checkout
+whose config is the testbed's inventory and two experiments of 4 cells on every host (a small
+dd of 4 KiB blocks, 64 KiB to 4 MiB), and runs them through ``snakemake`` as a user would:
+
+- ``scale``: one job per cell and host (256 jobs, ``--cores 64``, one cell per host at a
+  time), the whole report (cells, tables, each host's environment, figures, post). The
+  controller's memory (the summed resident and proportional set sizes of snakemake and every
+  process under it, sampled) and CPU (all of them, reaped) are measured over the run, and each
+  host's finish (when its last record was written, from the run's start) is compared with the
+  median host's: a host whose cells were held back by the others shows as a late finish.
+- ``scale-together``: the same cells with ``start_together`` (one job per cell runs all 64
+  hosts at once); the records' ``start_skew`` is the spread of the 64 measured starts.
+  Baseline: 64 plain ``ssh host date +%s.%N`` started at once from one loop.
+
+Then ``perfpost cells`` on the finished 512 runs, and the post's steps (tables, figures, post,
+as the rules call them) on the 256 records of ``scale``, each timed by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import ROOT, UNREAPED_CPU, Row, check, make_checkout, timed, tool
+
+HOSTS = 64
+CELLS = (16, 64, 256, 1024)  # dd count of 4 KiB blocks: 64 KiB to 4 MiB per cell
+GIB = 1 << 30
+
+
+def scale_config(bed: Any, names: list[str]) -> dict[str, Any]:
+    import yaml
+
+    inventory = yaml.safe_load(Path(bed.inventory).read_text())
+    exp = {
+        "tool": "dd",
+        "hosts": names,
+        "params": {"mode": "write", "dir": "/tmp/perfpost-scale", "bs": "4k"},
+        "axes": {"count": list(CELLS)},
+        "repeats": 1,
+        "after": [],
+    }
+    return {
+        **inventory,
+        "experiments": {
+            "scale": {"title": f"dd on {len(names)} hosts", **exp},
+            "scale-together": {
+                "title": f"dd on {len(names)} hosts at once",
+                **exp,
+                "start_together": True,
+            },
+        },
+    }
+
+
+class TreeWatch:
+    """Peak memory of a process and everything under it, sampled: the summed RSS (every 0.2 s,
+    from /proc/PID/statm) and the summed PSS (every second, from smaps_rollup: shared pages
+    counted once, split among the processes that share them)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_rss = 0
+        self.peak_pss = 0
+        self.peak_procs = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        kids: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(entry.name))
+        out, todo = [], [self.pid]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo += kids.get(p, [])
+        return out
+
+    def _run(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        n = 0
+        while not self._stop.wait(0.2):
+            procs = self._tree()
+            rss = pss = 0
+            for p in procs:
+                try:
+                    with open(f"/proc/{p}/statm") as fh:
+                        rss += int(fh.read().split()[1]) * page
+                    if n % 5 == 0:
+                        with open(f"/proc/{p}/smaps_rollup") as fh:
+                            for line in fh:
+                                if line.startswith("Pss:"):
+                                    pss += int(line.split()[1]) * 1024
+                                    break
+                except (OSError, ValueError, IndexError):
+                    continue
+            self.peak_rss = max(self.peak_rss, rss)
+            if n % 5 == 0:
+                self.peak_pss = max(self.peak_pss, pss)
+            self.peak_procs = max(self.peak_procs, len(procs))
+            n += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_report(work: Path, target: str, cores: int) -> dict[str, Any]:
+    """``snakemake --cores N TARGET`` in ``work``: wall, controller CPU and peak memory."""
+    from benchlib import env_with_venv
+
+    c0 = _children_cpu()
+    t0 = time.time()
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        [tool("snakemake"), "--cores", str(cores), target],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env_with_venv(),
+    )
+    watch = TreeWatch(proc.pid)
+    out, _ = proc.communicate(timeout=1800)
+    wall = time.perf_counter() - t
+    watch.stop()
+    if proc.returncode:
+        raise RuntimeError(f"snakemake {target} failed ({proc.returncode}):\n{out[-4000:]}")
+    return {
+        "wall_s": wall,
+        "started": t0,
+        "cpu_s": _children_cpu() - c0,
+        "peak_rss": watch.peak_rss,
+        "peak_pss": watch.peak_pss,
+        "peak_procs": watch.peak_procs,
+    }
+
+
+def records(work: Path, experiment: str) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for p in sorted((work / "results" / experiment / "cells").glob("*/*/r*/attempt-*/record.json")):
+        out.append((p, json.loads(p.read_text())))
+    return out
+
+
+def host_finishes(recs: list[tuple[Path, dict[str, Any]]], started: float) -> dict[str, float]:
+    """Seconds from the run's start to the moment each host's last record was written."""
+    out: dict[str, float] = {}
+    for path, _rec in recs:
+        host = path.parts[-4]
+        out[host] = max(out.get(host, 0.0), path.stat().st_mtime - started)
+    return out
+
+
+def bare_skew(bed: Any, names: list[str]) -> float:
+    """Spread of the remote clock at start of 64 ``ssh host date`` started in one loop."""
+    from remote import ssh_argv
+
+    procs = [
+        subprocess.Popen([*ssh_argv(bed, n), "date +%s.%N"], stdout=subprocess.PIPE, text=True)
+        for n in names
+    ]
+    starts = [float(p.communicate(timeout=120)[0].split()[0]) for p in procs]
+    return max(starts) - min(starts)
+
+
+def post_steps(work: Path) -> dict[str, float]:
+    """tables, figures and post, as the rules call them, on the finished ``scale`` records."""
+    from perfpost import glue
+    from perfpost.plan import config as pconfig
+
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        plan = pconfig.load_plan("config/config.yaml")
+        recs = glue.current_records(plan, "scale")
+    finally:
+        os.chdir(cwd)
+    out = work / "bench-steps"
+    out.mkdir(exist_ok=True)
+    exp = glue.experiment_json(plan, "scale")
+    env = next((work / "results" / "scale" / "env").glob("*.json"))
+    argvs = {
+        "tables": ["tables", "--axes", glue.axes_json(plan, "scale"), "--out-dir", str(out), *recs],
+        "figures": [
+            "figures",
+            "--experiment",
+            exp,
+            "--tidy",
+            f"{out}/tidy.parquet",
+            "--series",
+            f"{out}/series.csv",
+            "--out-dir",
+            f"{out}/figures",
+        ],
+        "post": [
+            "post",
+            "--experiment",
+            exp,
+            "--tidy",
+            f"{out}/tidy.parquet",
+            "--cells",
+            f"{out}/cells.csv",
+            "--figures",
+            f"{out}/figures",
+            "--env",
+            str(env),
+            "--out",
+            f"{out}/index.md",
+            "--data",
+            f"{out}/data.csv",
+            "--comparisons",
+            f"{out}/comparisons.csv",
+        ],
+    }
+    got = {}
+    for name, argv in argvs.items():
+        wall, done = timed([tool("perfpost"), *argv], cwd=work)
+        if done.returncode:
+            raise RuntimeError(f"perfpost {name} failed: {done.stdout}{done.stderr}")
+        got[name] = wall
+    return got
+
+
+def run(quick: bool, log=print) -> list[Row]:
+    sys.path.insert(0, str(ROOT))
+    from perfpost import paths
+    from tests import testbed
+
+    item = "8 scale"
+    if os.geteuid() != 0:
+        return [Row(item, f"{HOSTS} hosts: skipped, network namespaces need root", None, "")]
+    n = 16 if quick else HOSTS
+    bdir = Path(tempfile.mkdtemp(prefix="perfpost-bench-scale-bed-"))
+    work = Path(tempfile.mkdtemp(prefix="perfpost-bench-scale-"))
+    bed = testbed.start(n, bdir, mode="netns")
+    rows: list[Row] = []
+    try:
+        names = [h.name for h in bed.hosts]
+        cfg = scale_config(bed, names)
+        make_checkout(work, cfg)
+        log(f"  {n} hosts up; snakemake --cores {n}: {n} x {len(CELLS)} cells, one job each ...")
+        hosts0 = sum(testbed_cpu(bed))
+        sep = run_report(work, paths.POST.format(experiment="scale"), n)
+        hosts_cpu = sum(testbed_cpu(bed)) - hosts0
+        recs = records(work, "scale")
+        bad = [r["reason"] for _, r in recs if r["status"] != "done"]
+        if len(recs) != n * len(CELLS) or bad:
+            raise RuntimeError(f"scale: {len(recs)} records, failed: {bad[:5]}")
+        fin = host_finishes(recs, sep["started"])
+        med = statistics.median(fin.values())
+        late = max(fin, key=fin.get)
+        log(
+            f"  separate jobs: {sep['wall_s']:.0f} s, controller CPU {sep['cpu_s']:.0f} s, "
+            f"peak RSS {sep['peak_rss'] / GIB:.2f} GiB (PSS {sep['peak_pss'] / GIB:.2f}), "
+            f"{sep['peak_procs']} processes; hosts finish median {med:.1f} s, latest "
+            f"{late} {fin[late]:.1f} s"
+        )
+        log(f"  start_together: {len(CELLS)} jobs of {n} hosts ...")
+        tog = run_report(work, paths.POST.format(experiment="scale-together"), n)
+        trecs = records(work, "scale-together")
+        tbad = [r["reason"] for _, r in trecs if r["status"] != "done"]
+        if len(trecs) != n * len(CELLS) or tbad:
+            raise RuntimeError(f"scale-together: {len(trecs)} records, failed: {tbad[:5]}")
+        skews = sorted({r["start_skew"] for _, r in trecs})
+        bare = statistics.median(bare_skew(bed, names) for _ in range(3))
+        t_cells, done = timed([tool("perfpost"), "cells"], cwd=work)
+        if done.returncode or done.stdout.count("\n") != 2 * n * len(CELLS) + 1:
+            raise RuntimeError(f"perfpost cells: {done.returncode} {done.stderr[-2000:]}")
+        steps = post_steps(work)
+        post_s = sum(steps.values())
+        peak_pss = max(sep["peak_pss"], tog["peak_pss"])
+        peak_rss = max(sep["peak_rss"], tog["peak_rss"])
+        k = f"k={n}"
+        rows += [
+            check(
+                Row(
+                    item,
+                    f"start_together start skew, {k} (max of {len(CELLS)} cells)",
+                    max(skews) * 1000,
+                    "ms",
+                    baseline=bare * 1000,
+                    perfpost=max(skews) * 1000,
+                    baseline_unit="ms",
+                    baseline_name=f"{n} ssh started in one loop",
+                    details={"skews_s": skews, "bare_ssh_s": bare},
+                ),
+                lambda v: v < 50,
+                "< 50 ms",
+            ),
+            check(
+                Row(
+                    item,
+                    f"controller peak memory, {n} hosts at once (PSS; summed RSS "
+                    f"{peak_rss / GIB:.2f} GiB, {max(sep['peak_procs'], tog['peak_procs'])} "
+                    "processes)",
+                    peak_pss / GIB,
+                    "GiB",
+                    details={"separate": sep, "together": tog},
+                ),
+                lambda v: v < 2,
+                "< 2 GiB",
+            ),
+            check(
+                Row(
+                    item,
+                    f"latest host's finish / median host's, {n} x {len(CELLS)} separate jobs "
+                    f"({late}: {fin[late]:.1f} s, median {med:.1f} s)",
+                    fin[late] / med,
+                    "x",
+                    details={"finish_s": fin},
+                ),
+                lambda v: v <= 1.10,
+                "<= 1.10x",
+            ),
+            check(
+                Row(
+                    item,
+                    f"`perfpost cells`, {2 * n * len(CELLS)} runs",
+                    t_cells,
+                    "s",
+                ),
+                lambda v: v < 10,
+                "< 10 s",
+            ),
+            check(
+                Row(
+                    item,
+                    f"post of {n * len(CELLS)} records (tables {steps['tables']:.1f} s, "
+                    f"figures {steps['figures']:.1f} s, post {steps['post']:.1f} s)",
+                    post_s,
+                    "s",
+                ),
+                lambda v: v < 10,
+                "< 10 s",
+            ),
+            Row(
+                item,
+                f"  the {n}-host report from scratch: wall (controller CPU {sep['cpu_s']:.0f} s, "
+                f"hosts' sshd and tools {hosts_cpu:.0f} s)",
+                sep["wall_s"],
+                "s",
+            ),
+        ]
+    finally:
+        UNREAPED_CPU.append(sum(testbed_cpu(bed)))
+        bed.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(bdir, ignore_errors=True)
+    return rows
+
+
+def testbed_cpu(bed: Any) -> list[float]:
+    from benchlib import tree_cpu
+
+    return [tree_cpu(h.pid) for h in bed.hosts if h.pid]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="16 hosts instead of 64")
+    args = ap.parse_args()
+    from benchlib import table
+
+    print(table(run(args.quick)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
