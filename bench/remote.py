@@ -108,6 +108,8 @@ def sleep_adapter() -> SimpleNamespace:
 
     return SimpleNamespace(
         NAME="sleep",
+        RUNTIME=None,
+        HOST_KEY=None,
         SYNC_ADJUST=(),
         plan=lambda params, workdir: Plan(
             measure=(Proc(("sleep", f"{params['seconds']:g}"), "sleep.log"),),
