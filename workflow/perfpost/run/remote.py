@@ -1,9 +1,11 @@
-"""Remote hosts over SSH, through Fabric. The only module that imports Fabric or paramiko.
+"""Remote hosts over SSH, through paramiko. The only module that imports paramiko.
 
-One connection per host serves every command of a job (TCP_NODELAY and keepalive on). Host
-keys are verified against known_hosts: Fabric accepts any key by default, perfpost does not,
-unless the inventory opts in with ``trust_new_keys`` (a new key is then appended to
-known_hosts as one line, changed keys are still refused). Every command runs under the host's
+One connection per host serves every command of a job (TCP_NODELAY and keepalive on), each
+command on an exec channel of its own. An ssh_config file resolves the host's name as
+OpenSSH would (Host, HostName, User, Port, IdentityFile, ProxyJump). Host keys are verified
+against known_hosts: perfpost accepts no unknown key unless the inventory opts in with
+``trust_new_keys`` (a new key is then appended to known_hosts as one line, changed keys are
+still refused). Every command runs under the host's
 ``timeout`` in a process group of its own; on a timeout or an interrupt perfpost kills that
 group, so no tool outlives its cell. Files come back over a plain exec channel (``cat``), not
 SFTP, which a host may not offer. Connection failures become :class:`HostError` with a reason
@@ -18,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
+import getpass
 import hashlib
 import hmac
 import os
@@ -175,37 +178,110 @@ def _load_known_hosts(client: Any, path: Path) -> None:
             keys.add(name, entry.key.get_name(), entry.key)
 
 
+def _ssh_config(spec: dict[str, Any]) -> Any:
+    """The ssh_config a host is resolved with: the inventory's file, else the user's and the
+    system's (the first value found for a key wins, as in OpenSSH)."""
+    from paramiko import SSHConfig
+
+    if spec.get("ssh_config"):
+        paths = [Path(os.path.expanduser(spec["ssh_config"]))]
+        if not paths[0].is_file():
+            raise HostError(f"ssh_config {paths[0]} does not exist")
+    else:
+        paths = [Path(os.path.expanduser("~/.ssh/config")), Path("/etc/ssh/ssh_config")]
+    config = SSHConfig()
+    for path in paths:
+        if path.is_file():
+            with path.open() as fh:
+                config.parse(fh)
+    return config
+
+
+class _Hop:
+    """One SSH connection: the host itself, or a ProxyJump hop on the way to it."""
+
+    def __init__(
+        self,
+        target: str,
+        config: Any,
+        *,
+        user: str | None = None,
+        port: int | None = None,
+        keys: list[str] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        gateway: _Hop | None = None,
+    ) -> None:
+        from paramiko import SSHClient
+
+        # ProxyJump's own form: [user@]host[:port].
+        if "@" in target:
+            user, target = target.rsplit("@", 1)[0] or user, target.rsplit("@", 1)[1]
+        if target.count(":") == 1:
+            target, _, p = target.partition(":")
+            port = int(p)
+        found = config.lookup(target)
+        self.host: str = found.get("hostname", target)
+        self.user: str = user or found.get("user") or getpass.getuser()
+        self.port: int = int(port or found.get("port") or 22)
+        self.keys = keys or [os.path.expanduser(k) for k in found.get("identityfile", [])]
+        self.connect_timeout = connect_timeout
+        self.gateway = gateway
+        self.jump = found.get("proxyjump")
+        self.client = SSHClient()
+
+    @property
+    def transport(self) -> Any:
+        return self.client.get_transport()
+
+    @property
+    def is_connected(self) -> bool:
+        t = self.transport
+        return t is not None and t.is_active()
+
+    def open(self) -> None:
+        sock = None
+        if self.gateway is not None:
+            # A TCP connection made by the hop before, as ssh -J does.
+            sock = self.gateway.transport.open_channel(
+                "direct-tcpip", (self.host, self.port), ("", 0), timeout=self.connect_timeout
+            )
+        self.client.connect(
+            self.host,
+            port=self.port,
+            username=self.user,
+            key_filename=self.keys or None,
+            timeout=self.connect_timeout,
+            sock=sock,
+        )
+
+
+def _hops(target: str, config: Any, spec: dict[str, Any], timeout: float) -> list[_Hop]:
+    """The connections that lead to ``target``, first hop first, the host itself last."""
+    key = [os.path.expanduser(spec["key"])] if spec.get("key") else None
+    port = int(spec["port"]) if spec.get("port") else None
+    last = _Hop(target, config, user=spec.get("user"), port=port, keys=key, connect_timeout=timeout)
+    hops: list[_Hop] = []
+    jumps = last.jump if last.jump and last.jump.lower() != "none" else ""
+    for jump in (j.strip() for j in jumps.split(",") if j.strip()):
+        hop = _Hop(jump, config, connect_timeout=timeout, gateway=hops[-1] if hops else None)
+        if (hop.host, hop.port) == (last.host, last.port):
+            break  # a wildcard Host entry that names the host as its own jump
+        hops.append(hop)
+    last.gateway = hops[-1] if hops else None
+    return [*hops, last]
+
+
 class RemoteHost:
     """A host from the inventory, reached over SSH."""
 
     def __init__(self, spec: dict[str, Any], env: dict[str, str] | None = None) -> None:
-        from fabric import Config, Connection
-
         self.name = spec["name"]
         self.spec = spec
         self.env = dict(env or {})
-        config = Config(
-            runtime_ssh_path=os.path.expanduser(spec["ssh_config"])
-            if spec.get("ssh_config")
-            else None,
-        )
-        kwargs: dict[str, Any] = {
-            "connect_timeout": int(spec.get("connect_timeout", CONNECT_TIMEOUT))
-        }
-        connect: dict[str, Any] = {}
-        if spec.get("key"):
-            connect["key_filename"] = [os.path.expanduser(spec["key"])]
-        if spec.get("user"):
-            kwargs["user"] = spec["user"]
-        if spec.get("port"):
-            kwargs["port"] = int(spec["port"])
         target = spec.get("address") or spec.get("alias") or self.name
-        self.conn = Connection(target, config=config, connect_kwargs=connect, **kwargs)
-        self._hops = []
-        hop = self.conn
-        while hop is not None and not isinstance(hop, str):
-            self._hops.append(hop)
-            hop = hop.gateway if hop.gateway else None
+        timeout = int(spec.get("connect_timeout", CONNECT_TIMEOUT))
+        self._hops = _hops(target, _ssh_config(spec), spec, timeout)
+        self.conn = self._hops[-1]
         for c in self._hops:
             self._verify_keys(c)
         self._open = False
@@ -240,7 +316,8 @@ class RemoteHost:
         known = ", ".join(str(p) for p in _known_hosts_paths(self.spec))
         keyname = _key_name(self.conn.host, self.conn.port)
         try:
-            self.conn.open()
+            for hop in self._hops:
+                hop.open()
         except BadHostKeyException as e:
             raise HostError(
                 f"host key rejected: the key of {self.name} ({keyname}) is not the one in "
@@ -272,7 +349,7 @@ class RemoteHost:
                 ) from None
             raise HostError(f"ssh failed for {self.where}: {e}") from None
         for hop in self._hops:
-            transport = hop.client.get_transport()
+            transport = hop.transport
             if transport is None:
                 continue
             # Through a ProxyJump the socket is a channel of the hop before: only the first
@@ -435,16 +512,10 @@ class RemoteHost:
     def close(self) -> None:
         """Close the connection, best effort: a host that died mid-cell leaves a dead socket,
         and an error here would fail a cell whose record (and reason) is already written."""
-        from paramiko.ssh_exception import SSHException
-
-        dead = (EOFError, OSError, SSHException)
         try:
-            self.conn.close()
-        except dead:
-            # Fabric's close stops at its first error on a dead socket: end the transport (its
-            # thread and socket) too.
-            with contextlib.suppress(*dead):
-                self.conn.client.close()
+            for hop in reversed(self._hops):
+                with contextlib.suppress(Exception):
+                    hop.client.close()
         finally:
             self._open = False
 
