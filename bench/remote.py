@@ -385,6 +385,14 @@ def run(quick: bool, log=print) -> list[Row]:
 
     runs = 1 if quick else 3
     rows: list[Row] = []
+    # The cells start as an installed perfpost does, from compiled bytecode: with
+    # PYTHONDONTWRITEBYTECODE set (as here) a checkout would compile every module in every
+    # cell process, 0.1 CPU-s each that no installed perfpost pays.
+    import compileall
+
+    import perfpost
+
+    compileall.compile_dir(Path(perfpost.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="perfpost-bench-remote-") as d:
         t = time.perf_counter()
         bed = testbed.start(HOSTS, d)
