@@ -53,7 +53,7 @@ FAN_OUT = (1, 3, 8, 16, 32)
 HELD = (8, 32)  # the fan-out targets hold at these k
 QUIET_SECONDS = 30.0  # the cell whose controller CPU is measured while its tool runs
 QUIET_HOSTS = 8
-ACCURACY_RUNS = 3
+ACCURACY_RUNS = 5
 
 
 def ssh_argv(bed: Any, name: str, *extra: str) -> list[str]:
