@@ -238,3 +238,35 @@ def test_a_proxyjump_hop_with_an_unknown_key_is_refused(testbed, tmp_path):
         host.run("true", 10)
     assert "host key rejected" in str(e.value)
     assert testbed.host("h1").address in str(e.value)
+
+
+def test_ssh_config_resolves_the_host_and_its_proxyjump_chain_as_openssh_does(tmp_path):
+    # ssh_config(5): HostName/Port/User/IdentityFile of the matching Host block; ProxyJump
+    # lists hops as [user@]host[:port], the first reached directly, each later one through
+    # the hop before it, the host through the last. Nothing connects here.
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        "Host far\n  HostName 10.9.0.5\n  Port 2222\n  User alice\n"
+        "  IdentityFile ~/keys/far\n  ProxyJump gate,bob@10.9.0.2:2200\n"
+        "Host gate\n  HostName 10.9.0.1\n  User carol\n"
+    )
+    host = RemoteHost({"name": "far", "ssh_config": str(config), "known_hosts": "/dev/null"})
+    first, second, last = host._hops
+    assert (first.host, first.port, first.user, first.gateway) == ("10.9.0.1", 22, "carol", None)
+    assert (second.host, second.port, second.user) == ("10.9.0.2", 2200, "bob")
+    assert second.gateway is first
+    assert last.gateway is second
+    assert (last.host, last.port, last.user) == ("10.9.0.5", 2222, "alice")
+    assert last.keys == [os.path.expanduser("~/keys/far")]
+    assert host.where == "alice@10.9.0.5:2222"
+    # The inventory's own values win over the file's.
+    host = RemoteHost(
+        {"name": "far", "ssh_config": str(config), "user": "dave", "port": 22, "key": "/k"}
+    )
+    assert (host.conn.user, host.conn.port, host.conn.keys) == ("dave", 22, ["/k"])
+
+
+def test_a_missing_ssh_config_is_named(tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(HostError, match=f"ssh_config {missing} does not exist"):
+        RemoteHost({"name": "x", "ssh_config": str(missing)})

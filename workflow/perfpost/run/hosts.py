@@ -195,7 +195,7 @@ def open_host(spec: dict, env: dict[str, str] | None = None) -> Host:
     exported for every script run there."""
     if spec["name"] == LOCALHOST:
         return LocalHost(env)
-    from perfpost.run.remote import RemoteHost  # Fabric is imported only when a remote host is used
+    from perfpost.run.remote import RemoteHost  # paramiko only when a remote host is used
 
     return RemoteHost(spec, env)
 

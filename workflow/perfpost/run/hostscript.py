@@ -130,6 +130,16 @@ def parse_cache_line(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+# The host's clock, read for a step's start and end markers. bash (5 and later) reads it in
+# the shell itself ($EPOCHREALTIME, microseconds); plain sh forks ``date`` for each reading,
+# whose start-up and exit add 2-5 ms to a step's recorded duration (a ``sleep 2`` read
+# 2.002-2.005 s).
+_CLOCK = (
+    'if [ -n "${EPOCHREALTIME:-}" ]; then now() { t=$EPOCHREALTIME; }; '
+    "else now() { t=$(date +%s.%N); }; fi"
+)
+
+
 def measure_script(
     step: str,
     logdir: str,
@@ -140,11 +150,12 @@ def measure_script(
     """Run ``procs`` concurrently (one runs in the foreground), timed on the host.
 
     With ``start_at`` (epoch seconds) the host sleeps until that moment first, so several
-    hosts can start one measurement together.
+    hosts can start one measurement together. The script runs under bash where the host has
+    one (see ``_CLOCK``), else under sh as it is.
     """
     if not procs:
         raise ValueError("a measured step needs at least one process")
-    lines = ["set -u", "export LC_ALL=C", f"cd -- {_check_scratch(logdir)} || exit 97"]
+    lines = ["set -u", _CLOCK, f"cd -- {_check_scratch(logdir)} || exit 97"]
     if start_at is not None:
         lines.append(
             f'd=$(awk -v t={start_at:.6f} -v n="$(date +%s.%N)" '
@@ -153,7 +164,7 @@ def measure_script(
         lines.append('sleep "$d"')
     for i, proc in enumerate(background, start=1):
         lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
-    lines.append("t0=$(date +%s.%N)")
+    lines.append("now; t0=$t")
 
     def redirect(proc: Proc) -> str:
         return f">{shlex.quote(proc.log)} 2>&1" if proc.log else ">/dev/null 2>&1"
@@ -165,12 +176,18 @@ def measure_script(
             lines.append(f"{quote(proc.argv)} {redirect(proc)} & p{i}=$!")
         for i in range(1, len(procs) + 1):
             lines.append(f"wait $p{i}; r{i}=$?")
-    lines.append("t1=$(date +%s.%N)")
+    lines.append("now; t1=$t")
     for i in range(1, len(background) + 1):
         lines.append(f"kill $bg{i} 2>/dev/null; wait $bg{i} 2>/dev/null")
     rcs = ",".join(f"$r{i}" for i in range(1, len(procs) + 1))
     lines.append(f'printf \'{MARKER} %s %s %s %s\\n\' {shlex.quote(step)} "$t0" "$t1" "{rcs}"')
-    return "\n".join(lines) + "\n"
+    body = "\n".join(lines) + "\n"
+    # LC_ALL=C first: bash writes $EPOCHREALTIME with the locale's decimal separator.
+    return (
+        "export LC_ALL=C\n"
+        'if [ -z "${EPOCHREALTIME:-}" ] && command -v bash >/dev/null 2>&1; then '
+        f"exec bash -c {shlex.quote(body)}; fi\n" + body
+    )
 
 
 HTTP_MARKER = "@perfpost-http"
