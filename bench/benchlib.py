@@ -274,7 +274,7 @@ def machine() -> dict[str, Any]:
         check=False,
     ).stdout.strip()
     versions = {}
-    for name in ("snakemake", "fabric", "paramiko", "pandas", "matplotlib"):
+    for name in ("snakemake", "paramiko", "pandas", "matplotlib"):
         try:
             from importlib.metadata import version
 
