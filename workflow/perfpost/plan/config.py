@@ -15,10 +15,9 @@ import re
 import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from perfpost import clusters, hostenv, instrument, paths, provision, tools
 from perfpost.clusters.base import ClusterSpec
@@ -331,11 +330,7 @@ class Plan:
 # ------------------------------------------------------------------------------- loading
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML loader that refuses duplicate keys instead of keeping the last one silently."""
-
-
-def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+def _no_duplicates(loader: Any, node: Any, deep: bool = False) -> Any:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -348,14 +343,28 @@ def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = F
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+@cache
+def _strict_loader() -> type:
+    """A YAML loader that refuses duplicate keys instead of keeping the last one silently.
+
+    Made on first use: PyYAML (compiling its regular expressions) is no part of the import
+    ``perfpost run-cell`` pays once per cell."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+    return StrictLoader
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """A config file, refusing duplicate keys; errors name the file."""
+    import yaml
+
     try:
         with open(path) as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)
+            data = yaml.load(fh, Loader=_strict_loader())
     except ConfigError as e:
         raise ConfigError(f"{path}: {e.where}", e.message) from None
     except yaml.YAMLError as e:
@@ -445,6 +454,7 @@ def _keep_checked(path: Path, filled: str) -> None:
 def validate_schema(config: dict[str, Any]) -> None:
     """Validate against the JSON schema with snakemake's validator, which fills defaults."""
     import jsonschema
+    import yaml
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
