@@ -36,15 +36,18 @@ EXPERIMENT = "cell"
 MANY = "many"
 MANY_CELLS = 10
 MANY_COUNT = 100_000  # dd blocks of each of the many cells
-# Where the time goes when a target is missed (from `python -X importtime` and cProfile of
-# the snakemake process; see the module docstring).
+# Where the time goes when a target is missed: `python -X importtime` of perfpost run-cell
+# and cProfile of the snakemake process, on the 2-core VM the figures come from.
 WHY_INVOCATION = (
-    "snakemake imports pandas to record the cell's params (0.43 s), perfpost validates the config"
-    " with jsonschema (0.33 s) and imports its modules, compiled afresh (0.1-0.2 s)"
+    "the cell is a Python process, perfpost run-cell, where the bare Snakefile runs dd itself"
+    " (0.16 s over dd with bytecode, 0.26 s where perfpost is compiled afresh), reading the"
+    " Snakefile imports and plans (0.23 s, half of it imports), and the run's janitor, one more"
+    " Python process importing perfpost.run.deploy, takes 0.12-0.22 s of CPU beside it"
 )
 WHY_EXTRA_CELL = (
-    "each cell starts perfpost run-cell, a Python process importing about 100 perfpost modules"
-    " (0.3 s here, where they are compiled afresh every time)"
+    "each cell is a perfpost run-cell process whose imports take 0.15 s with bytecode (0.26 s"
+    " compiled afresh): every tool, every cluster kind and urllib.request (through"
+    " perfpost.clusters.base), as perfpost.run.runner and glue.runtimes load them for any cell"
 )
 _SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([\d.e+-]+) s,", re.M)
 
