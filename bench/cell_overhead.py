@@ -10,6 +10,10 @@ checkout (the record removed first, so the cell runs), ``perfpost run-cell`` by 
 bare Snakefile whose one shell rule runs the same dd (Snakemake without perfpost), and the
 bare ``dd`` with the same arguments into a fresh directory. Overhead is wall time minus
 the bare dd's wall time; throughput comes from the cell's record and from dd's own stderr.
+
+What perfpost itself adds is held against the bare Snakefile: per ``snakemake`` run of one
+cell, and per extra cell of a MANY_CELLS-cell run against the bare Snakefile's extra job
+(runs of MANY_CELLS jobs and of one, of both, alternately).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,6 +36,20 @@ from benchlib import Row, check, make_checkout, median, snakemake, timed, tool
 EXPERIMENT = "cell"
 MANY = "many"
 MANY_CELLS = 10
+MANY_COUNT = 100_000  # dd blocks of each of the many cells
+# Where the time goes when a target is missed: `python -X importtime` of perfpost run-cell
+# and cProfile of the snakemake process, on the 2-core VM the figures come from.
+WHY_INVOCATION = (
+    "the cell is a Python process, perfpost run-cell, where the bare Snakefile runs dd itself"
+    " (0.16 s over dd with bytecode, 0.26 s where perfpost is compiled afresh), reading the"
+    " Snakefile imports and plans (0.23 s, half of it imports), and the run's janitor, one more"
+    " Python process importing perfpost.run.deploy, takes 0.12-0.22 s of CPU beside it"
+)
+WHY_EXTRA_CELL = (
+    "each cell is a perfpost run-cell process whose imports take 0.15 s with bytecode (0.26 s"
+    " compiled afresh): every tool, every cluster kind and urllib.request (through"
+    " perfpost.clusters.base), as perfpost.run.runner and glue.runtimes load them for any cell"
+)
 _SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([\d.e+-]+) s,", re.M)
 
 
@@ -48,6 +67,13 @@ def bare_dd(argv: list[str]) -> tuple[float, float]:
     return wall, int(m.group(1)) / float(m.group(2))
 
 
+def children_cpu() -> float:
+    """CPU seconds of the processes this one started and waited for, and of theirs (a
+    snakemake run with its jobs): what contention from others hardly changes."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def record_throughput(path: Path) -> float:
     rec = json.loads(path.read_text())
     if rec["status"] != "done":
@@ -63,30 +89,78 @@ def median_ci(xs: list[float], seed: int = 1) -> tuple[float, float]:
     return meds[int(0.025 * len(meds))], meds[int(0.975 * len(meds)) - 1]
 
 
-def marginal_cost(work: Path, shm: Path, log) -> list[float]:
-    """Extra seconds of one more cell once Snakemake is up: a run of MANY_CELLS small cells
-    against a run of one, minus the bare dd of one such cell."""
+def bare_snakefile(shm: Path, count: int) -> str:
+    """Snakemake without perfpost: one shell rule running the same dd as a cell, one job per
+    output ``{shm}/plain/{i}/dd.out``, its summary in ``dd-{i}.log``."""
+    return (
+        "rule dd:\n"
+        "    output:\n"
+        f'        "{shm}/plain/{{i}}/dd.out",\n'
+        "    log:\n"
+        '        "dd-{i}.log",\n'
+        "    shell:\n"
+        f'        "LC_ALL=C dd if=/dev/zero of={{output}} bs=64 count={count} 2> {{log}}"\n'
+    )
+
+
+def marginal_cost(work: Path, shm: Path, rounds: int, log) -> dict[str, list[float]]:
+    """Extra seconds of one more job once Snakemake is up, with perfpost and without: per
+    round, a run of MANY_CELLS small cells against a run of one, and a bare Snakefile's run of
+    MANY_CELLS jobs (the same dd) against its run of one, alternately; and the bare dd of one
+    such cell, to say what a cell costs beyond its own dd."""
     from perfpost import paths
 
     records = [paths.record(MANY, "default", "localhost", r, 1) for r in range(1, MANY_CELLS + 1)]
     cells_dir = work / "results" / MANY / "cells"
-    out = []
-    for _ in range(2):
+    plain = work / "bare-snakemake-many"
+    plain.mkdir()
+    (plain / "Snakefile").write_text(bare_snakefile(shm, MANY_COUNT))
+    outputs = [f"{shm}/plain/{i}/dd.out" for i in range(1, MANY_CELLS + 1)]
+
+    def perfpost_run(targets: list[str]) -> float:
         shutil.rmtree(cells_dir, ignore_errors=True)
-        one, _ = snakemake(work, "--cores", "1", records[0])
-        shutil.rmtree(cells_dir, ignore_errors=True)
-        many, _ = snakemake(work, "--cores", "1", *records)
-        bare = []
+        return snakemake(work, "--cores", "1", *targets)[0]
+
+    def plain_run(targets: list[str]) -> float:
+        shutil.rmtree(shm / "plain", ignore_errors=True)
+        return snakemake(plain, "--cores", "1", *targets)[0]
+
+    kinds = {
+        "perfpost": lambda: perfpost_run(records[:1]),
+        "perfpost many": lambda: perfpost_run(records),
+        "bare snakemake": lambda: plain_run(outputs[:1]),
+        "bare snakemake many": lambda: plain_run(outputs),
+    }
+    got: dict[str, list[float]] = {k: [] for k in kinds}
+    bare: list[float] = []
+    order = list(kinds)
+    for i in range(rounds):
+        for k in order[i % len(order) :] + order[: i % len(order)]:
+            got[k].append(kinds[k]())
         for _ in range(3):
             d = shm / f"bare-{uuid.uuid4().hex[:8]}"
             d.mkdir()
             bare.append(
-                bare_dd(["dd", "if=/dev/zero", f"of={d}/dd.out", "bs=64", "count=100000"])[0]
+                bare_dd(["dd", "if=/dev/zero", f"of={d}/dd.out", "bs=64", f"count={MANY_COUNT}"])[0]
             )
             shutil.rmtree(d)
-        out.append((many - one) / (MANY_CELLS - 1) - median(bare))
-        log(f"  1 cell {one:.2f} s, {MANY_CELLS} cells {many:.2f} s: {out[-1]:.2f} s per cell")
-    return out
+        log(
+            f"  round {i + 1}: perfpost 1 cell {got['perfpost'][-1]:.2f} s, {MANY_CELLS} cells "
+            f"{got['perfpost many'][-1]:.2f} s; bare Snakefile 1 job "
+            f"{got['bare snakemake'][-1]:.2f} s, {MANY_CELLS} jobs "
+            f"{got['bare snakemake many'][-1]:.2f} s"
+        )
+    per = {
+        "perfpost": [
+            (m - o) / (MANY_CELLS - 1)
+            for o, m in zip(got["perfpost"], got["perfpost many"], strict=True)
+        ],
+        "bare snakemake": [
+            (m - o) / (MANY_CELLS - 1)
+            for o, m in zip(got["bare snakemake"], got["bare snakemake many"], strict=True)
+        ],
+    }
+    return {**{f"{k}_wall_s": v for k, v in got.items()}, **per, "bare_dd_wall_s": bare}
 
 
 def run(quick: bool, log=print) -> list[Row]:
@@ -106,7 +180,7 @@ def run(quick: bool, log=print) -> list[Row]:
                 # Ten small cells in one snakemake run: the cost of one more cell.
                 MANY: {
                     "tool": "dd",
-                    "params": {"dir": str(shm), "bs": 64, "count": 100_000},
+                    "params": {"dir": str(shm), "bs": 64, "count": MANY_COUNT},
                     "repeats": MANY_CELLS,
                 },
             }
@@ -126,9 +200,13 @@ def run(quick: bool, log=print) -> list[Row]:
             shutil.rmtree(cells_dir, ignore_errors=True)
             dry.append(snakemake(work, "-n", "--cores", "1", record)[0])
 
+        cpu: dict[str, list[float]] = {"snakemake": [], "bare snakemake": []}
+
         def via_snakemake() -> tuple[float, float]:
             shutil.rmtree(cells_dir, ignore_errors=True)
+            c = children_cpu()
             wall, _ = snakemake(work, "--cores", "1", record)
+            cpu["snakemake"].append(children_cpu() - c)
             return wall, record_throughput(work / record)
 
         def via_run_cell() -> tuple[float, float]:
@@ -151,26 +229,22 @@ def run(quick: bool, log=print) -> list[Row]:
 
         plain = work / "bare-snakemake"
         plain.mkdir()
-        (plain / "Snakefile").write_text(
-            "rule dd:\n"
-            "    output:\n"
-            f'        "{shm}/plain/dd.out",\n'
-            "    log:\n"
-            '        "dd.log",\n'
-            "    shell:\n"
-            f'        "LC_ALL=C dd if=/dev/zero of={{output}} bs=64 count={count} 2> {{log}}"\n'
-        )
+        (plain / "Snakefile").write_text(bare_snakefile(shm, count))
 
         def via_plain_snakemake() -> tuple[float, float]:
             shutil.rmtree(shm / "plain", ignore_errors=True)
-            wall, _ = snakemake(plain, "--cores", "1")
-            m = _SUMMARY.search((plain / "dd.log").read_text())
+            c = children_cpu()
+            wall, _ = snakemake(plain, "--cores", "1", f"{shm}/plain/1/dd.out")
+            cpu["bare snakemake"].append(children_cpu() - c)
+            m = _SUMMARY.search((plain / "dd-1.log").read_text())
             if not m:
-                raise RuntimeError(f"no dd summary in {plain / 'dd.log'}")
+                raise RuntimeError(f"no dd summary in {plain / 'dd-1.log'}")
             return wall, int(m.group(1)) / float(m.group(2))
 
         # One unmeasured warm-up of each: page cache for the Python files, tmpfs pages.
         via_bare(), via_run_cell(), via_snakemake(), via_plain_snakemake()
+        for runs in cpu.values():
+            runs.clear()
         kinds = {
             "snakemake": via_snakemake,
             "run-cell": via_run_cell,
@@ -188,7 +262,7 @@ def run(quick: bool, log=print) -> list[Row]:
                     f"{k} {got[k][-1][0]:.2f} s {got[k][-1][1] / 1e6:.1f} MB/s" for k in kinds
                 )
             )
-        marginal = [] if quick else marginal_cost(work, shm, log)
+        marginal = marginal_cost(work, shm, 1 if quick else 3, log)
         bare_wall = [w for w, _ in got["bare"]]
         bare_thr = [t for _, t in got["bare"]]
         extra = [w - b for (w, _), b in zip(got["snakemake"], bare_wall, strict=True)]
@@ -208,7 +282,58 @@ def run(quick: bool, log=print) -> list[Row]:
             "run_cell_throughput_Bps": [t for _, t in got["run-cell"]],
             "bare_throughput_cv": noise,
         }
+        # What perfpost adds to Snakemake: the same dd through a bare Snakefile, same rounds.
+        # Each against the dd it ran itself (its bytes over its throughput): this dd's time
+        # varies by +-20% from run to run, which subtracting another run's dd would add.
+        dd_bytes = 64 * count
+        own = [w - dd_bytes / t for w, t in got["snakemake"]]
+        own_plain = [w - dd_bytes / t for w, t in got["bare snakemake"]]
+        mine, theirs = median(own), median(own_plain)
+        per_mine, per_theirs = median(marginal["perfpost"]), median(marginal["bare snakemake"])
         return [
+            check(
+                Row(
+                    "1 cell overhead",
+                    "perfpost's cost per snakemake run of one cell, extra wall vs its own dd",
+                    mine - theirs,
+                    "s",
+                    details={"per_round_perfpost": own, "per_round_bare_snakefile": own_plain},
+                    perfpost=mine,
+                    baseline=theirs,
+                    baseline_unit="s",
+                    baseline_name="a bare Snakefile",
+                    why=WHY_INVOCATION,
+                ),
+                lambda v: v <= 0.3,
+                "<= 0.3 s",
+            ),
+            check(
+                Row(
+                    "1 cell overhead",
+                    f"perfpost's cost per extra cell, {MANY_CELLS} cells vs 1 in one snakemake run",
+                    per_mine - per_theirs,
+                    "s",
+                    details=marginal,
+                    perfpost=per_mine,
+                    baseline=per_theirs,
+                    baseline_unit="s",
+                    baseline_name="a bare Snakefile's extra job",
+                    why=WHY_EXTRA_CELL,
+                ),
+                lambda v: v <= 0.05,
+                "<= 0.05 s",
+            ),
+            Row(
+                "1 cell overhead",
+                "  CPU of a snakemake run of one cell with its jobs (the same dd in both)",
+                median(cpu["snakemake"]) - median(cpu["bare snakemake"]),
+                "s",
+                details=cpu,
+                perfpost=median(cpu["snakemake"]),
+                baseline=median(cpu["bare snakemake"]),
+                baseline_unit="s",
+                baseline_name="a bare Snakefile",
+            ),
             check(
                 Row(
                     "1 cell overhead",
@@ -246,18 +371,15 @@ def run(quick: bool, log=print) -> list[Row]:
                 "s",
                 details={"runs": dry},
             ),
-            *(
-                [
-                    Row(
-                        "1 cell overhead",
-                        f"  one more cell in a {MANY_CELLS}-cell run, extra wall vs bare dd",
-                        median(marginal),
-                        "s",
-                        details={"runs": marginal},
-                    )
-                ]
-                if marginal
-                else []
+            Row(
+                "1 cell overhead",
+                f"  one more cell in a {MANY_CELLS}-cell run, extra wall vs bare dd",
+                median(marginal["perfpost"]) - median(marginal["bare_dd_wall_s"]),
+                "s",
+                details={
+                    "runs": marginal["perfpost"],
+                    "bare_dd_wall_s": marginal["bare_dd_wall_s"],
+                },
             ),
             Row(
                 "1 cell overhead",

@@ -114,3 +114,64 @@ def test_every_example_config_builds_a_plan(example):
     plan = build_plan(config)
     assert plan.experiments
     assert all(exp.cells for exp in plan.experiments.values())
+
+
+def _counting(monkeypatch):
+    """Calls of the config schema's validation and of the tools' params checks."""
+    import perfpost.plan.config as pconfig
+
+    calls = {"schema": 0, "params": 0}
+    schema, checker = pconfig.validate_schema, pconfig._ParamsChecker
+
+    def counted_schema(config):
+        calls["schema"] += 1
+        return schema(config)
+
+    class CountedChecker(checker):
+        def __init__(self, schema):
+            calls["params"] += 1
+            super().__init__(schema)
+
+    monkeypatch.setattr(pconfig, "validate_schema", counted_schema)
+    monkeypatch.setattr(pconfig, "_ParamsChecker", CountedChecker)
+    return calls
+
+
+def test_a_config_that_passed_is_not_validated_again_and_plans_the_same(tmp_path, monkeypatch):
+    fresh = plan_of()  # validated, no cache: what the cached plan must equal
+    calls = _counting(monkeypatch)
+    first_cfg, second_cfg = copy.deepcopy(BASE), copy.deepcopy(BASE)
+    build_plan(first_cfg, cache=tmp_path)
+    assert calls == {"schema": 1, "params": 1}
+    assert len(list(tmp_path.glob("config-*.json"))) == 1
+    second = build_plan(second_cfg, cache=tmp_path)
+    assert calls == {"schema": 1, "params": 1}  # neither schema ran again
+    assert second_cfg == first_cfg  # the defaults, as the schema filled them
+    assert second_cfg["experiments"]["w"]["repeats"] == 3  # the schema's default
+    assert [j.to_json() for j in second.jobs()] == [j.to_json() for j in fresh.jobs()]
+
+
+def test_a_changed_config_is_validated_afresh_and_a_bad_one_never_kept(tmp_path, monkeypatch):
+    build_plan(copy.deepcopy(BASE), cache=tmp_path)
+    calls = _counting(monkeypatch)
+    bad = copy.deepcopy(BASE)
+    bad["experiments"]["w"]["repeats"] = 0  # the schema's minimum is 1
+    with pytest.raises(ConfigError, match="repeats"):
+        build_plan(bad, cache=tmp_path)
+    bad_params = copy.deepcopy(BASE)
+    bad_params["experiments"]["w"]["params"]["mode"] = "sideways"  # not one of dd's modes
+    with pytest.raises(ConfigError, match="mode"):
+        build_plan(bad_params, cache=tmp_path)
+    assert calls == {"schema": 2, "params": 1}
+    assert len(list(tmp_path.glob("config-*.json"))) == 1  # the good config's only
+
+
+def test_an_unreadable_cache_entry_means_validating_again(tmp_path, monkeypatch):
+    build_plan(copy.deepcopy(BASE), cache=tmp_path)
+    (kept,) = tmp_path.glob("config-*.json")
+    kept.write_text('{"schema_version": 1, "config": ')  # cut short
+    calls = _counting(monkeypatch)
+    cfg = copy.deepcopy(BASE)
+    build_plan(cfg, cache=tmp_path)
+    assert calls == {"schema": 1, "params": 1}
+    assert cfg["experiments"]["w"]["repeats"] == 3

@@ -182,3 +182,19 @@ def test_each_config_file_is_read_strictly_once(tmp_path, monkeypatch):
     glue.strict_configfile(str(path))
     glue.read_strictly([str(path), str(tmp_path / "." / "config.yaml")])
     assert read == [str(path)]
+
+
+def test_a_cell_spec_param_is_one_snakemake_does_not_record():
+    """Snakemake leaves a param out of its metadata (and does not import pandas to store
+    it) when the param's function takes ``output``: its own test says so of ours."""
+    from snakemake.rules import Rule
+
+    from perfpost.glue import unrecorded
+
+    by_wildcards = unrecorded(lambda wc: f"spec of {wc}")
+    constant = unrecorded('{"cell": "a=1"}')
+    assert Rule._is_deriving_function(by_wildcards)
+    assert Rule._is_deriving_function(constant)
+    assert not Rule._is_deriving_function(lambda wc: "spec")  # the form it replaces
+    assert by_wildcards("a=1", ["out"]) == "spec of a=1"
+    assert constant("a=1", ["out"]) == '{"cell": "a=1"}'

@@ -263,6 +263,22 @@ def cell_spec(plan: Plan, wildcards: Any) -> CellSpec:
     return plan.spec(wildcards.experiment, wildcards.cell, wildcards.host, repeat)
 
 
+def unrecorded(value: Any) -> Any:
+    """A job's param that Snakemake neither records nor compares: ``value`` (or
+    ``value(wildcards)`` when it is a function), from a function that takes ``output``.
+
+    Snakemake stores every other param in its metadata when a job ends, and with pandas
+    installed that imports pandas into the snakemake process (0.4 s of each run). A cell's
+    spec needs no such record: what it measures picks its attempt, so its output
+    (:func:`wanted_attempt`), and a finished cell never runs again for a changed param.
+    """
+
+    def param(wildcards: Any, output: Any) -> Any:
+        return value(wildcards) if callable(value) else value
+
+    return param
+
+
 def _read(path: Path) -> dict[str, Any] | None:
     """A record, or None when there is none or it cannot be read (run again)."""
     try:

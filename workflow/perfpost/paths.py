@@ -55,6 +55,9 @@ FIGURES_DIR = POST_DIR + "/figures"
 # Clusters perfpost deployed: one directory per configuration (its id), one per start in it
 # (state.json, the lifecycle's log, the daemons' logs copied back at the stop).
 CLUSTERS_DIR = RESULTS + "/clusters"
+# Configs validated before, with their defaults filled (perfpost.plan.config.validate_schema):
+# a run of an unchanged config skips the schema. No experiment name starts with a dot.
+CONFIG_CACHE_DIR = RESULTS + "/.config-cache"
 CLUSTER_DIR = CLUSTERS_DIR + "/{cluster}"
 CLUSTER_START_DIR = CLUSTER_DIR + "/start-{start}"
 # The cells of this run still to come, per cluster: the last one stops its cluster.

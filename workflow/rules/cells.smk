@@ -18,8 +18,9 @@ rule cell:
         "../../envs/perfpost.yaml"
     resources:
         **HOST_RESOURCES,
+    # Not recorded by Snakemake (glue.unrecorded): the cell's attempt already says what it measures.
     params:
-        spec=lambda wc: glue.cell_spec(PLAN, wc).param_json(),
+        spec=glue.unrecorded(lambda wc: glue.cell_spec(PLAN, wc).param_json()),
     shell:
         "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
@@ -85,7 +86,7 @@ for group in glue.together(PLAN):
         resources:
             **group.resources,
         params:
-            specs=group.specs,
+            specs=glue.unrecorded(group.specs),
         shell:
             "perfpost run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
 

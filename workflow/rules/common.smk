@@ -11,7 +11,7 @@ try:
     # Snakemake's loader keeps the last of two equal keys (two experiments named alike):
     # read each config file strictly first, so such a mistake is named with its line.
     glue.read_strictly(workflow.configfiles)
-    PLAN = pconfig.build_plan(config)
+    PLAN = pconfig.build_plan(config, cache=paths.CONFIG_CACHE_DIR)
     pconfig.check_secrets(PLAN)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None

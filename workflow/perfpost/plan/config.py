@@ -15,10 +15,9 @@ import re
 import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from perfpost import clusters, hostenv, instrument, paths, provision, tools
 from perfpost.clusters.base import ClusterSpec
@@ -331,11 +330,7 @@ class Plan:
 # ------------------------------------------------------------------------------- loading
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML loader that refuses duplicate keys instead of keeping the last one silently."""
-
-
-def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+def _no_duplicates(loader: Any, node: Any, deep: bool = False) -> Any:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -348,14 +343,28 @@ def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = F
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+@cache
+def _strict_loader() -> type:
+    """A YAML loader that refuses duplicate keys instead of keeping the last one silently.
+
+    Made on first use: PyYAML (compiling its regular expressions) is no part of the import
+    ``perfpost run-cell`` pays once per cell."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+    return StrictLoader
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """A config file, refusing duplicate keys; errors name the file."""
+    import yaml
+
     try:
         with open(path) as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)
+            data = yaml.load(fh, Loader=_strict_loader())
     except ConfigError as e:
         raise ConfigError(f"{path}: {e.where}", e.message) from None
     except yaml.YAMLError as e:
@@ -370,9 +379,82 @@ def _path(error: Any) -> str:
     return ".".join(parts).replace(".[", "[") or "(top level)"
 
 
+# Configs that passed both JSON schemas before (:func:`build_plan` with ``cache``).
+CONFIG_CACHE_SCHEMA_VERSION = 1
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is JSON as it stands (string keys; no tuples, dates or sets), so
+    that its JSON text names it exactly and reading that text back gives it again."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _cache_key(config: dict[str, Any]) -> str:
+    """Everything the schema checks' outcome depends on: the config, the config schema and
+    the tools' params schemas, and the versions of perfpost, Snakemake (its validator fills
+    the defaults) and jsonschema."""
+    from importlib.metadata import version
+
+    import perfpost
+
+    h = hashlib.sha256()
+    for part in (
+        str(CONFIG_CACHE_SCHEMA_VERSION),
+        perfpost.__version__,
+        version("snakemake"),
+        version("jsonschema"),
+        json.dumps(config, sort_keys=True, separators=(",", ":")),
+        json.dumps(
+            {name: t.PARAMS_SCHEMA for name, t in tools.TOOLS.items()},
+            sort_keys=True,
+            default=repr,
+        ),
+    ):
+        h.update(part.encode() + b"\0")
+    h.update(SCHEMA_PATH.read_bytes())
+    return h.hexdigest()
+
+
+def _checked_before(config: dict[str, Any], cache: str | Path | None) -> tuple[Path | None, bool]:
+    """Where this config's checks are kept in ``cache`` (None: not kept, it is not plain
+    JSON), and whether they passed before; if so, ``config`` gets its defaults from there."""
+    if cache is None or not _plain(config):
+        return None, False
+    path = Path(cache) / f"config-{_cache_key(config)}.json"
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return path, False
+    if (
+        not isinstance(kept, dict)
+        or kept.get("schema_version") != CONFIG_CACHE_SCHEMA_VERSION
+        or not isinstance(kept.get("config"), dict)
+    ):
+        return path, False
+    config.clear()
+    config.update(kept["config"])
+    return path, True
+
+
+def _keep_checked(path: Path, filled: str) -> None:
+    """Note that the config passed (``filled``: its JSON with the defaults)."""
+    from perfpost.records import write_text_atomic
+
+    doc = f'{{"schema_version": {CONFIG_CACHE_SCHEMA_VERSION}, "config": {filled}}}\n'
+    try:
+        write_text_atomic(path, doc)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run the checks
+
+
 def validate_schema(config: dict[str, Any]) -> None:
     """Validate against the JSON schema with snakemake's validator, which fills defaults."""
     import jsonschema
+    import yaml
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
@@ -551,14 +633,16 @@ def _own(value: Any) -> Any:
 
 
 def _check_tool_params(
-    exp: Experiment, params: dict[str, Any], where: str, checker: _ParamsChecker
+    exp: Experiment, params: dict[str, Any], where: str, checker: _ParamsChecker | None
 ) -> dict[str, Any]:
+    """A cell's params with the tool's defaults, checked against its schema (``checker``;
+    None: they passed it before) and by the tool itself."""
     adapter = tools.get(exp.tool)
     params = {k: _own(v) for k, v in params.items()}
     for key, sub in adapter.PARAMS_SCHEMA["properties"].items():
         if "default" in sub and key not in params:
             params[key] = _own(sub["default"])
-    errors = checker.errors(params)
+    errors = checker.errors(params) if checker is not None else []
     if errors:
         sub, message = errors[0]
         place = f"{where}.params" + ("" if sub == "(top level)" else f".{sub}")
@@ -835,9 +919,20 @@ def _precision(exp: Experiment, where: str) -> None:
     exp.repeats = low
 
 
-def build_plan(config: dict[str, Any]) -> Plan:
-    """Validate ``config`` (filling defaults in place) and expand every experiment."""
-    validate_schema(config)
+def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
+    """Validate ``config`` (filling defaults in place; ``cache``: a directory where the
+    configs that passed are kept) and expand every experiment.
+
+    With ``cache``, a config that passed the JSON schemas before (its text, the schemas and
+    the validators unchanged, :func:`_cache_key`) is not validated again: importing jsonschema
+    and compiling the schemas took 0.3 s of every ``snakemake`` run. perfpost's own checks
+    run every time.
+    """
+    kept, checked = _checked_before(config, cache)
+    filled = None  # the config's JSON with its defaults, to keep once every check passed
+    if not checked:
+        validate_schema(config)
+        filled = json.dumps(config) if kept is not None and _plain(config) else None
     hosts: dict[str, dict[str, Any]] = {LOCALHOST: {"max_parallel_cells": 1}}
     ssh = config.get("ssh", {})
     for name, spec in config.get("hosts", {}).items():
@@ -891,7 +986,7 @@ def build_plan(config: dict[str, Any]) -> Plan:
         for cell in exp.cells:
             exp.labels[cell.id] = cell.label_map
         _check_comparisons(exp, where)
-        checker = _ParamsChecker(tools.get(exp.tool).PARAMS_SCHEMA)
+        checker = None if checked else _ParamsChecker(tools.get(exp.tool).PARAMS_SCHEMA)
         for cell in exp.cells:
             params = resolve_params(exp, cell, where)
             exp.resolved[cell.id] = _check_tool_params(exp, params, f"{where}[{cell.id}]", checker)
@@ -906,6 +1001,8 @@ def build_plan(config: dict[str, Any]) -> Plan:
                     f"{where}[{cell.id}]",
                 )
         experiments[name] = exp
+    if kept is not None and filled is not None:
+        _keep_checked(kept, filled)
     return Plan(
         hosts=hosts,
         experiments=experiments,
