@@ -141,8 +141,11 @@ def test_a_config_that_passed_is_not_validated_again_and_plans_the_same(tmp_path
     fresh = plan_of()  # validated, no cache: what the cached plan must equal
     calls = _counting(monkeypatch)
     first_cfg, second_cfg = copy.deepcopy(BASE), copy.deepcopy(BASE)
-    build_plan(first_cfg, cache=tmp_path)
+    first = build_plan(first_cfg, cache=tmp_path)
     assert calls == {"schema": 1, "params": 1}
+    # Reading the Snakefile (-n, --lint) writes nothing; a run that starts keeps the checks.
+    assert not list(tmp_path.iterdir())
+    first.keep_checked()
     assert len(list(tmp_path.glob("config-*.json"))) == 1
     second = build_plan(second_cfg, cache=tmp_path)
     assert calls == {"schema": 1, "params": 1}  # neither schema ran again
@@ -152,7 +155,7 @@ def test_a_config_that_passed_is_not_validated_again_and_plans_the_same(tmp_path
 
 
 def test_a_changed_config_is_validated_afresh_and_a_bad_one_never_kept(tmp_path, monkeypatch):
-    build_plan(copy.deepcopy(BASE), cache=tmp_path)
+    build_plan(copy.deepcopy(BASE), cache=tmp_path).keep_checked()
     calls = _counting(monkeypatch)
     bad = copy.deepcopy(BASE)
     bad["experiments"]["w"]["repeats"] = 0  # the schema's minimum is 1
@@ -167,7 +170,7 @@ def test_a_changed_config_is_validated_afresh_and_a_bad_one_never_kept(tmp_path,
 
 
 def test_an_unreadable_cache_entry_means_validating_again(tmp_path, monkeypatch):
-    build_plan(copy.deepcopy(BASE), cache=tmp_path)
+    build_plan(copy.deepcopy(BASE), cache=tmp_path).keep_checked()
     (kept,) = tmp_path.glob("config-*.json")
     kept.write_text('{"schema_version": 1, "config": ')  # cut short
     calls = _counting(monkeypatch)

@@ -44,6 +44,8 @@ def test_reading_the_snakefile_kills_nothing_and_keeps_locks(tmp_path):
             assert time.monotonic() - t0 < 30, f"snakemake {args} waited"
             assert (locks / "0.input.lock").read_text() == "results/w/tidy.csv\n", args
             assert job.poll() is None, f"snakemake {args} stopped a process"
+            # Not even the config's passed checks are kept: only a run that starts does.
+            assert not (work / "results").exists(), sorted((work / "results").rglob("*"))
     finally:
         job.kill()
         job.wait()

@@ -97,6 +97,8 @@ def test_the_workflow_completes_and_lists_failures(run):
     }
     reasons = {r["reason"] for r in recs if r["status"] == "failed"}
     assert all("preparing the cell failed" in x for x in reasons), reasons
+    # The run kept its config's passed schema checks for the next one (one config, one file).
+    assert len(list((work / "results" / ".config-cache").glob("config-*.json"))) == 1
 
 
 def test_tidy_table_matches_the_raw_logs(run):

@@ -82,6 +82,7 @@ def start_run(plan: Plan, workflow: Any) -> None:
     for line in lifeline.recover(locks=False):
         print(f"perfpost: {line}", file=sys.stderr)
     lifeline.mark_run()
+    plan.keep_checked()
     export_retries(workflow)
     export_runtime(plan)
     lifeline.start_janitor()

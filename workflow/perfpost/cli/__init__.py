@@ -26,8 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _interrupt(signum: int, frame: Any) -> None:
     # SIGTERM (Snakemake stopping a job) unwinds like Ctrl-C, so every host kills the tools
-    # it started before perfpost exits. Remote commands are killed right here: Fabric would
-    # otherwise wait for them to end by themselves.
+    # it started before perfpost exits. Remote commands are killed right here, on channels of
+    # their own, before anything else unwinds.
     remote = sys.modules.get("perfpost.run.remote")
     if remote is not None:
         remote.interrupt()

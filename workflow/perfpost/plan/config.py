@@ -232,6 +232,15 @@ class Plan:
     experiments: dict[str, Experiment]
     tools: dict[str, Any] = field(default_factory=dict)
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)  # as configured
+    # A config that passed its schema checks here, to keep for the next run (where, what):
+    # written by :meth:`keep_checked` when a run starts, never while the Snakefile is read.
+    checked: tuple[Path, str] | None = None
+
+    def keep_checked(self) -> None:
+        """Keep the config's passed schema checks for the next run (see :func:`build_plan`)."""
+        if self.checked is not None:
+            _keep_checked(*self.checked)
+            self.checked = None
 
     def provisioned_marker(self, experiment: str, host: str) -> str | None:
         """The file a provisioned runtime's install leaves, when this cell needs one."""
@@ -1001,13 +1010,12 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
                     f"{where}[{cell.id}]",
                 )
         experiments[name] = exp
-    if kept is not None and filled is not None:
-        _keep_checked(kept, filled)
     return Plan(
         hosts=hosts,
         experiments=experiments,
         tools=config.get("tools", {}),
         clusters=config.get("clusters", {}),
+        checked=(kept, filled) if kept is not None and filled is not None else None,
     )
 
 
