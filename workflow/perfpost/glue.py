@@ -20,9 +20,7 @@ from perfpost import paths, records
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
 from perfpost.plan.config import CellSpec, Plan, read_round
-
-# The workflow's `retries` (profile or command line), set for the cell jobs when a run starts.
-RETRIES_ENV = "PERFPOST_RETRIES"
+from perfpost.run.lifeline import RETRIES_ENV
 
 
 def ensure_on_path(python: str) -> None:

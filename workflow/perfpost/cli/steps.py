@@ -17,7 +17,7 @@ from typing import Any
 
 from perfpost.cli.attempts import run_attempts
 from perfpost.errors import PerfpostError
-from perfpost.glue import RETRIES_ENV
+from perfpost.run.lifeline import RETRIES_ENV
 
 
 def runtimes() -> dict[str, Any]:
@@ -314,7 +314,12 @@ def _cmd_post(args: argparse.Namespace) -> int:
 def _cmd_provision(args: argparse.Namespace) -> int:
     from perfpost import provision
 
-    runtime = runtimes()[args.tool]
+    known = runtimes()
+    if args.tool not in known:
+        raise PerfpostError(
+            f"no runtime {args.tool!r} to provision (known: {', '.join(sorted(known))})"
+        )
+    runtime = known[args.tool]
     print(provision.install(runtime, args.version or runtime.version, args.cache or None, args.log))
     return 0
 
@@ -324,13 +329,11 @@ def add_commands(sub: Any) -> None:
     retries = int(os.environ.get(RETRIES_ENV) or 0)
     retries_help = f"new attempts after a failed one (default: ${RETRIES_ENV}, else 0)"
 
+    # The runtimes are listed when the command runs, not here: listing them loads every
+    # tool and cluster kind, which each run-cell would pay for.
     s = sub.add_parser("provision", help="provision a runtime from Maven Central")
-    known = runtimes()
-    s.add_argument("tool", choices=sorted(known))
-    s.add_argument(
-        "--version",
-        help="default: " + ", ".join(f"{n} {r.version}" for n, r in sorted(known.items())),
-    )
+    s.add_argument("tool", help="a tool's or cluster kind's runtime: ozone, hadoop, hdfs, yarn, byteman")
+    s.add_argument("--version", help="default: the version perfpost was verified with")
     s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
     s.add_argument("--log")
     s.set_defaults(func=_cmd_provision)

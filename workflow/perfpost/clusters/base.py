@@ -27,8 +27,6 @@ import json
 import re
 import shlex
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -460,6 +458,9 @@ class Deployment:
     def get_json(self, role: str, port: str, path: str, index: int = 0) -> Any:
         """A daemon's HTTP JSON (``/jmx?qry=...``, REST), or None while it does not answer."""
         url = f"http://{self.address(role, index)}:{self.ports[port]}{path}"
+        import urllib.error
+        import urllib.request  # here: http.client and email cost each run-cell 30 ms
+
         req = urllib.request.Request(url, headers={"Accept": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=3.0) as resp:

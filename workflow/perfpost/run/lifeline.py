@@ -32,6 +32,8 @@ ENV = "PERFPOST_RUN"
 # The run as records name it (its start, UTC, and pid): runs of a cell made by different
 # runs (a re-run weeks later, a retried cell) are told apart, and tested before pooling.
 SESSION_ENV = "PERFPOST_SESSION"
+# The workflow's `retries` (profile or command line), set for the cell jobs when a run starts.
+RETRIES_ENV = "PERFPOST_RETRIES"
 ORPHAN_WAIT = 60.0  # seconds an orphan gets to kill its tools before it is stopped
 
 
