@@ -332,7 +332,9 @@ def add_commands(sub: Any) -> None:
     # The runtimes are listed when the command runs, not here: listing them loads every
     # tool and cluster kind, which each run-cell would pay for.
     s = sub.add_parser("provision", help="provision a runtime from Maven Central")
-    s.add_argument("tool", help="a tool's or cluster kind's runtime: ozone, hadoop, hdfs, yarn, byteman")
+    s.add_argument(
+        "tool", help="a tool's or cluster kind's runtime: ozone, hadoop, hdfs, yarn, byteman"
+    )
     s.add_argument("--version", help="default: the version perfpost was verified with")
     s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
     s.add_argument("--log")

@@ -9,12 +9,17 @@ import socket
 import sys
 from pathlib import Path
 
-from perfpost.run import deploy, lifeline
+from perfpost import paths
+from perfpost.run import lifeline
 
 
 def main(argv: list[str]) -> None:
     pid, start, workdir = int(argv[0]), argv[1], argv[2]
     lifeline.janitor(pid, start, workdir)
+    if not (Path(workdir) / paths.CLUSTERS_DIR).is_dir():
+        return  # no cluster was ever deployed here: nothing of deploy's to import or run
+    from perfpost.run import deploy
+
     run = f"{socket.gethostname()}:{pid}:{start}"
     deploy.stop_owned(Path(workdir), run=run, why="its run was killed")
 
