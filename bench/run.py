@@ -1,8 +1,8 @@
 """Harness speed: perfpost against the bare tools, every figure from one command.
 
     . .venv/bin/activate
-    python bench/run.py            # the full suite, about 8 minutes on 2 cores (as root)
-    python bench/run.py --quick    # a smoke run, about 3 minutes: fewer rounds, a 20 MB
+    python bench/run.py            # the full suite, about 16 minutes on 2 cores (as root)
+    python bench/run.py --quick    # a smoke run: fewer rounds, a 20 MB
                                    # log, k = 1 and 8 only, no 10,000-cell dry run, no
                                    # no-op run and no step breakdown
     python bench/run.py --only parse,cell
@@ -11,7 +11,9 @@ Items (each ratio is against a baseline measured in the same run):
 
 1. cell: one dd cell through snakemake + perfpost vs the bare dd, alternately;
 2. remote: per-command latency on a warm perfpost connection vs ssh with a ControlMaster;
-3. remote: one cell on k = 1, 3, 8, 16 real sshd hosts (wall / wall at k = 1, start skew);
+3. remote: one cell on k = 1, 3, 8, 16, 32 real sshd hosts (wall / wall at k = 1 against bare
+   ssh's, start skew), the controller's CPU while 8 remote cells run, and the recorded
+   duration of a ``sleep 2`` cell on localhost and on an SSH host;
 4. matrix: snakemake -n over 1,000 and 10,000 cells, a no-op run over 1,000 finished cells,
    re-running one cell of them;
 5. parse: MB/s of perfpost's freon parser vs one re.finditer pass over the same ~200 MB;
