@@ -128,6 +128,34 @@ def snakemake(workdir: Path, *args: str, timeout: float = 600) -> tuple[float, A
     return wall, done
 
 
+def post_argvs(plan: Any, experiment: str, recs: list[str], out: Path, env: str) -> dict:
+    """``perfpost tables``, ``figures`` and ``post`` as the rules call them, for the finished
+    records ``recs`` of ``experiment``, writing under ``out`` (``env``: a host's env.json)."""
+    from perfpost import glue
+
+    exp = glue.experiment_json(plan, experiment)
+    tidy = ("--tidy", f"{out}/tidy.parquet")
+    return {
+        "tables": [
+            "tables",
+            "--axes",
+            glue.axes_json(plan, experiment),
+            "--out-dir",
+            str(out),
+            *recs,
+        ],
+        "figures": [
+            *("figures", "--experiment", exp, *tidy, "--series", f"{out}/series.csv"),
+            *("--out-dir", f"{out}/figures"),
+        ],
+        "post": [
+            *("post", "--experiment", exp, *tidy, "--cells", f"{out}/cells.csv"),
+            *("--figures", f"{out}/figures", "--env", env, "--out", f"{out}/index.md"),
+            *("--data", f"{out}/data.csv", "--comparisons", f"{out}/comparisons.csv"),
+        ],
+    }
+
+
 def job_counts(output: str) -> dict[str, int]:
     """Snakemake's "Job stats" table: rule -> jobs (the jobs a run ran or would run)."""
     counts: dict[str, int] = {}

@@ -38,6 +38,7 @@ from benchlib import (
     job_counts,
     make_checkout,
     median,
+    post_argvs,
     snakemake,
     timed,
     tool,
@@ -180,47 +181,9 @@ def steps(work: Path, config: dict) -> dict[str, float]:
         os.chdir(cwd)
     out = work / "bench-steps"
     out.mkdir(exist_ok=True)
-    exp = glue.experiment_json(plan, EXPERIMENT)
     argvs = {
         "env": ["env", "--host", glue.host_json(plan, "localhost"), "--out", f"{out}/env.json"],
-        "tables": [
-            "tables",
-            "--axes",
-            glue.axes_json(plan, EXPERIMENT),
-            "--out-dir",
-            str(out),
-            *recs,
-        ],
-        "figures": [
-            "figures",
-            "--experiment",
-            exp,
-            "--tidy",
-            f"{out}/tidy.parquet",
-            "--series",
-            f"{out}/series.csv",
-            "--out-dir",
-            f"{out}/figures",
-        ],
-        "post": [
-            "post",
-            "--experiment",
-            exp,
-            "--tidy",
-            f"{out}/tidy.parquet",
-            "--cells",
-            f"{out}/cells.csv",
-            "--figures",
-            f"{out}/figures",
-            "--env",
-            f"{out}/env.json",
-            "--out",
-            f"{out}/index.md",
-            "--data",
-            f"{out}/data.csv",
-            "--comparisons",
-            f"{out}/comparisons.csv",
-        ],
+        **post_argvs(plan, EXPERIMENT, recs, out, f"{out}/env.json"),
         "import only": [],
     }
     got = {}

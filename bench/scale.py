@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, UNREAPED_CPU, Row, check, make_checkout, timed, tool
+from benchlib import ROOT, UNREAPED_CPU, Row, check, make_checkout, post_argvs, timed, tool
 
 HOSTS = 64
 CELLS = (16, 64, 256, 1024)  # dd count of 4 KiB blocks: 64 KiB to 4 MiB per cell
@@ -229,41 +229,8 @@ def post_steps(work: Path) -> dict[str, float]:
         os.chdir(cwd)
     out = work / "bench-steps"
     out.mkdir(exist_ok=True)
-    exp = glue.experiment_json(plan, "scale")
     env = next((work / "results" / "scale" / "env").glob("*.json"))
-    argvs = {
-        "tables": ["tables", "--axes", glue.axes_json(plan, "scale"), "--out-dir", str(out), *recs],
-        "figures": [
-            "figures",
-            "--experiment",
-            exp,
-            "--tidy",
-            f"{out}/tidy.parquet",
-            "--series",
-            f"{out}/series.csv",
-            "--out-dir",
-            f"{out}/figures",
-        ],
-        "post": [
-            "post",
-            "--experiment",
-            exp,
-            "--tidy",
-            f"{out}/tidy.parquet",
-            "--cells",
-            f"{out}/cells.csv",
-            "--figures",
-            f"{out}/figures",
-            "--env",
-            str(env),
-            "--out",
-            f"{out}/index.md",
-            "--data",
-            f"{out}/data.csv",
-            "--comparisons",
-            f"{out}/comparisons.csv",
-        ],
-    }
+    argvs = post_argvs(plan, "scale", recs, out, str(env))
     got = {}
     for name, argv in argvs.items():
         wall, done = timed([tool("perfpost"), *argv], cwd=work)
