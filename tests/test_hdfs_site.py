@@ -41,3 +41,14 @@ def test_the_file_system_follows_a_namenode_address_the_config_sets():
         "fs": "hdfs://127.0.0.1:9999",
         "nn": "127.0.0.1:9999",
     }
+
+
+def test_site_xml_escapes_what_xml_would_misread():
+    # A value with markup characters (a JVM option, a regex) reads back as written, by the
+    # standard library's XML parser as Hadoop's would read it.
+    import xml.etree.ElementTree as ET
+
+    props = {"a.key&<x>": "v <1> & \"q\" 's'", "plain": 3}
+    root = ET.fromstring(base.site_xml(props))
+    got = {p.findtext("name"): p.findtext("value") for p in root.iter("property")}
+    assert got == {"a.key&<x>": "v <1> & \"q\" 's'", "plain": "3"}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,7 +227,7 @@ def module_strings(root: Path, package: str = "perfpost") -> list[tuple[str, str
 
 
 def test_modules_named_in_strings_exist():
-    # `python -m perfpost.run.janitor`, sys.modules.get("perfpost.run.remote"): a module
+    # `python -m perfpost.cli.janitor`, sys.modules.get("perfpost.run.remote"): a module
     # that moved would otherwise fail only when a run is killed.
     known = set(import_graph(PACKAGE))
     assert [(m, s) for m, s in module_strings(PACKAGE) if s not in known] == []
@@ -243,3 +245,23 @@ def test_a_string_naming_a_moved_module_is_found(tmp_path):
     known = set(import_graph(root))
     found = [(m, s) for m, s in module_strings(root) if s not in known]
     assert found == [("perfpost.run.lifeline", "perfpost.lifeline")]
+
+
+def test_a_dd_cell_imports_neither_other_tools_nor_http():
+    # A cell's process builds the command line and loads its own tool: every other tool's
+    # parser, every cluster kind and urllib.request (ssl, email) would be start-up paid per cell.
+    code = (
+        "import sys\n"
+        "from perfpost import cli, tools\n"
+        "cli.build_parser()\n"
+        "assert 'freon' in tools.TOOLS and tools.get('dd').RUNTIME is None\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('perfpost.tools.', "
+        "'perfpost.clusters.', 'urllib.request'))))\n"
+        "print(sorted(tools.TOOLS) == sorted(tools.NAMES))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded, every = done.stdout.splitlines()
+    assert loaded == "['perfpost.tools.base', 'perfpost.tools.dd']"
+    assert every == "True"

@@ -82,7 +82,8 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     spec = CellSpec.from_json(args.spec)
     if _finished_already([spec], [args.out]):
         return _keep([args.out])
-    provision.refresh_launcher(spec.params.get("launcher"), runtimes())
+    if spec.params.get("launcher"):
+        provision.refresh_launcher(spec.params["launcher"], runtimes())
     (env,), redactor = _secret_guard([spec])
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
@@ -113,7 +114,8 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
 
     specs = [CellSpec.from_json(json.dumps(s)) for s in json.loads(args.specs)]
     for s in specs:
-        provision.refresh_launcher(s.params.get("launcher"), runtimes())
+        if s.params.get("launcher"):
+            provision.refresh_launcher(s.params["launcher"], runtimes())
     if len(specs) != len(args.outs):
         raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
     if _finished_already(specs, list(args.outs)):

@@ -116,17 +116,18 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
     stdout and to DIR/cluster.json."""
     from perfpost import provision
     from perfpost.clusters import base
-    from perfpost.clusters.yarn import RUNTIME
+    from perfpost.clusters.yarn import RUNTIME, VERSION
     from perfpost.hostenv import LOCALHOST
     from perfpost.records import write_json_atomic
     from perfpost.run.hosts import open_host
 
-    launcher = provision.install(RUNTIME, args.version, args.cache or None)
+    version = args.version or VERSION
+    launcher = provision.install(RUNTIME, version, args.cache or None)
     root = Path(args.dir).resolve()
     spec = base.ClusterSpec(
         name="yarn",
         kind="yarn",
-        version=args.version,
+        version=version,
         roles={"resourcemanager": [LOCALHOST], "nodemanager": [LOCALHOST]},
         site={
             "yarn-site": {
@@ -228,9 +229,8 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """The user commands, as subcommands of ``perfpost``."""
-    from perfpost.clusters import yarn
-
+    """The user commands, as subcommands of ``perfpost``. Building them imports nothing
+    more: every perfpost step (one per cell) builds this parser."""
     s = sub.add_parser("parse", help="print tidy rows (CSV) parsed from tool logs")
     s.add_argument("tool", help="dd, freon, teragen, or yarn-app (a ResourceManager record)")
     s.add_argument("logs", nargs="+")
@@ -273,7 +273,7 @@ def add_commands(sub: Any) -> None:
         help="run a single-node YARN (ResourceManager + NodeManager) until interrupted",
     )
     s.add_argument("dir", help="where its configuration, logs and data go")
-    s.add_argument("--version", default=yarn.VERSION)
+    s.add_argument("--version", help="Hadoop's version (default: the one perfpost deploys)")
     s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
     s.add_argument("--memory-mb", type=int, default=4096, help="memory the NodeManager offers")
     s.add_argument("--vcores", type=int, default=4, help="vcores the NodeManager offers")
