@@ -59,7 +59,7 @@ def test_a_killed_runs_locks_are_removed_by_its_watcher(tmp_path):
     run = subprocess.Popen(["sleep", "300"], cwd=work)
     start = Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     janitor = subprocess.Popen(
-        [sys.executable, "-m", "perfpost.run.janitor", str(run.pid), start, str(work)],
+        [sys.executable, "-m", "perfpost.cli.janitor", str(run.pid), start, str(work)],
         env=env_with_venv(),
     )
     try:
@@ -89,7 +89,7 @@ def test_a_run_leaves_no_watcher_behind(tmp_path):
             p
             for p in os.listdir("/proc")
             if p.isdigit()
-            and b"perfpost.run.janitor" in _cmdline(int(p))
+            and b"perfpost.cli.janitor" in _cmdline(int(p))
             and str(work).encode() in _cmdline(int(p))
         ]
         if not left:

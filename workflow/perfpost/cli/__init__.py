@@ -7,16 +7,28 @@ exit codes.
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
-from typing import Any
+from functools import cache
 
-from perfpost.cli import steps, user
 from perfpost.errors import ConfigError, ParseError, PerfpostError
 
+# This module starts every cell job's process, most of which only hand their cell to the
+# run's cell server: typing is imported for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
+
+@cache
 def build_parser() -> argparse.ArgumentParser:
+    """perfpost's parser, built once per process (the cell server builds it before forking
+    its cells; argparse spends milliseconds in gettext for each of its hundreds of strings)."""
+    import argparse
+
+    from perfpost.cli import steps, user
+
     p = argparse.ArgumentParser(prog="perfpost", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     user.add_commands(sub)
@@ -39,6 +51,12 @@ _STEPS = {"run-cell", "run-together", "env", "provision"}
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # a process of its own (a cell server's child passes argv)
+        from perfpost.run import cellserver
+
+        served = cellserver.run_via_server(sys.argv[1:])
+        if served is not None:
+            return served
     signal.signal(signal.SIGTERM, _interrupt)
     args = build_parser().parse_args(argv)
     if args.command in _STEPS:

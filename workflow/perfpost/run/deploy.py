@@ -69,7 +69,7 @@ def _alive(run: str) -> bool:
     if host != socket.gethostname():
         return True  # not ours to judge
     try:
-        return lifeline._alive(int(pid), start)
+        return lifeline.alive(int(pid), start)
     except ValueError:
         return False
 

@@ -62,7 +62,7 @@ def _parse(value: str) -> tuple[str, int, str] | None:
         return None
 
 
-def _alive(pid: int, start: str) -> bool:
+def alive(pid: int, start: str) -> bool:
     return _starttime(pid) == start
 
 
@@ -80,7 +80,7 @@ def watch_run(on_death: Callable[[], None]) -> None:
     except (ProcessLookupError, PermissionError, OSError):
         on_death()
         return
-    if not _alive(pid, start):  # the pid was reused: the run is gone already
+    if not alive(pid, start):  # the pid was reused: the run is gone already
         os.close(fd)
         on_death()
         return
@@ -151,11 +151,7 @@ def orphans(workdir: str) -> list[int]:
         for item in environ.split(b"\0"):
             if item.startswith(ENV.encode() + b"="):
                 marked = _parse(item.split(b"=", 1)[1].decode(errors="replace"))
-                if (
-                    marked
-                    and marked[0] == socket.gethostname()
-                    and not _alive(marked[1], marked[2])
-                ):
+                if marked and marked[0] == socket.gethostname() and not alive(marked[1], marked[2]):
                     found.append(pid)
                 break
     return found
@@ -221,13 +217,22 @@ def remove_stale_locks(workdir: str) -> list[str]:
 
 def start_janitor(workdir: str | None = None) -> None:
     """Start :func:`janitor` for this run (the calling Snakemake process), detached in a
-    session of its own so that killing the run's process group does not take it along."""
+    session of its own so that killing the run's process group does not take it along. It
+    serves the run's cells (:mod:`perfpost.run.cellserver`) until the run ends; the jobs find
+    it through the environment they inherit."""
     import subprocess
+    import tempfile
+
+    from perfpost.run import cellserver
 
     workdir = os.path.realpath(workdir or os.getcwd())
     pid = os.getpid()
+    # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
+    sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
+    os.environ[cellserver.ENV] = sock
+    argv = [sys.executable, "-m", "perfpost.cli.janitor", str(pid), str(_starttime(pid))]
     subprocess.Popen(
-        [sys.executable, "-m", "perfpost.run.janitor", str(pid), str(_starttime(pid)), workdir],
+        [*argv, workdir, sock],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -238,19 +243,27 @@ def start_janitor(workdir: str | None = None) -> None:
     )
 
 
+def run_pidfd(pid: int, start: str) -> int | None:
+    """A pidfd of the run ``pid`` (readable once it ends), or None if it is gone already."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    if not alive(pid, start):  # the pid was reused
+        os.close(fd)
+        return None
+    return fd
+
+
 def janitor(pid: int, start: str, workdir: str) -> list[str]:
     """Wait for the run ``pid`` to end; then clean up what it left: its locks, if it was
     killed before removing them (at once, so the next run can start), then its jobs, which
     stop by themselves and are stopped if they do not. Returns what was done."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
-        fd = None
+    fd = run_pidfd(pid, start)
     if fd is not None:
-        if _alive(pid, start):
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.poll()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.poll()
         os.close(fd)
     said = remove_stale_locks(workdir)
     return said + recover(workdir, locks=False)

@@ -1,0 +1,177 @@
+"""The run's cell server: a cell it forks ends as the job's own process would have (same
+record, exit code and log), a signal to the job reaches the cell's tools, and the server
+goes once its run has gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from perfpost import paths
+from perfpost.plan import config as pconfig
+from perfpost.run import cellserver
+from tests.conftest import env_with_venv
+
+SERVED = "perfpost: run by the run's cell server (pid {})"
+
+
+def _start(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+@pytest.fixture
+def server(tmp_path):
+    """(socket path, janitor process, the run it serves): a `sleep` stands for the run."""
+    run = subprocess.Popen(["sleep", "300"])
+    sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-test-"), "socket")
+    janitor = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "perfpost.cli.janitor",
+            str(run.pid),
+            _start(run.pid),
+            str(tmp_path),
+            sock,
+        ],
+        env=env_with_venv(),
+    )
+    deadline = time.monotonic() + 30
+    while not os.path.exists(sock):
+        assert janitor.poll() is None, "the server left"
+        assert time.monotonic() < deadline, "no socket"
+        time.sleep(0.05)
+    try:
+        yield sock, janitor, run
+    finally:
+        for p in (run, janitor):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def cell(tmp_path: Path, count: int) -> tuple[str, str]:
+    """(spec JSON, record path) of a dd cell writing ``count`` 64-byte blocks in tmp_path."""
+    (tmp_path / "dd").mkdir(exist_ok=True)
+    config = {
+        "experiments": {
+            "e": {
+                "tool": "dd",
+                "params": {"dir": str(tmp_path / "dd"), "bs": 64, "count": count},
+                "repeats": 1,
+            }
+        }
+    }
+    spec = pconfig.build_plan(config).spec("e", "default", "localhost", 1)
+    return spec.to_json(), str(paths.record("e", "default", "localhost", 1, 1))
+
+
+def run_cell(tmp_path: Path, spec: str, out: str, sock: str | None, **kw) -> subprocess.Popen:
+    env = {k: v for k, v in env_with_venv().items() if k != cellserver.ENV}
+    if sock:
+        env[cellserver.ENV] = sock
+    log = open(tmp_path / "job.log", "w")  # the job's stdout, as Snakemake's shell gives it
+    return subprocess.Popen(
+        ["perfpost", "run-cell", "--spec", spec, "--out", out],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        **kw,
+    )
+
+
+def test_a_served_cell_ends_as_a_cell_of_its_own_does(tmp_path, server):
+    sock, janitor, _ = server
+    spec, out = cell(tmp_path, 1000)
+    assert run_cell(tmp_path, spec, out, sock).wait(timeout=60) == 0
+    log = (tmp_path / "job.log").read_text().splitlines()
+    # The job's own stdout, written by the server's child.
+    assert log[0] == SERVED.format(janitor.pid)
+    assert log[1] == "e default localhost r1 attempt 1: done"
+    import json
+
+    rec = json.loads((tmp_path / out).read_text())
+    assert rec["status"] == "done"
+    # dd's own count of bytes, as dd reported it in the raw log: 1000 blocks of 64 bytes.
+    raw = (tmp_path / out).parent / "raw" / "dd.log"
+    assert "64000 bytes" in raw.read_text()
+
+
+def test_a_served_cell_fails_with_the_exit_code_and_words_of_its_own(tmp_path, server):
+    sock = server[0]
+    bad = '{"not": "a spec"}'
+    alone = run_cell(tmp_path, bad, "results/x/record.json", None).wait(timeout=60)
+    said_alone = (tmp_path / "job.log").read_text()
+    served = run_cell(tmp_path, bad, "results/x/record.json", sock).wait(timeout=60)
+    said = (tmp_path / "job.log").read_text().splitlines()
+    assert alone != 0
+    assert served == alone
+    assert said[0] == SERVED.format(server[1].pid)
+    assert "\n".join(said[1:]) + "\n" == said_alone
+
+
+def test_without_a_server_the_job_runs_its_cell_itself(tmp_path):
+    spec, out = cell(tmp_path, 100)
+    gone = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-test-"), "socket")
+    assert run_cell(tmp_path, spec, out, gone).wait(timeout=60) == 0
+    log = (tmp_path / "job.log").read_text()
+    assert "cell server" not in log
+    assert "attempt 1: done" in log
+
+
+def _dd_of(tmp_path: Path) -> list[int]:
+    """pids of dd processes writing under tmp_path."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                argv = Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[0] == b"dd" and any(str(tmp_path).encode() in a for a in argv):
+                found.append(int(entry.name))
+    return found
+
+
+def _wait_for(pred, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+@pytest.mark.parametrize(
+    ("how", "served"), [("SIGTERM", True), ("SIGTERM", False), ("SIGKILL", True)]
+)
+def test_stopping_the_job_stops_the_cells_tool(tmp_path, server, how, served):
+    # 5 million 64-byte blocks: about a minute of dd here, far longer than the wait below.
+    spec, out = cell(tmp_path, 5_000_000)
+    job = run_cell(tmp_path, spec, out, server[0] if served else None)
+    assert _wait_for(lambda: _dd_of(tmp_path), 30), "dd never started"
+    job.send_signal(getattr(signal, how))
+    code = job.wait(timeout=30)
+    assert _wait_for(lambda: not _dd_of(tmp_path), 30), "dd outlived its job"
+    if how == "SIGTERM":
+        # 128 + SIGINT, the shell's code for an interrupted program, served or not.
+        assert code == 130
+        assert "interrupted" in (tmp_path / "job.log").read_text()
+    # Stopped, so no record: the next run measures the cell again.
+    assert not (tmp_path / out).exists()
+
+
+def test_the_server_goes_with_its_run(server):
+    sock, janitor, run = server
+    run.kill()
+    run.wait()
+    assert janitor.wait(timeout=30) == 0
+    assert not os.path.exists(os.path.dirname(sock))

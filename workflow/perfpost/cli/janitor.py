@@ -1,0 +1,39 @@
+"""The watcher of a run (``python -m perfpost.cli.janitor PID START WORKDIR [SOCKET]``,
+started in a session of its own by :func:`perfpost.run.lifeline.start_janitor`): while the
+run lives it serves its cells (:mod:`perfpost.run.cellserver`, on SOCKET); when the run
+ends, by whatever means, it removes a killed run's locks, waits for its jobs and stops the
+clusters it left up."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+from perfpost import paths
+from perfpost.run import lifeline
+
+
+def main(argv: list[str]) -> None:
+    pid, start, workdir = int(argv[0]), argv[1], argv[2]
+    if len(argv) > 3:
+        from perfpost.cli import build_parser
+        from perfpost.cli import main as perfpost
+        from perfpost.run import cellserver
+
+        run_fd = lifeline.run_pidfd(pid, start)
+        if run_fd is not None:
+            build_parser()  # built once here, not in every cell
+            # Returns once the run and the cells it served have ended.
+            cellserver.serve(argv[3], run_fd, perfpost)
+    lifeline.janitor(pid, start, workdir)
+    if not (Path(workdir) / paths.CLUSTERS_DIR).is_dir():
+        return  # no cluster was ever deployed here: nothing of deploy's to import or run
+    from perfpost.run import deploy
+
+    run = f"{socket.gethostname()}:{pid}:{start}"
+    deploy.stop_owned(Path(workdir), run=run, why="its run was killed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

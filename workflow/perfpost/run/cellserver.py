@@ -1,0 +1,310 @@
+"""The run's cell server: cells forked from one process that has perfpost imported already.
+
+A cell job used to be a Python process of its own: interpreter start, then perfpost's
+imports (and paramiko's, for a remote host), 0.1 to 0.15 s of every cell before its tool ran,
+and 0.3 CPU-seconds of the controller. The run's watcher (:mod:`perfpost.cli.janitor`, one
+per run, started in ``onstart``) imports all that once and serves each ``perfpost run-cell``
+and ``run-together`` instead: the job's process (the client) connects to a Unix socket,
+hands over its standard streams, arguments, environment and directory, and waits; the
+server forks, and the child runs the cell exactly as the job's process would have (same
+code, same streams, same environment) and exits. The client exits with its exit code.
+
+What the job's process was, it stays: Snakemake's job, killed with it. A signal the client
+gets (SIGTERM, SIGINT, SIGHUP) is passed to the cell, which stops its tools on every host as
+before, and the client waits for it to end; if the client dies, the cell is sent SIGTERM.
+The cell watches the run as every job does. Where no server answers (a run started before
+it was ready, ``perfpost run-cell`` typed by hand, the server gone), the client runs the cell
+itself, as before.
+
+The socket is in a directory only this user can enter, and the server serves only its own
+user (SO_PEERCRED). It stops taking cells once the run is gone, and returns once the cells
+it forked have ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+
+# Imported by every cell job's process before it hands its cell over: nothing of perfpost,
+# not even typing (names for annotations only, below).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Main = Callable[[list[str]], int]
+
+
+# The socket's path, set for the run's jobs by the run (lifeline.start_janitor).
+ENV = "PERFPOST_CELL_SERVER"
+
+# The commands the server runs; any other is run by the client's own process.
+SERVED = ("run-cell", "run-together")
+_HEADER = struct.Struct("!I")
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_REQUEST_TIMEOUT = 10.0  # seconds a connected client gets to send its request
+
+
+# ------------------------------------------------------------------------------ client
+
+
+def run_via_server(argv: list[str]) -> int | None:
+    """Have the run's cell server run ``perfpost argv`` in this process's place: its exit
+    code, or None where no server takes it (then the caller runs it itself)."""
+    path = os.environ.get(ENV)
+    if not path or not argv or argv[0] not in SERVED:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        payload = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()})
+        data = payload.encode()
+        socket.send_fds(conn, [_HEADER.pack(len(data))], [0, 1, 2])
+        conn.sendall(data)
+    except OSError:
+        conn.close()
+        return None
+
+    def forward(signum: int, frame: Any) -> None:
+        try:
+            conn.send(bytes([signum]))
+        except OSError:
+            pass
+
+    for sig in _FORWARDED:
+        signal.signal(sig, forward)
+    reply = b""
+    while not reply.endswith(b"\n"):
+        try:
+            got = conn.recv(64)
+        except OSError:
+            got = b""
+        if not got:
+            print(
+                "perfpost: the run's cell server went away before the cell ended", file=sys.stderr
+            )
+            return 1
+        reply += got
+    conn.close()
+    code = int(reply)
+    return 128 - code if code < 0 else code
+
+
+# ------------------------------------------------------------------------------ server
+
+
+# What a cell imports, imported once before any cell is forked (by name: the server is run
+# by perfpost's command line, which it must not import itself). paramiko is imported by
+# perfpost.run.remote when a host is opened, with what a connection looks up (pwd, idna).
+WARM = (
+    "perfpost.cli.steps",
+    "perfpost.cli.user",
+    "perfpost.plan.config",
+    "perfpost.run.hosts",
+    "perfpost.run.runner",
+    "perfpost.run.remote",
+    "paramiko",
+    "pwd",
+    "encodings.idna",
+)
+
+
+def _warm() -> None:
+    import importlib
+
+    from perfpost import tools
+
+    for name in WARM:
+        importlib.import_module(name)
+    list(tools.TOOLS.values())  # every tool's module, loaded on first use otherwise
+
+
+class _Cell:
+    def __init__(self, conn: socket.socket, pid: int, pidfd: int) -> None:
+        self.conn, self.pid, self.pidfd = conn, pid, pidfd
+
+
+def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    conn.settimeout(_REQUEST_TIMEOUT)
+    head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
+    if len(head) != _HEADER.size or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise OSError("a malformed request")
+    (size,) = _HEADER.unpack(head)
+    data = b""
+    while len(data) < size:
+        got = conn.recv(min(65536, size - len(data)))
+        if not got:
+            break
+        data += got
+    if len(data) != size:
+        for fd in fds:
+            os.close(fd)
+        raise OSError("a truncated request")
+    conn.settimeout(None)
+    return json.loads(data), fds
+
+
+def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main) -> None:
+    """In the forked child: become the job's process and run its command; never returns.
+    ``close``: the server's sockets (closed as objects, so that collecting them later does not
+    close a descriptor the cell reopened) and descriptors."""
+    code = 1
+    try:
+        for obj in close:
+            if isinstance(obj, int):
+                os.close(obj)
+            else:
+                obj.close()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        # As a fresh Python process has them (the server's are its own).
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = ["perfpost", *request["argv"]]
+        print(f"perfpost: run by the run's cell server (pid {os.getppid()})", flush=True)
+        code = main(request["argv"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve(path: str, run_fd: int, main: Main) -> None:
+    """Serve cells on the Unix socket ``path`` until the run ends (``run_fd``, its pidfd,
+    becomes readable), each forked child calling ``main`` (perfpost's command line) with
+    the job's arguments; return once every cell forked has ended too. Removes the socket
+    and its directory; closes ``run_fd``."""
+    _warm()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(path)
+    except OSError:
+        listener.close()
+        os.close(run_fd)
+        return
+    listener.listen(64)
+    uid = os.getuid()
+    cells: dict[int, _Cell] = {}  # by the fd it is watched through (its pidfd or its client)
+    poller = select.poll()
+    poller.register(run_fd, select.POLLIN)
+    poller.register(listener, select.POLLIN)
+    run_alive = True
+    try:
+        while run_alive or cells:
+            for fd, _ in poller.poll():
+                if fd == run_fd:
+                    run_alive = False
+                    poller.unregister(run_fd)
+                    poller.unregister(listener)
+                    listener.close()
+                    _unlink(path)
+                elif run_alive and fd == listener.fileno():
+                    _accept(listener, uid, cells, poller, [listener, run_fd], main)
+                elif fd in cells:
+                    _on_event(fd, cells, poller)
+    finally:
+        os.close(run_fd)
+        if listener.fileno() != -1:
+            listener.close()
+        _unlink(path)
+
+
+def _accept(
+    listener: socket.socket,
+    uid: int,
+    cells: dict[int, _Cell],
+    poller: select.poll,
+    own: list[Any],
+    main: Main,
+) -> None:
+    conn, _ = listener.accept()
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    if struct.unpack("3i", creds)[1] != uid:
+        conn.close()
+        return
+    try:
+        request, fds = _read_request(conn)
+    except (OSError, ValueError):
+        conn.close()
+        return
+    others = {id(c): c for c in cells.values()}.values()
+    pid = os.fork()
+    if pid == 0:
+        close = [*own, conn, *(c.conn for c in others), *(c.pidfd for c in others)]
+        _child(request, fds, close, main)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    cell = _Cell(conn, pid, pidfd)
+    cells[pidfd] = cells[conn.fileno()] = cell
+    poller.register(pidfd, select.POLLIN)
+    poller.register(conn, select.POLLIN)
+
+
+def _on_event(fd: int, cells: dict[int, _Cell], poller: select.poll) -> None:
+    cell = cells[fd]
+    if fd == cell.pidfd:
+        _, status = os.waitpid(cell.pid, 0)
+        try:
+            cell.conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass
+        _forget(cell, cells, poller)
+        return
+    try:
+        got = cell.conn.recv(16)
+    except OSError:
+        got = b""
+    if got:
+        sigs = [s for s in got if s in {int(x) for x in _FORWARDED}]
+    else:  # the client is gone: the cell stops as if Snakemake had stopped it
+        sigs = [int(signal.SIGTERM)]
+        poller.unregister(cell.conn)
+        del cells[cell.conn.fileno()]
+    for sig in sigs:
+        try:
+            os.kill(cell.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _forget(cell: _Cell, cells: dict[int, _Cell], poller: select.poll) -> None:
+    poller.unregister(cell.pidfd)
+    cells.pop(cell.pidfd, None)
+    os.close(cell.pidfd)
+    if cell.conn.fileno() != -1:
+        if cells.pop(cell.conn.fileno(), None) is not None:
+            poller.unregister(cell.conn)
+        cell.conn.close()
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    try:
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
