@@ -8,11 +8,11 @@ measures:
 2. per-command latency of ``true`` on a warm perfpost connection, next to ``ssh`` through a
    warm ControlMaster (the target's baseline) and ``ssh`` opening a new connection each time;
 3. fan-out: one cell run on k hosts at once, k = 1, 3, 8, 16, 32, one ``perfpost run-cell``
-   process per host as Snakemake runs them: wall time over the same at k = 1, against the
-   same ratio of bare ``ssh`` (one new connection per host running the same command), the
-   machine's own baseline; the skew of the measured steps' start times between hosts, and
-   the CPU seconds per host. Cells that start together (``start_together``, one process, a
-   common start time) are measured too.
+   job per host as Snakemake runs them (served by a cell server, as in a run): wall time
+   over the same at k = 1, against the same ratio of bare ``ssh`` (one new connection per
+   host running the same command), the machine's own baseline; the skew of the measured
+   steps' start times between hosts, and the CPU seconds per host. Cells that start
+   together (``start_together``, one process, a common start time) are measured too.
 3. controller CPU: 8 cells of ``sleep 30`` at once, each run-cell's CPU between its tool's
    start and end markers (sampled from /proc), in percent of one core, next to bare
    ``ssh host sleep 30`` x 8 sampled the same way;
@@ -158,12 +158,59 @@ def sleep_cell(host: dict[str, Any], seconds: float) -> Any:
     )
 
 
-def child(spec: str, out: str) -> int:
-    """``perfpost run-cell`` with the sleep tool registered: what a cell job runs."""
+def serve(sock: str, run_pid: int, run_start: str) -> int:
+    """The run's cell server (perfpost.run.cellserver, as the run's watcher serves it), with
+    the sleep tool registered in it, so that the cells it forks know it."""
     from perfpost import cli, tools
+    from perfpost.run import cellserver, lifeline
 
     tools.TOOLS["sleep"] = sleep_adapter()
-    return cli.main(["run-cell", "--spec", spec, "--out", out])
+    run_fd = lifeline.run_pidfd(run_pid, run_start)
+    if run_fd is not None:
+        cli.build_parser()
+        cellserver.serve(sock, run_fd, cli.main)
+    return 0
+
+
+class CellServer:
+    """A cell server for the bench's cells, standing where a Snakemake run's is: a ``sleep``
+    stands for the run (the server goes when it does)."""
+
+    def __init__(self) -> None:
+        import os
+
+        from perfpost.run import cellserver
+
+        self.run = subprocess.Popen(["sleep", "3600"])
+        start = Path(f"/proc/{self.run.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        self.sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
+        argv = [sys.executable, __file__, "--serve", self.sock, str(self.run.pid), start]
+        self.proc = subprocess.Popen(argv)
+        self.env = {**os.environ, cellserver.ENV: self.sock}
+        deadline = time.monotonic() + 60
+        while not Path(self.sock).exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the bench's cell server did not start")
+            time.sleep(0.05)
+
+    def cpu(self) -> float:
+        """CPU seconds of the server and the cells it forked so far."""
+        from benchlib import tree_cpu
+
+        return tree_cpu(self.proc.pid)
+
+    def cell(self, spec: str, out: Path) -> subprocess.Popen:
+        """A cell's job, as the rule runs it: ``perfpost run-cell``, served."""
+        from benchlib import tool
+
+        argv = [tool("perfpost"), "run-cell", "--spec", spec, "--out", str(out)]
+        return subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL)
+
+    def close(self) -> None:
+        if self.run.poll() is None:
+            self.run.kill()
+            self.run.wait()
+        self.proc.wait(60)
 
 
 def hosts_cpu(bed: Any) -> float:
@@ -178,26 +225,23 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def cpu_per_cell(bed: Any, k: int, fn: Any) -> tuple[tuple[float, float], float, float]:
-    """``fn()``'s result, and the CPU seconds per host it cost here (client processes) and
-    on the hosts (sshd, the shell and the tool)."""
-    c0, h0 = children_cpu(), hosts_cpu(bed)
+def cpu_per_cell(
+    bed: Any, k: int, fn: Any, server: CellServer | None = None
+) -> tuple[tuple[float, float], float, float]:
+    """``fn()``'s result, and the CPU seconds per host it cost here (client processes, and
+    the cells ``server`` forked) and on the hosts (sshd, the shell and the tool)."""
+    here = (lambda: children_cpu() + server.cpu()) if server else children_cpu
+    c0, h0 = here(), hosts_cpu(bed)
     got = fn()
-    return got, (children_cpu() - c0) / k, (hosts_cpu(bed) - h0) / k
+    return got, (here() - c0) / k, (hosts_cpu(bed) - h0) / k
 
 
-def fan_out(bed: Any, k: int, scratch: Path) -> tuple[float, float]:
-    """(wall, start skew) of one cell on k hosts, each in its own process."""
+def fan_out(bed: Any, k: int, scratch: Path, server: CellServer) -> tuple[float, float]:
+    """(wall, start skew) of one cell on k hosts, each its own job."""
     names = [h.name for h in bed.hosts[:k]]
     outs = [scratch / f"k{k}-{time.time_ns()}" / n / "attempt-1" / "record.json" for n in names]
     t = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, "--cell", cell_spec(bed, n), "--out", str(o)],
-            stdout=subprocess.DEVNULL,
-        )
-        for n, o in zip(names, outs, strict=True)
-    ]
+    procs = [server.cell(cell_spec(bed, n), o) for n, o in zip(names, outs, strict=True)]
     codes = [p.wait(120) for p in procs]
     wall = time.perf_counter() - t
     recs = [json.loads(o.read_text()) for o in outs]
@@ -226,18 +270,24 @@ def bare_fan_out(bed: Any, k: int) -> tuple[float, float]:
 # ------------------------------------------------------- controller CPU while measuring
 
 
-def _sample(procs: list[subprocess.Popen]) -> list[list[tuple[float, float]]]:
-    """(epoch, CPU seconds) of each process, every 0.25 s until all have ended."""
+def _sample(
+    procs: list[subprocess.Popen], server: CellServer | None = None
+) -> tuple[list[list[tuple[float, float]]], list[tuple[float, float]]]:
+    """(epoch, CPU seconds) of each process, every 0.25 s until all have ended; and of the
+    cell server's tree (the cells it forked), if there is one."""
     from benchlib import process_cpu
 
     samples: list[list[tuple[float, float]]] = [[] for _ in procs]
+    served: list[tuple[float, float]] = []
     while any(p.poll() is None for p in procs):
         now = time.time()
         for i, p in enumerate(procs):
             if p.poll() is None:
                 samples[i].append((now, process_cpu(p.pid)))
+        if server:
+            served.append((now, server.cpu()))
         time.sleep(0.25)
-    return samples
+    return samples, served
 
 
 def _window(samples: list[tuple[float, float]], start: float, end: float) -> float:
@@ -250,39 +300,32 @@ def _window(samples: list[tuple[float, float]], start: float, end: float) -> flo
     return (c1 - c0) / (t1 - t0) * 100
 
 
-def quiet_cpu(bed: Any, scratch: Path) -> dict[str, list[float]]:
-    """Percent of one core each controller process used while its tool ran: QUIET_HOSTS
-    ``perfpost run-cell`` processes with a QUIET_SECONDS ``sleep`` cell, then the same
-    number of bare ``ssh host sleep`` (its markers are ``date`` before and after)."""
+def quiet_cpu(bed: Any, scratch: Path, server: CellServer) -> dict[str, list[float]]:
+    """Percent of one core each cell used on the controller while its tool ran: QUIET_HOSTS
+    ``perfpost run-cell`` jobs with a QUIET_SECONDS ``sleep`` cell (the job's process, and
+    its share of what the cell server and the cells it forked used between the markers),
+    then the same number of bare ``ssh host sleep`` (its markers are ``date`` before and
+    after)."""
     names = [h.name for h in bed.hosts[:QUIET_HOSTS]]
     outs = [scratch / f"quiet-{time.time_ns()}" / n / "attempt-1" / "record.json" for n in names]
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--cell",
-                cell_spec(bed, n, QUIET_SECONDS),
-                "--out",
-                str(o),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        for n, o in zip(names, outs, strict=True)
+        server.cell(cell_spec(bed, n, QUIET_SECONDS), o) for n, o in zip(names, outs, strict=True)
     ]
-    samples = _sample(procs)
+    samples, served = _sample(procs, server)
     recs = [json.loads(o.read_text()) for o in outs]
     if any(p.returncode for p in procs) or any(r["status"] != "done" for r in recs):
         raise RuntimeError(f"quiet cells failed: {[r['reason'] for r in recs]}")
     mine = [
-        _window(s, r["start_epoch"], r["end_epoch"]) for s, r in zip(samples, recs, strict=True)
+        _window(s, r["start_epoch"], r["end_epoch"])
+        + _window(served, r["start_epoch"], r["end_epoch"]) / len(procs)
+        for s, r in zip(samples, recs, strict=True)
     ]
     script = f"date +%s.%N; sleep {QUIET_SECONDS:g}; date +%s.%N"
     procs = [
         subprocess.Popen([*ssh_argv(bed, n), script], stdout=subprocess.PIPE, text=True)
         for n in names
     ]
-    samples = _sample(procs)
+    samples, _ = _sample(procs)
     marks = [[float(x) for x in p.communicate()[0].split()] for p in procs]
     ssh = [_window(s, m[0], m[1]) for s, m in zip(samples, marks, strict=True)]
     return {"perfpost": mine, "ssh": ssh}
@@ -321,15 +364,12 @@ def measured_sleeps(host: dict[str, Any], scratch: Path) -> list[float]:
 
 
 def import_cpu() -> float:
-    """CPU seconds a new Python spends importing what ``run-cell`` on a remote host imports:
-    the part of a cell's cost that is start-up, not work (the profile behind a missed
-    fan-out target)."""
+    """CPU seconds a new Python spends importing what a served cell's job (the client of
+    the cell server) imports: the part of a cell's cost that is start-up, not work (the
+    profile behind a missed fan-out target)."""
     from benchlib import median
 
-    code = (
-        "import perfpost.cli, perfpost.run.runner; from perfpost.run.remote import RemoteHost; "
-        "RemoteHost({'name': 'x', 'address': '127.0.0.1', 'known_hosts': '/dev/null'})"
-    )
+    code = "import perfpost.cli, perfpost.run.cellserver"
     got = []
     for _ in range(3):
         c0 = children_cpu()
@@ -396,6 +436,7 @@ def run(quick: bool, log=print) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="perfpost-bench-remote-") as d:
         t = time.perf_counter()
         bed = testbed.start(HOSTS, d)
+        servers: list[CellServer] = []
         log(f"  testbed: {len(bed.hosts)} hosts ({bed.mode}) in {time.perf_counter() - t:.1f} s")
         try:
             lat = per_command(bed, 20 if quick else 60)
@@ -426,14 +467,18 @@ def run(quick: bool, log=print) -> list[Row]:
             )
 
             scratch = Path(d) / "records"
+            server = CellServer()
+            servers.append(server)
             ks = (1, *HELD) if quick else FAN_OUT
             fan: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
             bare: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
-            fan_out(bed, 1, scratch)  # warm-up: page cache, host keys, first logins
+            fan_out(bed, 1, scratch, server)  # warm-up: page cache, host keys, first logins
             cpu: dict[str, dict[int, list[tuple[float, float]]]] = {"perfpost": {}, "ssh": {}}
             for i in range(runs):
                 for k in ks:
-                    got, client, host = cpu_per_cell(bed, k, lambda k=k: fan_out(bed, k, scratch))
+                    got, client, host = cpu_per_cell(
+                        bed, k, lambda k=k: fan_out(bed, k, scratch, server), server
+                    )
                     fan[k].append(got)
                     cpu["perfpost"].setdefault(k, []).append((client, host))
                     got, client, host = cpu_per_cell(bed, k, lambda k=k: bare_fan_out(bed, k))
@@ -459,7 +504,7 @@ def run(quick: bool, log=print) -> list[Row]:
                 for who, by_k in cpu.items()
             }
             startup = import_cpu()
-            log(f"  imports of a run-cell: {startup:.2f} CPU-s")
+            log(f"  imports of a served cell's job: {startup:.2f} CPU-s")
             rows.append(
                 Row(
                     "3 fan-out",
@@ -486,9 +531,9 @@ def run(quick: bool, log=print) -> list[Row]:
                     baseline_unit="x",
                     baseline_name="bare ssh",
                     why=(
-                        f"a run-cell costs {pc:.2f} CPU-s here against ssh's {sc:.2f}, "
-                        f"{startup:.2f} s of it Python importing perfpost and paramiko "
-                        "(python -X importtime), so k cells queue for the 2 cores"
+                        f"a cell costs {pc:.2f} CPU-s here against ssh's {sc:.2f} "
+                        f"({startup:.2f} of it the job's Python starting), the rest paramiko's "
+                        "handshake and the cell's channels, so k cells queue for the 2 cores"
                     ),
                     details={
                         "wall_s": wall[k],
@@ -527,7 +572,8 @@ def run(quick: bool, log=print) -> list[Row]:
                     )
                 )
 
-            quiet = quiet_cpu(bed, scratch)
+            quiet = quiet_cpu(bed, scratch, server)
+            server.close()
             log(
                 "  controller CPU while the tool runs (% of a core per cell): perfpost "
                 + ", ".join(f"{x:.2f}" for x in quiet["perfpost"])
@@ -546,7 +592,7 @@ def run(quick: bool, log=print) -> list[Row]:
                         baseline=max(quiet["ssh"]),
                         baseline_unit="%",
                         baseline_name=f"bare `ssh host sleep {QUIET_SECONDS:g}`",
-                        why="the run-cell process woke while its tool ran (cProfile it)",
+                        why="the cell's process woke while its tool ran (cProfile it)",
                         details=quiet,
                     ),
                     lambda v: v <= 1.0,
@@ -595,6 +641,8 @@ def run(quick: bool, log=print) -> list[Row]:
                 rows.append(check(r, lambda v: v < 100, "< 100 ms") if k == 8 else r)
                 log(f"  start_together k={k}: {sk * 1000:.1f} ms")
         finally:
+            for server in servers:
+                server.close()
             UNREAPED_CPU.append(hosts_cpu(bed))
             bed.stop()
     return rows
@@ -603,11 +651,11 @@ def run(quick: bool, log=print) -> list[Row]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--cell", help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.cell:
-        return child(args.cell, args.out)
+    if args.serve:
+        sock, pid, start = args.serve
+        return serve(sock, int(pid), start)
     from benchlib import table
 
     print(table(run(args.quick)))
