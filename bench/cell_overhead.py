@@ -37,18 +37,20 @@ EXPERIMENT = "cell"
 MANY = "many"
 MANY_CELLS = 10
 MANY_COUNT = 100_000  # dd blocks of each of the many cells
-# Where the time goes when a target is missed: `python -X importtime` of perfpost run-cell
-# and cProfile of the snakemake process, on the 2-core VM the figures come from.
+# Where the time goes when a target is missed: a served cell timed from its job (perfpost
+# run-cell handed to a cell server, 100 runs), cProfile of the forked cell, `python
+# -X importtime` of the job's client, on the 2-core VM the figures come from.
 WHY_INVOCATION = (
-    "the cell is a Python process, perfpost run-cell, where the bare Snakefile runs dd itself"
-    " (0.16 s over dd with bytecode, 0.26 s where perfpost is compiled afresh), reading the"
-    " Snakefile imports and plans (0.23 s, half of it imports), and the run's janitor, one more"
-    " Python process importing perfpost.run.deploy, takes 0.12-0.22 s of CPU beside it"
+    "the run's janitor, which serves the cells, is one more Python process importing what a"
+    " cell needs (0.19 s of CPU, beside Snakemake reading the Snakefile), and the cell's job is"
+    " a Python process, perfpost run-cell, where the bare Snakefile runs dd itself"
 )
 WHY_EXTRA_CELL = (
-    "each cell is a perfpost run-cell process whose imports take 0.15 s with bytecode (0.26 s"
-    " compiled afresh): every tool, every cluster kind and urllib.request (through"
-    " perfpost.clusters.base), as perfpost.run.runner and glue.runtimes load them for any cell"
+    "a served cell's job takes 55-65 ms where the bare Snakefile's dd takes 4 ms: the job is a"
+    " Python client (15 ms of interpreter start, 7 ms of imports, the socket) that hands its"
+    " cell to the run's cell server, and the forked cell spends 25-30 ms, most of it waiting on"
+    " the shells of its steps on the host (the guard that cleans up should perfpost die, the"
+    " tool's version, the measurement, the clean-up)"
 )
 _SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([\d.e+-]+) s,", re.M)
 
@@ -390,14 +392,14 @@ def run(quick: bool, log=print) -> list[Row]:
             ),
             Row(
                 "1 cell overhead",
-                "  perfpost run-cell alone, extra wall vs bare dd",
+                "  perfpost run-cell alone (no cell server), extra wall vs bare dd",
                 median(extra_rc),
                 "s",
                 details={"per_round": extra_rc},
             ),
             Row(
                 "1 cell overhead",
-                "  perfpost run-cell alone, throughput ratio",
+                "  perfpost run-cell alone (no cell server), throughput ratio",
                 median(ratio_rc),
                 "x",
                 details={"per_round": ratio_rc},

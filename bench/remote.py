@@ -13,8 +13,9 @@ measures:
    host running the same command), the machine's own baseline; the skew of the measured
    steps' start times between hosts, and the CPU seconds per host. Cells that start
    together (``start_together``, one process, a common start time) are measured too.
-3. controller CPU: 8 cells of ``sleep 30`` at once, each run-cell's CPU between its tool's
-   start and end markers (sampled from /proc), in percent of one core, next to bare
+3. controller CPU: 8 cells of ``sleep 30`` at once, each cell's CPU between its tool's
+   start and end markers (its job's process, and its share of the cell server's, sampled
+   from /proc), in percent of one core, next to bare
    ``ssh host sleep 30`` x 8 sampled the same way;
 3. timing accuracy: the duration perfpost records for a ``sleep 2`` cell on localhost and
    on an SSH host, against the truth (2.000 s).
