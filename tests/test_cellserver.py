@@ -5,6 +5,7 @@ goes once its run has gone."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,10 +52,15 @@ def server(tmp_path):
     try:
         yield sock, janitor, run
     finally:
-        for p in (run, janitor):
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+        run.kill()
+        run.wait()
+        try:
+            janitor.wait(timeout=30)  # the server removes its socket and directory
+        finally:
+            if janitor.poll() is None:
+                janitor.kill()
+                janitor.wait()
+            shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
 
 
 def cell(tmp_path: Path, count: int) -> tuple[str, str]:
@@ -120,7 +126,7 @@ def test_a_served_cell_fails_with_the_exit_code_and_words_of_its_own(tmp_path, s
 
 def test_without_a_server_the_job_runs_its_cell_itself(tmp_path):
     spec, out = cell(tmp_path, 100)
-    gone = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-test-"), "socket")
+    gone = os.path.join(tempfile.gettempdir(), f"perfpost-no-server-{os.getpid()}", "socket")
     assert run_cell(tmp_path, spec, out, gone).wait(timeout=60) == 0
     log = (tmp_path / "job.log").read_text()
     assert "cell server" not in log
