@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -81,6 +82,7 @@ def test_a_killed_runs_locks_are_removed_by_its_watcher(tmp_path):
 @pytest.mark.e2e
 def test_a_run_leaves_no_watcher_behind(tmp_path):
     work = make_checkout(tmp_path / "w", CONFIG)
+    sockets = set(Path(tempfile.gettempdir()).glob("perfpost-cells-*"))
     done = snakemake(work, "--cores", "1", "report")
     assert done.returncode == 0, done.stderr[-3000:]
     deadline = time.monotonic() + 10
@@ -96,6 +98,8 @@ def test_a_run_leaves_no_watcher_behind(tmp_path):
             break
         time.sleep(0.1)
     assert not left, "a watcher outlived its run"
+    # Nor the directory of the socket its cells were handed over on.
+    assert set(Path(tempfile.gettempdir()).glob("perfpost-cells-*")) <= sockets
 
 
 def _cmdline(pid: int) -> bytes:
