@@ -180,14 +180,14 @@ class CellServer:
     def __init__(self) -> None:
         import os
 
-        from perfpost.run import cellserver
+        from perfpost.run import cellclient
 
         self.run = subprocess.Popen(["sleep", "3600"])
         start = Path(f"/proc/{self.run.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
         self.sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
         argv = [sys.executable, __file__, "--serve", self.sock, str(self.run.pid), start]
         self.proc = subprocess.Popen(argv)
-        self.env = {**os.environ, cellserver.ENV: self.sock}
+        self.env = {**os.environ, cellclient.ENV: self.sock}
         deadline = time.monotonic() + 60
         while not Path(self.sock).exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -201,10 +201,10 @@ class CellServer:
         return tree_cpu(self.proc.pid)
 
     def cell(self, spec: str, out: Path) -> subprocess.Popen:
-        """A cell's job, as the rule runs it: ``perfpost run-cell``, served."""
-        from benchlib import tool
+        """A cell's job, as the rule runs it: ``perfpost run-cell`` through the client."""
+        from perfpost.run import cellclient
 
-        argv = [tool("perfpost"), "run-cell", "--spec", spec, "--out", str(out)]
+        argv = [*cellclient.job_argv(sys.executable), "run-cell", "--spec", spec, "--out", str(out)]
         return subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL)
 
     def close(self) -> None:
@@ -370,16 +370,21 @@ def import_cpu() -> float:
     profile behind a missed fan-out target)."""
     from benchlib import median
 
-    code = "import perfpost.cli, perfpost.run.cellserver"
+    from perfpost.run import cellclient
+
+    # The client's module body (its imports and definitions, not main) against the bare
+    # `python -S -c pass`: both start the interpreter as the rule's job does.
+    python, flag, path = cellclient.job_argv(sys.executable)
+    code = f"exec(compile(open({path!r}).read(), {path!r}, 'exec'), {{'__name__': 'c'}})"
     got = []
     for _ in range(3):
         c0 = children_cpu()
-        subprocess.run([sys.executable, "-c", code], check=True)
+        subprocess.run([python, flag, "-c", code], check=True)
         got.append(children_cpu() - c0)
     bare = []
     for _ in range(3):
         c0 = children_cpu()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
         bare.append(children_cpu() - c0)
     return median(got) - median(bare)
 

@@ -17,7 +17,7 @@ import pytest
 
 from perfpost import paths
 from perfpost.plan import config as pconfig
-from perfpost.run import cellserver
+from perfpost.run import cellclient
 from tests.conftest import env_with_venv
 
 SERVED = "perfpost: run by the run's cell server (pid {})"
@@ -79,13 +79,18 @@ def cell(tmp_path: Path, count: int) -> tuple[str, str]:
     return spec.to_json(), str(paths.record("e", "default", "localhost", 1, 1))
 
 
-def run_cell(tmp_path: Path, spec: str, out: str, sock: str | None, **kw) -> subprocess.Popen:
-    env = {k: v for k, v in env_with_venv().items() if k != cellserver.ENV}
+def run_cell(
+    tmp_path: Path, spec: str, out: str, sock: str | None, command: str = "job", **kw
+) -> subprocess.Popen:
+    """A cell's job: ``command`` "job" is the rule's (the client run by its path, as
+    glue.SERVED_JOB says), "perfpost" the command a person types."""
+    env = {k: v for k, v in env_with_venv().items() if k != cellclient.ENV}
     if sock:
-        env[cellserver.ENV] = sock
+        env[cellclient.ENV] = sock
     log = open(tmp_path / "job.log", "w")  # the job's stdout, as Snakemake's shell gives it
+    head = cellclient.job_argv(sys.executable) if command == "job" else ["perfpost"]
     return subprocess.Popen(
-        ["perfpost", "run-cell", "--spec", spec, "--out", out],
+        [*head, "run-cell", "--spec", spec, "--out", out],
         cwd=tmp_path,
         env=env,
         stdout=log,
@@ -94,10 +99,11 @@ def run_cell(tmp_path: Path, spec: str, out: str, sock: str | None, **kw) -> sub
     )
 
 
-def test_a_served_cell_ends_as_a_cell_of_its_own_does(tmp_path, server):
+@pytest.mark.parametrize("command", ["job", "perfpost"])
+def test_a_served_cell_ends_as_a_cell_of_its_own_does(tmp_path, server, command):
     sock, janitor, _ = server
     spec, out = cell(tmp_path, 1000)
-    assert run_cell(tmp_path, spec, out, sock).wait(timeout=60) == 0
+    assert run_cell(tmp_path, spec, out, sock, command).wait(timeout=60) == 0
     log = (tmp_path / "job.log").read_text().splitlines()
     # The job's own stdout, written by the server's child.
     assert log[0] == SERVED.format(janitor.pid)
@@ -124,10 +130,11 @@ def test_a_served_cell_fails_with_the_exit_code_and_words_of_its_own(tmp_path, s
     assert "\n".join(said[1:]) + "\n" == said_alone
 
 
-def test_without_a_server_the_job_runs_its_cell_itself(tmp_path):
+@pytest.mark.parametrize("command", ["job", "perfpost"])
+def test_without_a_server_the_job_runs_its_cell_itself(tmp_path, command):
     spec, out = cell(tmp_path, 100)
     gone = os.path.join(tempfile.gettempdir(), f"perfpost-no-server-{os.getpid()}", "socket")
-    assert run_cell(tmp_path, spec, out, gone).wait(timeout=60) == 0
+    assert run_cell(tmp_path, spec, out, gone, command).wait(timeout=60) == 0
     log = (tmp_path / "job.log").read_text()
     assert "cell server" not in log
     assert "attempt 1: done" in log
@@ -181,3 +188,24 @@ def test_the_server_goes_with_its_run(server):
     run.wait()
     assert janitor.wait(timeout=30) == 0
     assert not os.path.exists(os.path.dirname(sock))
+
+
+def test_a_request_carries_any_argument_variable_and_directory():
+    # Empty arguments, '=' in arguments and values, bytes that are not UTF-8 (a variable
+    # holding a Latin-1 path): the cell gets what the job had, as Python's os would give it.
+    argv = ["run-cell", "", "--spec", '{"a": "b=c"}']
+    env = {b"PATH": b"/bin:/usr/bin", b"EMPTY": b"", b"OPTS": b"-Dx=y", b"LATIN": b"caf\xe9"}
+    got = cellclient.decode(cellclient.encode(argv, env, b"/tmp/caf\xe9"))
+    assert got == (
+        argv,
+        {"PATH": "/bin:/usr/bin", "EMPTY": "", "OPTS": "-Dx=y", "LATIN": "caf\udce9"},
+        "/tmp/caf\udce9",
+    )
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"/tmp", b"/tmp\0two\0run-cell", b"/tmp\x002\0run-cell", b"/\x001\0a\0NOEQUALS"]
+)
+def test_a_malformed_request_is_refused(data):
+    with pytest.raises(ValueError, match=r"^a request"):
+        cellclient.decode(data)

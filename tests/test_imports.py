@@ -265,3 +265,19 @@ def test_a_dd_cell_imports_neither_other_tools_nor_http():
     loaded, every = done.stdout.splitlines()
     assert loaded == "['perfpost.tools.base', 'perfpost.tools.dd']"
     assert every == "True"
+
+
+def test_the_cell_job_client_needs_nothing_but_the_interpreter():
+    # The rules run perfpost/run/cellclient.py by its path with `python -S`: it must import
+    # neither perfpost (not on sys.path then) nor modules that cost what it exists to save.
+    tree = ast.parse((PACKAGE / "run" / "cellclient.py").read_text())
+    imported = set()
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            continue  # `if TYPE_CHECKING:` (never true when it runs)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Import):
+                imported |= {a.name for a in n.names}
+            elif isinstance(n, ast.ImportFrom):
+                imported.add(n.module or "")
+    assert imported == {"_signal", "_socket", "os", "sys"}

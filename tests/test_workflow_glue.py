@@ -1,9 +1,10 @@
 """Which attempt of a cell the workflow wants, and which records the report target names:
 the rules behind re-running only what failed or was deleted."""
 
+import shlex
 from pathlib import Path
 
-from perfpost import paths
+from perfpost import glue, paths
 from perfpost.glue import records_to_name, request_rerun, wanted_attempt
 from perfpost.plan.config import build_plan
 from perfpost.records import write_json_atomic
@@ -198,3 +199,18 @@ def test_a_cell_spec_param_is_one_snakemake_does_not_record():
     assert not Rule._is_deriving_function(lambda wc: "spec")  # the form it replaces
     assert by_wildcards("a=1", ["out"]) == "spec of a=1"
     assert constant("a=1", ["out"]) == '{"cell": "a=1"}'
+
+
+def test_the_cell_rules_command_survives_the_shell_and_snakemakes_format(monkeypatch):
+    # A checkout in a directory with a space and braces: the shell must get one word, and
+    # Snakemake's str.format must not take the braces for a placeholder.
+    from perfpost.run import cellclient
+
+    monkeypatch.setattr(cellclient, "__file__", "/opt/my {x}/perfpost/run/cellclient.py")
+    command = glue.served_job()
+    assert command == "python -S '/opt/my {{x}}/perfpost/run/cellclient.py'"
+    assert shlex.split(command.format()) == [
+        "python",
+        "-S",
+        "/opt/my {x}/perfpost/run/cellclient.py",
+    ]

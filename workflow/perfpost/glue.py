@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from perfpost import paths, records
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
 from perfpost.plan.config import CellSpec, Plan, read_round
+from perfpost.run import cellclient
 from perfpost.run.lifeline import RETRIES_ENV
 
 
@@ -33,6 +35,14 @@ def ensure_on_path(python: str) -> None:
     current = os.environ.get("PATH", "").split(os.pathsep)
     if current[:1] != [bindir]:
         os.environ["PATH"] = os.pathsep.join([bindir, *current])
+
+
+def served_job() -> str:
+    """The start of a cell rule's shell command: ``perfpost`` for ``run-cell`` and
+    ``run-together``, as a small client (:mod:`perfpost.run.cellclient`) that hands the cell
+    to the run's cell server, quoted for the shell and with braces doubled for Snakemake."""
+    words = " ".join(shlex.quote(w) for w in cellclient.job_argv())
+    return words.replace("{", "{{").replace("}", "}}")
 
 
 # Config files already read strictly while this process reads the Snakefile.

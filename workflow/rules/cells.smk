@@ -22,7 +22,8 @@ rule cell:
     params:
         spec=glue.unrecorded(lambda wc: glue.cell_spec(PLAN, wc).param_json()),
     shell:
-        "perfpost run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        PERFPOST_CELL
+        + " run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
 # repeats with a precision target: after each round of a cell's runs on a host, a decision
@@ -88,7 +89,8 @@ for group in glue.together(PLAN):
         params:
             specs=glue.unrecorded(group.specs),
         shell:
-            "perfpost run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
+            PERFPOST_CELL
+            + " run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
 
 
 # Runtimes from Maven Central (Ozone's freon and vapor, a Hadoop client for teragen), for

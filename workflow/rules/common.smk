@@ -17,6 +17,8 @@ except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
 glue.ensure_on_path(sys.executable)
+# `perfpost` for the cells' jobs, which hand their cell to the run's cell server.
+PERFPOST_CELL = glue.served_job()
 HOST_RESOURCES = glue.host_resources(PLAN, workflow)
 # perfpost's own heavy steps wait until no cell measures on this machine, and hold it.
 CONTROLLER = glue.controller_resources(PLAN)

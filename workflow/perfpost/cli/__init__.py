@@ -52,9 +52,9 @@ _STEPS = {"run-cell", "run-together", "env", "provision"}
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # a process of its own (a cell server's child passes argv)
-        from perfpost.run import cellserver
+        from perfpost.run import cellclient
 
-        served = cellserver.run_via_server(sys.argv[1:])
+        served = cellclient.hand_over(sys.argv[1:])
         if served is not None:
             return served
     signal.signal(signal.SIGTERM, _interrupt)

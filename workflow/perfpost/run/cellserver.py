@@ -3,11 +3,12 @@
 A cell job used to be a Python process of its own: interpreter start, then perfpost's
 imports (and paramiko's, for a remote host), 0.1 to 0.15 s of every cell before its tool ran,
 and 0.3 CPU-seconds of the controller. The run's watcher (:mod:`perfpost.cli.janitor`, one
-per run, started in ``onstart``) imports all that once and serves each ``perfpost run-cell``
-and ``run-together`` instead: the job's process (the client) connects to a Unix socket,
-hands over its standard streams, arguments, environment and directory, and waits; the
-server forks, and the child runs the cell exactly as the job's process would have (same
-code, same streams, same environment) and exits. The client exits with its exit code.
+per run, started in ``onstart``) imports all that once and serves each ``run-cell`` and
+``run-together`` instead: the job's process (the client, :mod:`perfpost.run.cellclient`,
+which the rules run by its path) connects to a Unix socket, hands over its standard streams,
+arguments, environment and directory, and waits; the server forks, and the child runs the
+cell exactly as the job's process would have (same code, same streams, same environment)
+and exits. The client exits with its exit code.
 
 What the job's process was, it stays: Snakemake's job, killed with it. A signal the client
 gets (SIGTERM, SIGINT, SIGHUP) is passed to the cell, which stops its tools on every host as
@@ -18,12 +19,10 @@ itself, as before.
 
 The socket is in a directory only this user can enter, and the server serves only its own
 user (SO_PEERCRED). It stops taking cells once the run is gone, and returns once the cells
-it forked have ended.
-"""
+it forked have ended."""
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -31,8 +30,8 @@ import socket
 import struct
 import sys
 
-# Imported by every cell job's process before it hands its cell over: nothing of perfpost,
-# not even typing (names for annotations only, below).
+from perfpost.run.cellclient import FORWARDED, HEADER_SIZE, decode
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,60 +39,7 @@ if TYPE_CHECKING:
 
     Main = Callable[[list[str]], int]
 
-
-# The socket's path, set for the run's jobs by the run (lifeline.start_janitor).
-ENV = "PERFPOST_CELL_SERVER"
-
-# The commands the server runs; any other is run by the client's own process.
-SERVED = ("run-cell", "run-together")
-_HEADER = struct.Struct("!I")
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _REQUEST_TIMEOUT = 10.0  # seconds a connected client gets to send its request
-
-
-# ------------------------------------------------------------------------------ client
-
-
-def run_via_server(argv: list[str]) -> int | None:
-    """Have the run's cell server run ``perfpost argv`` in this process's place: its exit
-    code, or None where no server takes it (then the caller runs it itself)."""
-    path = os.environ.get(ENV)
-    if not path or not argv or argv[0] not in SERVED:
-        return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-        payload = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()})
-        data = payload.encode()
-        socket.send_fds(conn, [_HEADER.pack(len(data))], [0, 1, 2])
-        conn.sendall(data)
-    except OSError:
-        conn.close()
-        return None
-
-    def forward(signum: int, frame: Any) -> None:
-        try:
-            conn.send(bytes([signum]))
-        except OSError:
-            pass
-
-    for sig in _FORWARDED:
-        signal.signal(sig, forward)
-    reply = b""
-    while not reply.endswith(b"\n"):
-        try:
-            got = conn.recv(64)
-        except OSError:
-            got = b""
-        if not got:
-            print(
-                "perfpost: the run's cell server went away before the cell ended", file=sys.stderr
-            )
-            return 1
-        reply += got
-    conn.close()
-    code = int(reply)
-    return 128 - code if code < 0 else code
 
 
 # ------------------------------------------------------------------------------ server
@@ -132,12 +78,12 @@ class _Cell:
 
 def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     conn.settimeout(_REQUEST_TIMEOUT)
-    head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
-    if len(head) != _HEADER.size or len(fds) != 3:
+    head, fds, _, _ = socket.recv_fds(conn, HEADER_SIZE, 3)
+    if len(head) != HEADER_SIZE or len(fds) != 3:
         for fd in fds:
             os.close(fd)
         raise OSError("a malformed request")
-    (size,) = _HEADER.unpack(head)
+    size = int.from_bytes(head, "big")
     data = b""
     while len(data) < size:
         got = conn.recv(min(65536, size - len(data)))
@@ -149,7 +95,13 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
             os.close(fd)
         raise OSError("a truncated request")
     conn.settimeout(None)
-    return json.loads(data), fds
+    try:
+        argv, env, cwd = decode(data)
+    except ValueError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return {"argv": argv, "env": env, "cwd": cwd}, fds
 
 
 def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main) -> None:
@@ -277,7 +229,7 @@ def _on_event(fd: int, cells: dict[int, _Cell], poller: select.poll) -> None:
     except OSError:
         got = b""
     if got:
-        sigs = [s for s in got if s in {int(x) for x in _FORWARDED}]
+        sigs = [s for s in got if s in {int(x) for x in FORWARDED}]
     else:  # the client is gone: the cell stops as if Snakemake had stopped it
         sigs = [int(signal.SIGTERM)]
         poller.unregister(cell.conn)

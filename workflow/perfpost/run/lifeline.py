@@ -223,13 +223,13 @@ def start_janitor(workdir: str | None = None) -> None:
     import subprocess
     import tempfile
 
-    from perfpost.run import cellserver
+    from perfpost.run import cellclient
 
     workdir = os.path.realpath(workdir or os.getcwd())
     pid = os.getpid()
     # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
     sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
-    os.environ[cellserver.ENV] = sock
+    os.environ[cellclient.ENV] = sock
     argv = [sys.executable, "-m", "perfpost.cli.janitor", str(pid), str(_starttime(pid))]
     subprocess.Popen(
         [*argv, workdir, sock],
