@@ -208,9 +208,9 @@ def test_the_cell_rules_command_survives_the_shell_and_snakemakes_format(monkeyp
 
     monkeypatch.setattr(cellclient, "__file__", "/opt/my {x}/perfpost/run/cellclient.py")
     command = glue.served_job()
-    assert command == "python -S '/opt/my {{x}}/perfpost/run/cellclient.py'"
+    assert command == "python3 -S '/opt/my {{x}}/perfpost/run/cellclient.py'"
     assert shlex.split(command.format()) == [
-        "python",
+        "python3",
         "-S",
         "/opt/my {x}/perfpost/run/cellclient.py",
     ]

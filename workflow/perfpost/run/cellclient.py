@@ -28,9 +28,9 @@ FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
 HEADER_SIZE = 4  # the request's length, big-endian, sent with the job's fds 0, 1 and 2
 
 
-def job_argv(python: str = "python") -> list[str]:
+def job_argv(python: str = "python3") -> list[str]:
     """The command a rule runs a served perfpost command with (its arguments follow):
-    ``python`` as the job finds it (the virtualenv's, put first on PATH for the run, or a
+    ``python3`` as the job finds it (the virtualenv's, put first on PATH for the run, or a
     conda environment's), without site-packages."""
     return [python, "-S", os.path.abspath(__file__)]
 
