@@ -187,7 +187,7 @@ class CellServer:
         self.sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
         argv = [sys.executable, __file__, "--serve", self.sock, str(self.run.pid), start]
         self.proc = subprocess.Popen(argv)
-        self.env = {**os.environ, cellclient.ENV: self.sock}
+        self.env = {**os.environ, cellclient.ENV: self.sock, cellclient.PREFIX_ENV: sys.prefix}
         deadline = time.monotonic() + 60
         while not Path(self.sock).exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -87,6 +87,7 @@ def run_cell(
     env = {k: v for k, v in env_with_venv().items() if k != cellclient.ENV}
     if sock:
         env[cellclient.ENV] = sock
+        env[cellclient.PREFIX_ENV] = sys.prefix  # as the run sets it
     log = open(tmp_path / "job.log", "w")  # the job's stdout, as Snakemake's shell gives it
     head = cellclient.job_argv(sys.executable) if command == "job" else ["perfpost"]
     return subprocess.Popen(
@@ -209,3 +210,24 @@ def test_a_request_carries_any_argument_variable_and_directory():
 def test_a_malformed_request_is_refused(data):
     with pytest.raises(ValueError, match=r"^a request"):
         cellclient.decode(data)
+
+
+def test_a_job_in_another_python_runs_its_cell_itself(tmp_path, server):
+    # Under --use-conda a rule's job runs in its conda environment, not in the Python that
+    # Snakemake (and so the run's server) runs in: the cell must run where the rule says.
+    spec, out = cell(tmp_path, 100)
+    job = subprocess.Popen(
+        [*cellclient.job_argv(sys.executable), "run-cell", "--spec", spec, "--out", out],
+        cwd=tmp_path,
+        env={
+            **env_with_venv(),
+            cellclient.ENV: server[0],
+            cellclient.PREFIX_ENV: "/opt/conda/envs/another",
+        },
+        stdout=open(tmp_path / "job.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
+    assert job.wait(timeout=60) == 0
+    log = (tmp_path / "job.log").read_text()
+    assert "cell server" not in log
+    assert "attempt 1: done" in log

@@ -6,8 +6,9 @@ the job only hands its cell over and waits, and the console script's imports (``
 job's own Python. So this file imports nothing but the interpreter's own modules and
 nothing of perfpost: it also runs as ``python -S`` (no site-packages to scan).
 
-Where no server takes the cell (no run around it, the server gone), it runs perfpost's
-command line in its place (``python -m perfpost``), as the ``perfpost`` command would.
+Where no server takes the cell (no run around it, the server gone, a job in another Python
+installation than the server's), it runs perfpost's command line in its place (``python -m
+perfpost``), as the ``perfpost`` command would.
 """
 
 import _signal
@@ -19,8 +20,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-# The socket's path, set for the run's jobs by the run (lifeline.start_janitor).
+# The socket's path, set for the run's jobs by the run (lifeline.start_janitor), and the
+# Python installation (sys.prefix) the server runs in: a job in another one (a rule's conda
+# environment under --use-conda) runs its cell itself, in the environment it was given.
 ENV = "PERFPOST_CELL_SERVER"
+PREFIX_ENV = "PERFPOST_CELL_SERVER_PREFIX"
 # The commands the server runs; any other is run by the job's own process.
 SERVED = ("run-cell", "run-together")
 # Signals the job passes on to its cell: Snakemake stopping it, Ctrl-C, a closed terminal.
@@ -69,6 +73,8 @@ def hand_over(argv: list[str]) -> int | None:
     code, or None where no server takes it (then the caller runs it itself)."""
     path = os.environ.get(ENV)
     if not path or not argv or argv[0] not in SERVED:
+        return None
+    if os.environ.get(PREFIX_ENV) != sys.prefix:
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:

@@ -230,6 +230,7 @@ def start_janitor(workdir: str | None = None) -> None:
     # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
     sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
     os.environ[cellclient.ENV] = sock
+    os.environ[cellclient.PREFIX_ENV] = sys.prefix  # the janitor's: sys.executable's
     argv = [sys.executable, "-m", "perfpost.cli.janitor", str(pid), str(_starttime(pid))]
     subprocess.Popen(
         [*argv, workdir, sock],
