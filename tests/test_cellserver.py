@@ -155,6 +155,22 @@ def _dd_of(tmp_path: Path) -> list[int]:
     return found
 
 
+# dd writes about a million 64-byte blocks a second here: 10**9 of them would run for hours,
+# so a dd gone within STOPPED seconds was stopped (and the fixture below bounds it anyway).
+LONG = 1_000_000_000
+STOPPED = 10
+
+
+@pytest.fixture(autouse=True)
+def _no_dd_left(tmp_path):
+    yield
+    for pid in _dd_of(tmp_path):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _wait_for(pred, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -168,13 +184,12 @@ def _wait_for(pred, timeout: float) -> bool:
     ("how", "served"), [("SIGTERM", True), ("SIGTERM", False), ("SIGKILL", True)]
 )
 def test_stopping_the_job_stops_the_cells_tool(tmp_path, server, how, served):
-    # 5 million 64-byte blocks: about a minute of dd here, far longer than the wait below.
-    spec, out = cell(tmp_path, 5_000_000)
+    spec, out = cell(tmp_path, LONG)
     job = run_cell(tmp_path, spec, out, server[0] if served else None)
     assert _wait_for(lambda: _dd_of(tmp_path), 30), "dd never started"
     job.send_signal(getattr(signal, how))
     code = job.wait(timeout=30)
-    assert _wait_for(lambda: not _dd_of(tmp_path), 30), "dd outlived its job"
+    assert _wait_for(lambda: not _dd_of(tmp_path), STOPPED), "dd outlived its job"
     if how == "SIGTERM":
         # 128 + SIGINT, the shell's code for an interrupted program, served or not.
         assert code == 130
@@ -231,3 +246,22 @@ def test_a_job_in_another_python_runs_its_cell_itself(tmp_path, server):
     log = (tmp_path / "job.log").read_text()
     assert "cell server" not in log
     assert "attempt 1: done" in log
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_server_takes_its_cells_down_and_leaves_no_socket(tmp_path, server, how):
+    # Whoever stops the run's watcher stops the cells it forked: their jobs have lost their
+    # answer and fail, so a cell running on would measure for nobody and leave a record the
+    # run counts as failed. SIGTERM also lets the watcher remove its socket's directory.
+    sock, janitor, _ = server
+    spec, out = cell(tmp_path, LONG)
+    job = run_cell(tmp_path, spec, out, sock)
+    assert _wait_for(lambda: _dd_of(tmp_path), 30), "dd never started"
+    janitor.send_signal(getattr(signal, how))
+    janitor.wait(timeout=30)
+    assert job.wait(timeout=30) != 0
+    assert "went away before the cell ended" in (tmp_path / "job.log").read_text()
+    assert _wait_for(lambda: not _dd_of(tmp_path), STOPPED), "dd outlived its server"
+    assert not (tmp_path / out).exists()
+    if how == "SIGTERM":
+        assert not os.path.exists(os.path.dirname(sock))

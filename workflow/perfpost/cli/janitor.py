@@ -6,12 +6,17 @@ clusters it left up."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 from pathlib import Path
 
 from perfpost import paths
 from perfpost.run import lifeline
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str]) -> None:
@@ -23,6 +28,9 @@ def main(argv: list[str]) -> None:
 
         run_fd = lifeline.run_pidfd(pid, start)
         if run_fd is not None:
+            # Stopped (SIGTERM) while serving: the socket and its directory go with it; the
+            # cells it forked are stopped by their kernel-sent SIGTERM (cellserver._die_with).
+            signal.signal(signal.SIGTERM, _stop)
             build_parser()  # built once here, not in every cell
             # Returns once the run and the cells it served have ended.
             cellserver.serve(argv[3], run_fd, perfpost)

@@ -58,6 +58,7 @@ WARM = (
     "paramiko",
     "pwd",
     "encodings.idna",
+    "ctypes",
 )
 
 
@@ -109,6 +110,7 @@ def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main
     ``close``: the server's sockets (closed as objects, so that collecting them later does not
     close a descriptor the cell reopened) and descriptors."""
     code = 1
+    server = os.getppid()
     try:
         for obj in close:
             if isinstance(obj, int):
@@ -120,6 +122,7 @@ def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main
             os.close(fd)
         # As a fresh Python process has them (the server's are its own).
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _die_with(server)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request["cwd"])
@@ -140,6 +143,20 @@ def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _die_with(server: int) -> None:
+    """SIGTERM for this cell should its server die (killed, say): the job has then lost its
+    answer and ends as failed, so the cell stops its tools and leaves no record rather than
+    run on unseen (the next run measures it again)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if os.getppid() != server:  # it died before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def serve(path: str, run_fd: int, main: Main) -> None:
