@@ -408,3 +408,14 @@ def test_the_method_names_each_cells_clock_when_they_differ():
     assert stamps + "`old` (1 of 2 runs)" in method
     assert "JVM start included (the log did not stamp" in method
     assert "to the millisecond) in `old` (1 of 2 runs)." in method
+
+
+def test_the_method_says_how_late_freons_summary_can_be():
+    # cmdw-perchunk.log: "Executing test" at 05:04:45,600, progress 70.50 % at 46,645 and
+    # 100.00 % at 47,646 (ProgressBar checks once a second), the summary at 47,660: the run
+    # took 2.060 s by freon's stamps, yet every operation was done somewhere in the second
+    # before 47,646. Up to 1 s of 2.06 s: the rate reads low by up to 49%.
+    method = " ".join(freon.describe(EXPERIMENT, tidy_rows(("a", "cmdw-perchunk.log", 9.0))))
+    assert "next once-a-second check after the last operation" in method
+    assert "up to 49% here (the shortest run took 2.1 s)." in method
+    assert freon.describe(EXPERIMENT)[-1].endswith("reads low by up to 1 s over the run's time.")
