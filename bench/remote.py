@@ -162,14 +162,11 @@ def sleep_cell(host: dict[str, Any], seconds: float) -> Any:
 def serve(sock: str, run_pid: int, run_start: str) -> int:
     """The run's cell server (perfpost.run.cellserver, as the run's watcher serves it), with
     the sleep tool registered in it, so that the cells it forks know it."""
-    from perfpost import cli, tools
-    from perfpost.run import cellserver, lifeline
+    from perfpost import tools
+    from perfpost.cli import janitor
 
     tools.TOOLS["sleep"] = sleep_adapter()
-    run_fd = lifeline.run_pidfd(run_pid, run_start)
-    if run_fd is not None:
-        cli.build_parser()
-        cellserver.serve(sock, run_fd, cli.main)
+    janitor.serve_cells(sock, run_pid, run_start)
     return 0
 
 
@@ -180,14 +177,14 @@ class CellServer:
     def __init__(self) -> None:
         import os
 
-        from perfpost.run import cellclient
+        from perfpost.run import cellclient, lifeline
 
         self.run = subprocess.Popen(["sleep", "3600"])
-        start = Path(f"/proc/{self.run.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        start = str(lifeline.starttime(self.run.pid))
         self.sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
         argv = [sys.executable, __file__, "--serve", self.sock, str(self.run.pid), start]
         self.proc = subprocess.Popen(argv)
-        self.env = {**os.environ, cellclient.ENV: self.sock, cellclient.PREFIX_ENV: sys.prefix}
+        self.env = {**os.environ, **cellclient.server_env(self.sock)}
         deadline = time.monotonic() + 60
         while not Path(self.sock).exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -17,14 +17,10 @@ import pytest
 
 from perfpost import paths
 from perfpost.plan import config as pconfig
-from perfpost.run import cellclient
+from perfpost.run import cellclient, lifeline
 from tests.conftest import env_with_venv
 
 SERVED = "perfpost: run by the run's cell server (pid {})"
-
-
-def _start(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
 
 
 @pytest.fixture
@@ -38,7 +34,7 @@ def server(tmp_path):
             "-m",
             "perfpost.cli.janitor",
             str(run.pid),
-            _start(run.pid),
+            str(lifeline.starttime(run.pid)),
             str(tmp_path),
             sock,
         ],
@@ -86,8 +82,7 @@ def run_cell(
     glue.SERVED_JOB says), "perfpost" the command a person types."""
     env = {k: v for k, v in env_with_venv().items() if k != cellclient.ENV}
     if sock:
-        env[cellclient.ENV] = sock
-        env[cellclient.PREFIX_ENV] = sys.prefix  # as the run sets it
+        env.update(cellclient.server_env(sock))  # as the run sets it
     log = open(tmp_path / "job.log", "w")  # the job's stdout, as Snakemake's shell gives it
     head = cellclient.job_argv(sys.executable) if command == "job" else ["perfpost"]
     return subprocess.Popen(
@@ -236,7 +231,7 @@ def test_a_job_in_another_python_runs_its_cell_itself(tmp_path, server):
         cwd=tmp_path,
         env={
             **env_with_venv(),
-            cellclient.ENV: server[0],
+            **cellclient.server_env(server[0]),
             cellclient.PREFIX_ENV: "/opt/conda/envs/another",
         },
         stdout=open(tmp_path / "job.log", "w"),

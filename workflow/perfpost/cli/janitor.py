@@ -19,21 +19,27 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def serve_cells(sock: str, pid: int, start: str) -> None:
+    """Serve the cells of the run ``pid`` (started at ``start``) on ``sock`` with perfpost's
+    command line; return once the run and the cells served have ended."""
+    from perfpost.cli import build_parser
+    from perfpost.cli import main as perfpost
+    from perfpost.run import cellserver
+
+    run_fd = lifeline.run_pidfd(pid, start)
+    if run_fd is None:
+        return
+    # Stopped (SIGTERM) while serving: the socket and its directory go with it; the cells
+    # it forked are stopped by their kernel-sent SIGTERM (cellserver._die_with).
+    signal.signal(signal.SIGTERM, _stop)
+    build_parser()  # built once here, not in every cell
+    cellserver.serve(sock, run_fd, perfpost)
+
+
 def main(argv: list[str]) -> None:
     pid, start, workdir = int(argv[0]), argv[1], argv[2]
     if len(argv) > 3:
-        from perfpost.cli import build_parser
-        from perfpost.cli import main as perfpost
-        from perfpost.run import cellserver
-
-        run_fd = lifeline.run_pidfd(pid, start)
-        if run_fd is not None:
-            # Stopped (SIGTERM) while serving: the socket and its directory go with it; the
-            # cells it forked are stopped by their kernel-sent SIGTERM (cellserver._die_with).
-            signal.signal(signal.SIGTERM, _stop)
-            build_parser()  # built once here, not in every cell
-            # Returns once the run and the cells it served have ended.
-            cellserver.serve(argv[3], run_fd, perfpost)
+        serve_cells(argv[3], pid, start)
     lifeline.janitor(pid, start, workdir)
     if not (Path(workdir) / paths.CLUSTERS_DIR).is_dir():
         return  # no cluster was ever deployed here: nothing of deploy's to import or run

@@ -32,6 +32,12 @@ FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
 HEADER_SIZE = 4  # the request's length, big-endian, sent with the job's fds 0, 1 and 2
 
 
+def server_env(sock: str) -> dict[str, str]:
+    """The variables that send a job's served commands to the server on ``sock``, which
+    runs in this Python installation."""
+    return {ENV: sock, PREFIX_ENV: sys.prefix}
+
+
 def job_argv(python: str = "python3") -> list[str]:
     """The command a rule runs a served perfpost command with (its arguments follow):
     ``python3`` as the job finds it (the virtualenv's, put first on PATH for the run, or a

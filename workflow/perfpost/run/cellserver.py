@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     Main = Callable[[list[str]], int]
+    Request = tuple[list[str], dict[str, str], str]  # argv, env, cwd
 
 _REQUEST_TIMEOUT = 10.0  # seconds a connected client gets to send its request
 
@@ -77,35 +78,31 @@ class _Cell:
         self.conn, self.pid, self.pidfd = conn, pid, pidfd
 
 
-def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
+    """The job's (argv, env, cwd) and its fds 0, 1 and 2, which are closed here if the
+    request is bad (OSError or ValueError)."""
     conn.settimeout(_REQUEST_TIMEOUT)
     head, fds, _, _ = socket.recv_fds(conn, HEADER_SIZE, 3)
-    if len(head) != HEADER_SIZE or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise OSError("a malformed request")
-    size = int.from_bytes(head, "big")
-    data = b""
-    while len(data) < size:
-        got = conn.recv(min(65536, size - len(data)))
-        if not got:
-            break
-        data += got
-    if len(data) != size:
-        for fd in fds:
-            os.close(fd)
-        raise OSError("a truncated request")
-    conn.settimeout(None)
     try:
-        argv, env, cwd = decode(data)
-    except ValueError:
+        if len(head) != HEADER_SIZE or len(fds) != 3:
+            raise OSError("a malformed request")
+        size = int.from_bytes(head, "big")
+        data = b""
+        while len(data) < size:
+            got = conn.recv(min(65536, size - len(data)))
+            if not got:
+                raise OSError("a truncated request")
+            data += got
+        request = decode(data)
+    except (OSError, ValueError):
         for fd in fds:
             os.close(fd)
         raise
-    return {"argv": argv, "env": env, "cwd": cwd}, fds
+    conn.settimeout(None)
+    return request, fds
 
 
-def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main) -> None:
+def _child(request: Request, fds: list[int], close: list[Any], main: Main) -> None:
     """In the forked child: become the job's process and run its command; never returns.
     ``close``: the server's sockets (closed as objects, so that collecting them later does not
     close a descriptor the cell reopened) and descriptors."""
@@ -125,12 +122,13 @@ def _child(request: dict[str, Any], fds: list[int], close: list[Any], main: Main
         _die_with(server)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.chdir(request["cwd"])
+        argv, env, cwd = request
+        os.chdir(cwd)
         os.environ.clear()
-        os.environ.update(request["env"])
-        sys.argv = ["perfpost", *request["argv"]]
-        print(f"perfpost: run by the run's cell server (pid {os.getppid()})", flush=True)
-        code = main(request["argv"])
+        os.environ.update(env)
+        sys.argv = ["perfpost", *argv]
+        print(f"perfpost: run by the run's cell server (pid {server})", flush=True)
+        code = main(argv)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     except BaseException:

@@ -60,7 +60,7 @@ def owner() -> str:
     if run:
         return run
     pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{lifeline._starttime(pid)}"
+    return f"{socket.gethostname()}:{pid}:{lifeline.starttime(pid)}"
 
 
 def _alive(run: str) -> bool:

@@ -37,7 +37,7 @@ RETRIES_ENV = "PERFPOST_RETRIES"
 ORPHAN_WAIT = 60.0  # seconds an orphan gets to kill its tools before it is stopped
 
 
-def _starttime(pid: int) -> str | None:
+def starttime(pid: int) -> str | None:
     """The process's start time in clock ticks since boot: tells a pid from its reuse."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -49,7 +49,7 @@ def _starttime(pid: int) -> str | None:
 def mark_run() -> None:
     """Record this process (the Snakemake run) in the environment its jobs inherit."""
     pid = os.getpid()
-    os.environ[ENV] = f"{socket.gethostname()}:{pid}:{_starttime(pid)}"
+    os.environ[ENV] = f"{socket.gethostname()}:{pid}:{starttime(pid)}"
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     os.environ[SESSION_ENV] = f"{now}/{pid}"
 
@@ -63,7 +63,7 @@ def _parse(value: str) -> tuple[str, int, str] | None:
 
 
 def alive(pid: int, start: str) -> bool:
-    return _starttime(pid) == start
+    return starttime(pid) == start
 
 
 def watch_run(on_death: Callable[[], None]) -> None:
@@ -229,9 +229,8 @@ def start_janitor(workdir: str | None = None) -> None:
     pid = os.getpid()
     # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
     sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
-    os.environ[cellclient.ENV] = sock
-    os.environ[cellclient.PREFIX_ENV] = sys.prefix  # the janitor's: sys.executable's
-    argv = [sys.executable, "-m", "perfpost.cli.janitor", str(pid), str(_starttime(pid))]
+    os.environ.update(cellclient.server_env(sock))  # the janitor runs in sys.executable
+    argv = [sys.executable, "-m", "perfpost.cli.janitor", str(pid), str(starttime(pid))]
     subprocess.Popen(
         [*argv, workdir, sock],
         stdin=subprocess.DEVNULL,

@@ -608,15 +608,21 @@ def parse_text(text: str, source: str) -> list[Metric]:
     return parse_cell({source: text})
 
 
+def _finished_rows(results: Any, metrics: list[str]) -> Any:
+    """The tidy rows of ``metrics`` from finished runs (none when there are no results)."""
+    if results is None or len(results) == 0:
+        return []
+    rows = results[results["metric"].isin(metrics)]
+    return rows[rows["status"] == "done"] if "status" in rows else rows
+
+
 def rate_sources(results: Any) -> dict[str, dict[str, int]]:
     """Per cell, how many finished runs took their time from each clock (:data:`RATE_SOURCES`),
     read from the tidy rows of those runs."""
-    if results is None or len(results) == 0:
-        return {}
-    rows = results[results["metric"].isin(list(RATE_SOURCES))]
-    if "status" in rows:
-        rows = rows[rows["status"] == "done"]
+    rows = _finished_rows(results, list(RATE_SOURCES))
     out: dict[str, dict[str, int]] = {}
+    if len(rows) == 0:
+        return out
     for cell, metric in zip(rows["cell"], rows["metric"], strict=True):
         counts = out.setdefault(str(cell), {})
         counts[metric] = counts.get(metric, 0) + 1
@@ -673,11 +679,7 @@ def _tick_sentence(results: Any) -> str:
         "after the last operation, so a run's time is long by up to 1 s and its rate reads "
         "low by up to 1 s over the run's time"
     )
-    if results is None or len(results) == 0:
-        return said + "."
-    rows = results[results["metric"] == "elapsed"]
-    if "status" in rows:
-        rows = rows[rows["status"] == "done"]
+    rows = _finished_rows(results, ["elapsed"])
     if len(rows) == 0:
         return said + "."
     shortest = float(rows["value"].min())
