@@ -222,6 +222,48 @@ def test_a_malformed_request_is_refused(data):
         cellclient.decode(data)
 
 
+def test_the_job_without_site_packages_knows_its_installation():
+    # The job runs as `python -S`, where a virtualenv's interpreter keeps its base's
+    # sys.prefix; it must still name the installation the server (site imported) names.
+    code = f"import sys; sys.path.insert(0, {os.path.dirname(cellclient.__file__)!r}); "
+    code += "import cellclient; print(cellclient.installation())"
+    got = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == sys.prefix
+
+
+def test_the_rules_job_hands_its_cell_over_itself(tmp_path):
+    # The process that connects to the server is the rule's own client, not a second
+    # Python it started (which had cost every served cell a full interpreter and perfpost's
+    # imports): the peer's command line, from /proc, is the client's.
+    import socket
+    import struct
+
+    sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-test-"), "socket")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.listen(1)
+    listener.settimeout(30)
+    spec, out = cell(tmp_path, 1)
+    job = run_cell(tmp_path, spec, out, sock)
+    try:
+        conn, _ = listener.accept()
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0]
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        conn.close()  # no answer: the job says the server went away and fails
+        assert job.wait(timeout=30) == 1
+        assert pid == job.pid
+        assert argv[1:3] == [b"-S", os.fsencode(os.path.abspath(cellclient.__file__))]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+        listener.close()
+        shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
+    assert "went away before the cell ended" in (tmp_path / "job.log").read_text()
+
+
 def test_a_job_in_another_python_runs_its_cell_itself(tmp_path, server):
     # Under --use-conda a rule's job runs in its conda environment, not in the Python that
     # Snakemake (and so the run's server) runs in: the cell must run where the rule says.

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 # The socket's path, set for the run's jobs by the run (lifeline.start_janitor), and the
-# Python installation (sys.prefix) the server runs in: a job in another one (a rule's conda
-# environment under --use-conda) runs its cell itself, in the environment it was given.
+# Python installation (see installation()) the server runs in: a job in another one (a
+# rule's conda environment under --use-conda) runs its cell itself, in the environment it
+# was given.
 ENV = "PERFPOST_CELL_SERVER"
 PREFIX_ENV = "PERFPOST_CELL_SERVER_PREFIX"
 # The commands the server runs; any other is run by the job's own process.
@@ -32,10 +33,23 @@ FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
 HEADER_SIZE = 4  # the request's length, big-endian, sent with the job's fds 0, 1 and 2
 
 
+def installation() -> str:
+    """The Python installation this interpreter belongs to: ``sys.prefix`` as it is once
+    site.py has run. Under ``-S``, as the job runs, a virtualenv's interpreter keeps its base
+    installation's prefix (site.py is what reads ``pyvenv.cfg``), so this looks for that
+    file where site.py does: beside the interpreter or one directory up."""
+    exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+    env = os.path.dirname(exe_dir)
+    for d in (exe_dir, env):
+        if os.path.isfile(os.path.join(d, "pyvenv.cfg")):
+            return env
+    return sys.prefix
+
+
 def server_env(sock: str) -> dict[str, str]:
     """The variables that send a job's served commands to the server on ``sock``, which
     runs in this Python installation."""
-    return {ENV: sock, PREFIX_ENV: sys.prefix}
+    return {ENV: sock, PREFIX_ENV: installation()}
 
 
 def job_argv(python: str = "python3") -> list[str]:
@@ -80,7 +94,7 @@ def hand_over(argv: list[str]) -> int | None:
     path = os.environ.get(ENV)
     if not path or not argv or argv[0] not in SERVED:
         return None
-    if os.environ.get(PREFIX_ENV) != sys.prefix:
+    if os.environ.get(PREFIX_ENV) != installation():
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
