@@ -4,6 +4,7 @@ and a killed run's locks are removed by the watcher that outlives it by moments 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,42 @@ def orphan(work: Path) -> subprocess.Popen:
     gone.wait()
     env = {**os.environ, "PERFPOST_RUN": f"{os.uname().nodename}:{gone.pid}:1"}
     return subprocess.Popen(["sleep", "300"], cwd=work, env=env)
+
+
+def test_a_cell_its_watcher_forked_counts_as_an_orphan_once_the_run_is_gone(tmp_path):
+    # A served cell's environment in /proc is its watcher's, which carries no run mark: the
+    # watcher's arguments say whose cell it is. A bash stands in for the watcher (its
+    # arguments as the run starts it) and its `sleep` for the cell it forked.
+    from perfpost.run import lifeline
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = subprocess.Popen(["sleep", "300"])
+    watchers = []
+    cells: dict[int, int] = {}  # watcher pid -> its cell's
+    try:
+        for run, start in ((gone.pid, "1"), (live.pid, lifeline.starttime(live.pid))):
+            script = 'cd "$3" && sleep 300 & wait'  # $0 is the module, as in python -m
+            argv = ["bash", "-c", script, "perfpost.cli.janitor", str(run), start, str(tmp_path)]
+            watchers.append(subprocess.Popen([*argv, "/nonexistent/socket"]))
+        deadline = time.monotonic() + 10
+        while len(cells) < 2 and time.monotonic() < deadline:
+            for w in watchers:
+                kids = Path(f"/proc/{w.pid}/task/{w.pid}/children").read_text().split()
+                if kids and os.path.realpath(f"/proc/{kids[0]}/cwd") == os.path.realpath(tmp_path):
+                    cells[w.pid] = int(kids[0])
+            time.sleep(0.05)
+        assert len(cells) == 2
+        found = lifeline.orphans(os.path.realpath(tmp_path))
+        assert cells[watchers[0].pid] in found  # its run is gone
+        assert cells[watchers[1].pid] not in found  # its run is alive
+        assert not {w.pid for w in watchers} & set(found)  # watchers sit elsewhere
+    finally:
+        for pid in cells.values():
+            os.kill(pid, signal.SIGKILL)
+        for p in (*watchers, live):
+            p.kill()
+            p.wait()
 
 
 def test_reading_the_snakefile_kills_nothing_and_keeps_locks(tmp_path):

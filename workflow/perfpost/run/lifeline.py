@@ -140,12 +140,39 @@ def _ancestors() -> set[int]:
     return out
 
 
+JANITOR = "perfpost.cli.janitor"  # the module the run's watcher runs as (python -m)
+
+
+def _served_run(pid: int) -> tuple[int, str] | None:
+    """(run pid, its start time) of the run whose watcher forked ``pid``, a served cell: its
+    environment in /proc is the watcher's, which carries no run mark, so the watcher's own
+    arguments (``-m perfpost.cli.janitor RUN_PID START WORKDIR ...``) say whose cell it is."""
+    stat = _read(pid, "stat")
+    if stat is None:
+        return None
+    parent = int(stat.rsplit(b")", 1)[1].split()[1])
+    argv = (_read(parent, "cmdline") or b"").split(b"\0")
+    if JANITOR.encode() not in argv:
+        return None
+    i = argv.index(JANITOR.encode())
+    try:
+        return int(argv[i + 1]), argv[i + 2].decode()
+    except (IndexError, ValueError):
+        return None
+
+
 def orphans(workdir: str) -> list[int]:
-    """perfpost jobs in ``workdir`` whose Snakemake run is gone."""
+    """perfpost jobs in ``workdir`` whose Snakemake run is gone: jobs marked with it, and
+    cells its watcher forked."""
     found = []
     mine = _ancestors()
     for pid in _processes():
         if pid in mine or _cwd(pid) != workdir:
+            continue
+        served = _served_run(pid)
+        if served:
+            if not alive(*served):
+                found.append(pid)
             continue
         environ = _read(pid, "environ") or b""
         for item in environ.split(b"\0"):
@@ -230,7 +257,7 @@ def start_janitor(workdir: str | None = None) -> None:
     # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
     sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
     os.environ.update(cellclient.server_env(sock))  # the janitor runs in sys.executable
-    argv = [sys.executable, "-m", "perfpost.cli.janitor", str(pid), str(starttime(pid))]
+    argv = [sys.executable, "-m", JANITOR, str(pid), str(starttime(pid))]
     subprocess.Popen(
         [*argv, workdir, sock],
         stdin=subprocess.DEVNULL,
