@@ -417,5 +417,5 @@ def test_the_method_says_how_late_freons_summary_can_be():
     # before 47,646. Up to 1 s of 2.06 s: the rate reads low by up to 49%.
     method = " ".join(freon.describe(EXPERIMENT, tidy_rows(("a", "cmdw-perchunk.log", 9.0))))
     assert "next once-a-second check after the last operation" in method
-    assert "up to 49% here (the shortest run took 2.1 s)." in method
+    assert "up to 49% here (the shortest run took 2.1 s; Validity names the runs" in method
     assert freon.describe(EXPERIMENT)[-1].endswith("reads low by up to 1 s over the run's time.")

@@ -96,6 +96,36 @@ def test_a_sync_over_a_tenth_of_write_plus_sync_is_flagged():
     assert "it never took longer than 0.1 s" in quiet["facts"][0]
 
 
+def test_a_lag_over_a_tenth_of_the_run_is_flagged():
+    # freon's clock can stop up to 1 s late: 1 s of a 4 s run is 25%, flagged; of a 20 s
+    # run 5%, not.
+    df = tidy(
+        [
+            ("size=1", "h", 1, "elapsed", 4.0, "s"),
+            ("size=1", "h", 2, "elapsed", 20.0, "s"),
+        ]
+    )
+    from perfpost.tools import freon
+
+    check = validity.lag_check(df, AXES, freon.TIME_LAG)
+    assert check is not None
+    assert check["title"] == "Reporting lag"
+    assert check["facts"][0].startswith("Freon prints its summary only at its progress")
+    assert check["facts"][0].endswith(
+        "can be long by up to 1 s: up to 25% of the shortest of 2 runs (4 s)."
+    )
+    assert check["flags"] == [
+        "`size=1` on h, run 1: took 4 s: its rate may read low by up to 25% (above 10%)."
+    ]
+    # A tool without a lag has no such check.
+    assert validity.lag_check(df, AXES, None) is None
+    # The experiment's tool says which lag applies: dd has none.
+    exp = {"tool": "dd", "axes": {"size": [1]}}
+    assert "Reporting lag" not in [c["title"] for c in validity.checks(df, cells([]), exp, None)]
+    exp["tool"] = "freon"
+    assert "Reporting lag" in [c["title"] for c in validity.checks(df, cells([]), exp, None)]
+
+
 def test_sessions_that_disagree_are_flagged_and_one_session_is_said():
     # Two sessions of three runs, all of the first below all of the second. Kruskal-Wallis
     # by hand: ranks 1-3 and 4-6, H = 12 / (6 * 7) * (6^2/3 + 15^2/3) - 3 * 7 = 27/7 = 3.857;

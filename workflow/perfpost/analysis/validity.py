@@ -13,6 +13,9 @@ quotes a number without the evidence behind it:
   flagged above :data:`SKEW_SHARE`, where the hosts' aggregate is not over one window.
 - **sync share** (``after: [sync]``): how much of write plus sync the sync took; flagged above
   :data:`SYNC_SHARE`, where the raw rate overstates what reached the disk.
+- **Reporting lag** (tools whose clock can stop late, ``TIME_LAG``: freon): how much of a
+  run's time the lag can be; flagged above :data:`LAG_SHARE`, where the rate may read low by
+  that much.
 - **Sessions**: runs of one cell made by different runs of perfpost (a re-run later, a
   retried cell). Where a cell has runs from several, a Kruskal-Wallis test across them;
   flagged where it rejects at :data:`ALPHA`: the runs were pooled, but the sessions disagree.
@@ -25,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfpost import tools
 from perfpost.analysis.tidy import results
 from perfpost.units import format_bytes, format_value, metric_label, sig
 
@@ -42,6 +46,7 @@ SATA_CEILING = 600e6  # B/s: SATA III's 6 Gb/s after 8b/10b encoding
 FILES_CACHED_SHARE = 0.01  # of a cell's files still cached after a drop
 SKEW_SHARE = 0.01  # of the run's length
 SYNC_SHARE = 0.10  # of write plus sync
+LAG_SHARE = 0.10  # of the run's time
 ALPHA = 0.05
 
 
@@ -232,6 +237,36 @@ def sync_check(tidy_df: pd.DataFrame, axes: list[str], threshold: float) -> dict
     return {"title": "`sync` share", "facts": facts, "flags": flags}
 
 
+def lag_check(
+    tidy_df: pd.DataFrame, axes: list[str], lag: tuple[str, float, str] | None
+) -> dict[str, Any] | None:
+    """The tool's reporting lag (``lag``: the metric of the run's time, how late its clock
+    can stop in seconds, and why) against each run's time."""
+    if not lag:
+        return None
+    metric, seconds, why = lag
+    runs = _runs(tidy_df, metric)
+    runs = runs[runs["value"] > 0]
+    if runs.empty:
+        return None
+    late = _Flags(axes)
+    for row in runs.itertuples(index=False):
+        if seconds > LAG_SHARE * row.value:
+            late.add(row, row.value, seconds / row.value)
+    shortest = float(runs["value"].min())
+    facts = [
+        f"{why[0].upper()}{why[1:]}, so a run's time can be long by up to {seconds:g} s: up "
+        f"to {seconds / shortest:.0%} of the shortest of {len(runs)} runs ({sig(shortest)} s)."
+    ]
+    flags = late.lines(
+        lambda values, shares: (
+            f"took {_span(values, lambda v: sig(v) + ' s')}: its rate may read low by up to "
+            f"{_span(shares, '{:.0%}'.format)} (above {LAG_SHARE:.0%})."
+        )
+    )
+    return {"title": "Reporting lag", "facts": facts, "flags": flags}
+
+
 def share_text(shares: list[float]) -> str:
     if not shares:
         return "n/a"
@@ -305,6 +340,7 @@ def checks(
         cache_check(tidy_df, cells, axes, metric),
         skew_check(tidy_df, axes),
         sync_check(tidy_df, axes, float(experiment.get("sync_threshold", 0.1))),
+        lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None)),
         session_check(tidy_df, cells, axes, metric),
     ]
     return [c for c in found if c is not None]
