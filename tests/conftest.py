@@ -39,6 +39,19 @@ def scratch(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.fixture(scope="module")
+def host_dir():
+    """A tool's ``dir`` for a module's cells: one path this machine and every testbed host
+    see (/var/tmp is not private to the hosts), which the hosts' login user may write.
+    Removed afterwards: perfpost leaves a configured ``dir`` in place, as it should."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="perfpost-test-", dir="/var/tmp"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def snakemake_bin() -> str:
     exe = BIN / "snakemake"
     return str(exe) if exe.exists() else shutil.which("snakemake") or "snakemake"

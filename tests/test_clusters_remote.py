@@ -86,7 +86,7 @@ def shared(testbed):
     if testbed.mode != "netns":
         pytest.skip("needs hosts with addresses of their own: network namespaces, as root")
     d = Path(tempfile.mkdtemp(prefix="perfpost-clusters-", dir="/var/tmp"))
-    for sub in (d, d / "clusters", d / "checks" / "ozone", d / "checks" / "hdfs"):
+    for sub in (d, d / "clusters", d / "freon", d / "checks" / "ozone", d / "checks" / "hdfs"):
         sub.mkdir(parents=True, exist_ok=True)
         sub.chmod(0o1777)
     yield d
@@ -137,7 +137,7 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
                 "hosts": ["h1"],
                 "params": {
                     "subcommand": "ockg",
-                    "dir": "/tmp/perfpost-freon",
+                    "dir": str(shared / "freon"),
                     "launcher": str(wrapper),
                     "options": {
                         "n": N,
@@ -161,7 +161,7 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
                 "hosts": ["localhost"],
                 "params": {
                     "subcommand": "dfsg",
-                    "dir": "/tmp/perfpost-freon",
+                    "dir": str(shared / "freon"),
                     "launcher": str(wrapper),
                     "options": {"n": N, "s": 4096, "t": 4, "path": "{cluster.fs}/{run}"},
                     "env": {

@@ -65,7 +65,7 @@ def test_a_second_provisioning_reuses_the_cache_without_network_or_maven(ozone_c
 
 
 @pytest.fixture(scope="module")
-def freon_run(ozone_cache, testbed, tmp_path_factory):
+def freon_run(ozone_cache, testbed, tmp_path_factory, host_dir):
     cache, _ = ozone_cache
     work = tmp_path_factory.mktemp("freon")
     inventory = yaml.safe_load(Path(testbed.inventory).read_text())
@@ -82,7 +82,7 @@ def freon_run(ozone_cache, testbed, tmp_path_factory):
                 "params": {
                     "program": "vapor",
                     "subcommand": "cmdw",
-                    "dir": "/tmp/perfpost-freon",
+                    "dir": str(host_dir),
                     "generic": DATANODE,
                     "options": {"n": 3000, "s": 1024, "t": 2, "l": "{layout}"},
                 },
@@ -94,7 +94,7 @@ def freon_run(ozone_cache, testbed, tmp_path_factory):
                 "repeats": 1,
                 "params": {
                     "subcommand": "dfsg",
-                    "dir": "/tmp/perfpost-freon",
+                    "dir": str(host_dir),
                     "env": {"HADOOP_USER_NAME": "perfpost"},
                     "options": {"path": "file://{work}/fs", "n": 100, "s": 4096, "t": 2},
                 },

@@ -42,14 +42,14 @@ ENDRULE
 
 
 @pytest.fixture(scope="module")
-def run(ozone_cache, testbed, tmp_path_factory):
+def run(ozone_cache, testbed, tmp_path_factory, host_dir):
     cache, _ = ozone_cache
     work = tmp_path_factory.mktemp("instrument")
     inventory = yaml.safe_load(Path(testbed.inventory).read_text())
     h1 = {**inventory["hosts"]["h1"], "ozone": "provisioned"}
     # A host whose Byteman directory does not exist: the JVM cannot load the agent.
     h2 = {**inventory["hosts"]["h2"], "ozone": "provisioned", "byteman": "/nonexistent/bm"}
-    dfsg = {"subcommand": "dfsg", "dir": "/tmp/perfpost-instrument"}
+    dfsg = {"subcommand": "dfsg", "dir": str(host_dir)}
     cfg = {
         **inventory,
         "hosts": {"h1": h1, "h2": h2},
@@ -83,7 +83,7 @@ def run(ozone_cache, testbed, tmp_path_factory):
             "teragen": {
                 "tool": "teragen",
                 "repeats": 1,
-                "params": {"local": True, "dir": "/tmp/perfpost-instrument"},
+                "params": {"local": True, "dir": str(host_dir)},
                 "axes": {"size": [r * 100 for r in ROWS]},
                 "instrument": ["output"],
             },
