@@ -169,6 +169,26 @@ def test_a_changed_config_is_validated_afresh_and_a_bad_one_never_kept(tmp_path,
     assert len(list(tmp_path.glob("config-*.json"))) == 1  # the good config's only
 
 
+def test_the_cache_keeps_only_the_newest_configs(tmp_path):
+    # Every edit of the config adds one file; the oldest beyond the limit go. Files standing
+    # for 40 earlier configs, a second apart, then one run of a new config: 32 kept in all,
+    # the new one and the 31 newest of the 40.
+    import os
+
+    import perfpost.plan.config as pconfig
+
+    for i in range(40):
+        f = tmp_path / f"config-old{i:02d}.json"
+        f.write_text("{}")
+        os.utime(f, (1_000_000 + i, 1_000_000 + i))
+    build_plan(copy.deepcopy(BASE), cache=tmp_path).keep_checked()
+    left = sorted(p.name for p in tmp_path.glob("config-*.json"))
+    assert len(left) == pconfig.CONFIG_CACHE_KEEP == 32
+    assert [n for n in left if n.startswith("config-old")] == [
+        f"config-old{i:02d}.json" for i in range(9, 40)
+    ]
+
+
 def test_an_unreadable_cache_entry_means_validating_again(tmp_path, monkeypatch):
     build_plan(copy.deepcopy(BASE), cache=tmp_path).keep_checked()
     (kept,) = tmp_path.glob("config-*.json")

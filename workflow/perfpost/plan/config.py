@@ -390,6 +390,10 @@ def _path(error: Any) -> str:
 
 # Configs that passed both JSON schemas before (:func:`build_plan` with ``cache``).
 CONFIG_CACHE_SCHEMA_VERSION = 1
+# How many kept configs a cache holds: one file per config ever run, so each edit of the
+# config would otherwise add one for good. The oldest go first; one pruned costs its config
+# the schema checks (0.3 s) once more.
+CONFIG_CACHE_KEEP = 32
 
 
 def _plain(value: Any) -> bool:
@@ -456,6 +460,11 @@ def _keep_checked(path: Path, filled: str) -> None:
     doc = f'{{"schema_version": {CONFIG_CACHE_SCHEMA_VERSION}, "config": {filled}}}\n'
     try:
         write_text_atomic(path, doc)
+        kept = sorted(
+            path.parent.glob("config-*.json"), key=lambda p: p.stat().st_mtime, reverse=True
+        )
+        for old in kept[CONFIG_CACHE_KEEP:]:
+            old.unlink(missing_ok=True)
     except OSError:
         pass  # a cache that cannot be written only costs the next run the checks
 
