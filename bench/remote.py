@@ -165,7 +165,7 @@ def serve(sock: str, run_pid: int, run_start: str) -> int:
     from perfpost import tools
     from perfpost.cli import janitor
 
-    tools.TOOLS["sleep"] = sleep_adapter()
+    tools.LOADED["sleep"] = sleep_adapter()
     janitor.serve_cells(sock, run_pid, run_start)
     return 0
 
@@ -339,8 +339,8 @@ def measured_sleeps(host: dict[str, Any], scratch: Path) -> list[float]:
     from perfpost.run.hosts import open_host
     from perfpost.run.runner import run_cell
 
-    saved = tools.TOOLS.get("sleep")
-    tools.TOOLS["sleep"] = sleep_adapter()
+    saved = tools.LOADED.get("sleep")
+    tools.LOADED["sleep"] = sleep_adapter()
     got = []
     try:
         for _ in range(ACCURACY_RUNS):
@@ -355,9 +355,9 @@ def measured_sleeps(host: dict[str, Any], scratch: Path) -> list[float]:
             got.append(next(m["value"] for m in rec["metrics"] if m["name"] == "wall_time"))
     finally:
         if saved is None:
-            tools.TOOLS.pop("sleep", None)
+            tools.LOADED.pop("sleep", None)
         else:
-            tools.TOOLS["sleep"] = saved
+            tools.LOADED["sleep"] = saved
     return got
 
 

@@ -197,7 +197,7 @@ def test_a_sleep_2_cell_records_two_seconds_and_no_more_than_50_ms_over(
         parse_cell=lambda logs, wall_time=None: [],
         error_reason=lambda texts: None,
     )
-    monkeypatch.setitem(tools.TOOLS, "sleep", sleep)
+    monkeypatch.setitem(tools.LOADED, "sleep", sleep)
     spec = CellSpec(
         experiment="t",
         cell="default",

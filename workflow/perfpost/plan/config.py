@@ -422,7 +422,7 @@ def _cache_key(config: dict[str, Any]) -> str:
         version("jsonschema"),
         json.dumps(config, sort_keys=True, separators=(",", ":")),
         json.dumps(
-            {name: t.PARAMS_SCHEMA for name, t in tools.TOOLS.items()},
+            {name: t.PARAMS_SCHEMA for name, t in tools.every().items()},
             sort_keys=True,
             default=repr,
         ),
@@ -956,7 +956,7 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
     for name, spec in config.get("hosts", {}).items():
         if name == LOCALHOST:
             # The tools' command keys (ozone, yarn) apply here too: only SSH settings do not.
-            commands = sorted({t.HOST_KEY for t in tools.TOOLS.values() if t.HOST_KEY})
+            commands = sorted({t.HOST_KEY for t in tools.every().values() if t.HOST_KEY})
             commands.append(instrument.HOST_KEY)
             if set(spec) - {"max_parallel_cells", *commands, "env"}:
                 raise ConfigError(

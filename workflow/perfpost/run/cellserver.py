@@ -70,7 +70,7 @@ def _warm() -> None:
 
     for name in WARM:
         importlib.import_module(name)
-    list(tools.TOOLS.values())  # every tool's module, loaded on first use otherwise
+    tools.every()  # every tool's module, loaded on first use otherwise
 
 
 class _Cell:
