@@ -129,14 +129,19 @@ def _cwd(pid: int) -> str | None:
         return None
 
 
+def _ppid(pid: int) -> int | None:
+    stat = _read(pid, "stat")
+    return None if stat is None else int(stat.rsplit(b")", 1)[1].split()[1])
+
+
 def _ancestors() -> set[int]:
     out, pid = set(), os.getpid()
     while pid > 1 and pid not in out:
         out.add(pid)
-        stat = _read(pid, "stat")
-        if stat is None:
+        parent = _ppid(pid)
+        if parent is None:
             break
-        pid = int(stat.rsplit(b")", 1)[1].split()[1])
+        pid = parent
     return out
 
 
@@ -147,10 +152,9 @@ def _served_run(pid: int) -> tuple[int, str] | None:
     """(run pid, its start time) of the run whose watcher forked ``pid``, a served cell: its
     environment in /proc is the watcher's, which carries no run mark, so the watcher's own
     arguments (``-m perfpost.cli.janitor RUN_PID START WORKDIR ...``) say whose cell it is."""
-    stat = _read(pid, "stat")
-    if stat is None:
+    parent = _ppid(pid)
+    if parent is None:
         return None
-    parent = int(stat.rsplit(b")", 1)[1].split()[1])
     argv = (_read(parent, "cmdline") or b"").split(b"\0")
     if JANITOR.encode() not in argv:
         return None
