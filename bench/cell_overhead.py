@@ -37,20 +37,20 @@ EXPERIMENT = "cell"
 MANY = "many"
 MANY_CELLS = 10
 MANY_COUNT = 100_000  # dd blocks of each of the many cells
-# Where the time goes when a target is missed: a served cell timed from its job (the rule's
-# client handing it to a cell server, 15 runs), the forked cell's steps timed one by one,
-# and a bare `python -S`, on the 2-core VM the figures come from.
+# Where the time goes when a target is missed: the jobs of a 10-cell run traced with perf
+# (sched_process_exec/fork/exit), and the bare Snakefile's likewise, on the 2-core VM the
+# figures come from.
 WHY_INVOCATION = (
     "the run's janitor, which serves the cells, is one more Python process importing what a"
     " cell needs (0.19 s of CPU, beside Snakemake reading the Snakefile), and the cell's job is"
     " a Python client handing the cell to it, where the bare Snakefile runs dd itself"
 )
 WHY_EXTRA_CELL = (
-    "a served cell's job takes about 45 ms where the bare Snakefile's dd takes 4 ms: the"
-    " job's client (a Python start without site-packages, 10-15 ms, then the hand-over) and"
-    " the cell the run's cell server forks, 25-30 ms, most of it waiting on the shells of its"
-    " steps on the host (the guard that cleans up should perfpost die, the tool's version,"
-    " the measurement, the clean-up)"
+    "a served cell's job spends about 45 ms beside its dd where the bare Snakefile's spends"
+    " about 20 ms: the job's client (a Python start without site-packages, about 10 ms, then"
+    " the hand-over) and the cell the run's cell server forks, about 25 ms, most of it the"
+    " shells of its steps on the host (the guard that cleans up should perfpost die, the"
+    " tool's version, the preparation, the clean-up)"
 )
 _SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([\d.e+-]+) s,", re.M)
 
