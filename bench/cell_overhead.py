@@ -35,7 +35,10 @@ from benchlib import Row, check, make_checkout, median, snakemake, timed, tool
 
 EXPERIMENT = "cell"
 MANY = "many"
-MANY_CELLS = 10
+# Twenty, not ten: each round's figure is (wall of the many - wall of one) / (MANY_CELLS - 1),
+# and a one-cell run's wall moves by 0.3 s from run to run on this VM, which over 9 extra cells
+# had moved the per-cell figure by 30 ms (0.03 to 0.05 s in three full runs of one revision).
+MANY_CELLS = 20
 MANY_COUNT = 100_000  # dd blocks of each of the many cells
 # Where the time goes when a target is missed: the jobs of a 10-cell run traced with perf
 # (sched_process_exec/fork/exit), and the bare Snakefile's likewise, on the 2-core VM the
@@ -264,7 +267,7 @@ def run(quick: bool, log=print) -> list[Row]:
                     f"{k} {got[k][-1][0]:.2f} s {got[k][-1][1] / 1e6:.1f} MB/s" for k in kinds
                 )
             )
-        marginal = marginal_cost(work, shm, 1 if quick else 3, log)
+        marginal = marginal_cost(work, shm, 1 if quick else 5, log)
         bare_wall = [w for w, _ in got["bare"]]
         bare_thr = [t for _, t in got["bare"]]
         extra = [w - b for (w, _), b in zip(got["snakemake"], bare_wall, strict=True)]
