@@ -251,6 +251,16 @@ def test_the_rules_job_hands_its_cell_over_itself(tmp_path):
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         pid = struct.unpack("3i", creds)[0]
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        # The whole request first (its length and the job's fds 0-2, then the rest): a job
+        # cut off while sending takes the server for gone and runs the cell itself.
+        head, fds, _, _ = socket.recv_fds(conn, cellclient.HEADER_SIZE, 3)
+        for fd in fds:
+            os.close(fd)
+        size, got = int.from_bytes(head, "big"), 0
+        while got < size:
+            chunk = conn.recv(size - got)
+            assert chunk, "the job stopped sending"
+            got += len(chunk)
         conn.close()  # no answer: the job says the server went away and fails
         assert job.wait(timeout=30) == 1
         assert pid == job.pid
