@@ -161,6 +161,65 @@ def test_unreachable_and_authentication_failures_say_so(testbed, tmp_path):
         nobody.run("true", 10)
 
 
+def test_a_host_that_goes_down_while_authenticating_is_lost_not_refused(tmp_path):
+    # A server that closes the connection once the client asks to log in, as a host going
+    # down mid-handshake does: paramiko says "Authentication failed: transport shut down or
+    # saw EOF", but no key was refused, and the reason must not send the user to their keys.
+    import threading
+
+    import paramiko
+
+    for name in ("host", "client"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / name)],
+            check=True,
+        )
+    host_key = paramiko.Ed25519Key.from_private_key_file(str(tmp_path / "host"))
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text(
+        f"[127.0.0.1]:{port} {(tmp_path / 'host.pub').read_text().split(' ')[0]} "
+        f"{(tmp_path / 'host.pub').read_text().split(' ')[1]}\n"
+    )
+
+    server_side: dict[str, paramiko.Transport] = {}
+
+    class GoesDown(paramiko.ServerInterface):
+        def get_allowed_auths(self, username):
+            return "publickey"
+
+        def check_auth_publickey(self, username, key):
+            server_side["transport"].close()  # the host goes down here
+            return paramiko.AUTH_FAILED
+
+    def serve():
+        conn, _ = listener.accept()
+        transport = server_side["transport"] = paramiko.Transport(conn)
+        transport.add_server_key(host_key)
+        transport.start_server(server=GoesDown())
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    spec = {
+        "name": "gone",
+        "address": "127.0.0.1",
+        "port": port,
+        "user": "perfpost",
+        "key": str(tmp_path / "client"),
+        "known_hosts": str(known),
+    }
+    host = RemoteHost(spec)
+    try:
+        with pytest.raises(HostError) as e:
+            host.run("true", 10)
+    finally:
+        host.close()
+        listener.close()
+    assert str(e.value).startswith("connection to perfpost@127.0.0.1")
+    assert "lost during authentication" in str(e.value)
+
+
 def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, tmp_path):
     """run-cell closes its connection after the record is written. A host that died during
     the cell must not turn that close into a failed job: Snakemake deletes a failed job's

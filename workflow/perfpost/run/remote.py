@@ -326,6 +326,13 @@ class RemoteHost:
                 "new key after checking it"
             ) from None
         except AuthenticationException as e:
+            if "transport shut down or saw EOF" in str(e):
+                # paramiko's words when the connection ends mid-authentication: the host
+                # went down (or its sshd dropped us), not a refused key.
+                raise HostError(
+                    f"connection to {self.where} lost during authentication: the server "
+                    "closed it (the host went down, or its sshd dropped the connection)"
+                ) from None
             raise HostError(f"authentication failed for {self.where}: {e}") from None
         except NoValidConnectionsError as e:
             raise HostError(f"unreachable: {self.where}: {_first_error(e)}") from None
