@@ -96,7 +96,8 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     # The comparison is stated, whichever way the runs went, with its interval and n.
     (claim,) = [ln for ln in fsync.splitlines() if ln.startswith("- memdisk vs disk:")]
     # Each side ran 5 to 10 times, as its precision target decided; the table says so.
-    n_disk, n_mem = map(int, re.search(r"n = (\d+)/(\d+)", claim).groups())
+    # n = candidate/baseline, as the claim names them: memdisk vs disk.
+    n_mem, n_disk = map(int, re.search(r"n = (\d+)/(\d+)", claim).groups())
     assert 5 <= n_disk <= 10
     assert 5 <= n_mem <= 10
     for storage, n in (("disk", n_disk), ("memdisk", n_mem)):
