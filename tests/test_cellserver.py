@@ -17,7 +17,7 @@ import pytest
 
 from perfpost import paths
 from perfpost.plan import config as pconfig
-from perfpost.run import cellclient, lifeline
+from perfpost.run import cellclient, cellserver, lifeline
 from tests.conftest import env_with_venv
 
 SERVED = "perfpost: run by the run's cell server (pid {})"
@@ -251,16 +251,12 @@ def test_the_rules_job_hands_its_cell_over_itself(tmp_path):
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         pid = struct.unpack("3i", creds)[0]
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        # The whole request first (its length and the job's fds 0-2, then the rest): a job
-        # cut off while sending takes the server for gone and runs the cell itself.
-        head, fds, _, _ = socket.recv_fds(conn, cellclient.HEADER_SIZE, 3)
+        # The whole request first, as the server reads it: a job cut off while sending
+        # takes the server for gone and runs the cell itself.
+        (got_argv, _, _), fds = cellserver._read_request(conn)
         for fd in fds:
             os.close(fd)
-        size, got = int.from_bytes(head, "big"), 0
-        while got < size:
-            chunk = conn.recv(size - got)
-            assert chunk, "the job stopped sending"
-            got += len(chunk)
+        assert got_argv[0] == "run-cell"
         conn.close()  # no answer: the job says the server went away and fails
         assert job.wait(timeout=30) == 1
         assert pid == job.pid
