@@ -30,6 +30,7 @@ import pandas as pd
 
 from perfpost import tools
 from perfpost.analysis.tidy import results
+from perfpost.tools.base import LAG_SHARE
 from perfpost.units import format_bytes, format_value, metric_label, sig
 
 
@@ -46,7 +47,6 @@ SATA_CEILING = 600e6  # B/s: SATA III's 6 Gb/s after 8b/10b encoding
 FILES_CACHED_SHARE = 0.01  # of a cell's files still cached after a drop
 SKEW_SHARE = 0.01  # of the run's length
 SYNC_SHARE = 0.10  # of write plus sync
-LAG_SHARE = 0.10  # of the run's time
 ALPHA = 0.05
 
 

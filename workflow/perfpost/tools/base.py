@@ -19,7 +19,9 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
 - ``plan``, ``version_argv``, ``parse_cell``, ``parse_text``, ``error_reason`` (the command
   builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
   ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
-  over time.
+  over time;
+- ``TIME_LAG`` where the tool's clock for a run can stop late: (metric, seconds, why); the
+  post's validity section flags runs where it passes :data:`LAG_SHARE` of their time.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 
 from perfpost import provision
 from perfpost.hostenv import LOCALHOST
+
+LAG_SHARE = 0.10  # of a run's time: a TIME_LAG above it is flagged
 
 
 @dataclass(frozen=True)

@@ -692,7 +692,10 @@ def _tick_sentence(results: Any) -> str:
     if len(rows) == 0:
         return said + "."
     shortest = float(rows["value"].min())
-    more = "; Validity names the runs where it passes 10%" if lag > 0.1 * shortest else ""
+    share = base.LAG_SHARE
+    more = (
+        f"; Validity names the runs where it passes {share:.0%}" if lag > share * shortest else ""
+    )
     return (
         f"{said}: up to {100 * lag / shortest:.0f}% here (the shortest run took "
         f"{shortest:.1f} s{more})."
