@@ -31,9 +31,12 @@ MIB = 1048576
 
 SHIM = """#!/bin/sh
 # dd with a known noise: the k-th finished run "copies" 1 MiB in the k-th drawn time; the
-# counter moves only once the time is printed, so a run killed while it sleeps takes none.
+# counter moves only once the time is printed, so a run killed before that takes none. While
+# $state/hold exists a run waits before it takes a time (and says so in $state/held): the
+# test kills snakemake there, never in the instant between a run's time and its record.
 case "$1" in --version) exec /bin/dd "$@" ;; esac
 state={state}
+while [ -e "$state/hold" ]; do touch "$state/held"; sleep 0.05; done
 i=$(cat "$state/next" 2>/dev/null || echo 0)
 t=$(sed -n "$((i + 1))p" "$state/times")
 sleep "$t"
@@ -109,10 +112,15 @@ def test_runs_stop_at_the_predicted_count_and_a_kill_resumes(tmp_path):
         start_new_session=True,
     )
     try:
-        # In the middle: past the first rounds, a run sleeping in the stand-in.
+        # In the middle: past the first rounds, a run held in the stand-in before its time.
         deadline = time.monotonic() + 120
-        while not (len(digests(work)) >= MIN + 2 and shim_running(shim)):
+        while len(digests(work)) < MIN + 2:
             assert time.monotonic() < deadline, "the run never got past its first rounds"
+            assert proc.poll() is None, "snakemake ended before it could be killed"
+            time.sleep(0.02)
+        (state / "hold").touch()
+        while not (state / "held").exists():
+            assert time.monotonic() < deadline, "no run reached the stand-in after its rounds"
             assert proc.poll() is None, "snakemake ended before it could be killed"
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
@@ -126,6 +134,7 @@ def test_runs_stop_at_the_predicted_count_and_a_kill_resumes(tmp_path):
         time.sleep(0.1)
     before = digests(work)
     assert MIN + 2 <= len(before) < expected
+    (state / "hold").unlink()
 
     again = snakemake(work, "--cores", "2", "report")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
