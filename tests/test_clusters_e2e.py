@@ -9,6 +9,7 @@ are found by that path in their command lines, and killed by it should a test fa
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import itertools
 import json
@@ -429,12 +430,29 @@ def dd_on_hdfs(cache: Path, cluster_dir: Path, scratch: Path) -> dict:
 DD_CELLS = 3 * 2  # counts x repeats of dd_on_hdfs
 
 
-def finishing_on_up(work: Path) -> tuple[dict, list[str]] | None:
-    """The cluster's state while up, and the cells finishing on it, once there are any and
-    some cell is still to come (the last one's job stops the cluster after its record)."""
-    up = up_state(work)
-    done = finishing(work) if up else []
-    return (up, done) if done and len(records(work)) < DD_CELLS else None
+def hold_a_finishing_cell(work: Path) -> tuple[dict, list[str], int]:
+    """The cluster's state while up, and the cells that wrote their record on it and have not
+    ended, kept so by holding the cluster's ``start.lock`` (a cell takes it to release the
+    cluster, after its record): their window is otherwise a few milliseconds. Held only
+    while at least two cells are to come, so the caught one is not the last (whose job stops
+    the cluster). Returns the lock's descriptor too; the caller closes it."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while time.monotonic() < deadline:
+        up = up_state(work)
+        if up and running_cells(work):
+            (ident,) = cluster_ids(work)
+            fd = os.open(work / "results/clusters" / ident / "start.lock", os.O_RDWR)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if len(records(work)) <= DD_CELLS - 2:
+                # A running cell may be waiting for the lock to start: give up after a while.
+                until = time.monotonic() + 10
+                while time.monotonic() < until:
+                    if caught := finishing(work):
+                        return up, caught, fd
+                    time.sleep(0.05)
+            os.close(fd)
+        time.sleep(0.05)
+    pytest.fail(f"no cell was caught finishing on the cluster within {RUN_TIMEOUT:g} s")
 
 
 def test_kill_9_of_the_run_leaves_no_daemon_and_the_next_run_starts_its_own(
@@ -444,15 +462,16 @@ def test_kill_9_of_the_run_leaves_no_daemon_and_the_next_run_starts_its_own(
     scratch.mkdir()
     work = make_checkout(tmp_path / "w", dd_on_hdfs(hdfs_cache, cluster_dir, scratch))
     proc = start_run(work)
+    fd = None
     try:
         # The harshest moment: a cell wrote its record, its job has not ended yet.
-        first, caught = wait_for(
-            lambda: finishing_on_up(work), RUN_TIMEOUT, "a cell finishing", every=0.02
-        )
+        first, caught, fd = hold_a_finishing_cell(work)
         os.kill(proc.pid, signal.SIGKILL)  # snakemake alone: its jobs and daemons stay
         before = {k: v for k, v in digests(work).items() if k.endswith("record.json")}
         proc.wait(timeout=30)
     finally:
+        if fd is not None:
+            os.close(fd)
         stop_run(proc)
     (ident,) = cluster_ids(work)
     pids = {d["pid"] for d in first["deployment"]["daemons"]}
