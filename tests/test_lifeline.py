@@ -68,6 +68,34 @@ def test_a_cell_its_watcher_forked_counts_as_an_orphan_once_the_run_is_gone(tmp_
             p.wait()
 
 
+def test_a_mark_is_alive_only_while_its_process_is_and_another_hosts_is_not_judged():
+    from perfpost.run import lifeline
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    me = os.getpid()
+    host = os.uname().nodename
+    start = Path(f"/proc/{me}/stat").read_text().rsplit(")", 1)[1].split()[19]  # field 22
+    assert lifeline.mark(me) == f"{host}:{me}:{start}"
+    assert lifeline.mark_alive(f"{host}:{me}:{start}")
+    assert not lifeline.mark_alive(f"{host}:{me}:{int(start) + 1}")  # the pid reused
+    assert not lifeline.mark_alive(f"{host}:{gone.pid}:1")
+    assert lifeline.mark_alive(f"not-{host}:{gone.pid}:1")  # not this machine's to judge
+    assert not lifeline.mark_alive("garbage")
+
+
+def test_the_watchers_arguments_read_back_and_others_are_refused():
+    from perfpost.run import lifeline
+
+    argv = lifeline.watcher_argv(12, "345", "/w d", "/s/socket")
+    assert argv[1:3] == ["-m", "perfpost.cli.janitor"]  # the module the orphan scan looks for
+    assert lifeline.watcher_args(argv[3:]) == (12, "345", "/w d", "/s/socket")
+    assert lifeline.watcher_args(["12", "345", "/w"]) == (12, "345", "/w", None)
+    for bad in (["12", "345"], ["x", "345", "/w"], ["12", "345", "/w", "/s", "extra"]):
+        with pytest.raises(ValueError, match=r"PID START WORKDIR \[SOCKET\]"):
+            lifeline.watcher_args(bad)
+
+
 def test_reading_the_snakefile_kills_nothing_and_keeps_locks(tmp_path):
     work = make_checkout(tmp_path / "w", CONFIG)
     locks = work / ".snakemake" / "locks"

@@ -7,7 +7,6 @@ clusters it left up."""
 from __future__ import annotations
 
 import signal
-import socket
 import sys
 from pathlib import Path
 
@@ -37,16 +36,15 @@ def serve_cells(sock: str, pid: int, start: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    pid, start, workdir = int(argv[0]), argv[1], argv[2]
-    if len(argv) > 3:
-        serve_cells(argv[3], pid, start)
+    pid, start, workdir, sock = lifeline.watcher_args(argv)
+    if sock:
+        serve_cells(sock, pid, start)
     lifeline.janitor(pid, start, workdir)
     if not (Path(workdir) / paths.CLUSTERS_DIR).is_dir():
         return  # no cluster was ever deployed here: nothing of deploy's to import or run
     from perfpost.run import deploy
 
-    run = f"{socket.gethostname()}:{pid}:{start}"
-    deploy.stop_owned(Path(workdir), run=run, why="its run was killed")
+    deploy.stop_owned(Path(workdir), run=lifeline.mark(pid, start), why="its run was killed")
 
 
 if __name__ == "__main__":

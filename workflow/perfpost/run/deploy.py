@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -56,22 +55,7 @@ ACTIVE = ("starting", "up")
 
 def owner() -> str:
     """The run this process belongs to (``$PERFPOST_RUN``), or this process alone."""
-    run = os.environ.get(lifeline.ENV)
-    if run:
-        return run
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{lifeline.starttime(pid)}"
-
-
-def _alive(run: str) -> bool:
-    host, _, rest = run.partition(":")
-    pid, _, start = rest.partition(":")
-    if host != socket.gethostname():
-        return True  # not ours to judge
-    try:
-        return lifeline.alive(int(pid), start)
-    except ValueError:
-        return False
+    return os.environ.get(lifeline.ENV) or lifeline.mark(os.getpid())
 
 
 def _starts(cdir: Path) -> list[int]:
@@ -426,7 +410,7 @@ def stop_owned(
             if state is None or state.get("status") not in ACTIVE:
                 continue
             theirs = state.get("owner", "")
-            if theirs != (run or owner()) and _alive(theirs):
+            if theirs != (run or owner()) and lifeline.mark_alive(theirs):
                 continue
             _teardown(sdir, state, why)
             said.append(f"stopped cluster {state.get('name')} ({cdir.name}): {why}")

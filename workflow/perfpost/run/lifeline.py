@@ -46,20 +46,36 @@ def starttime(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def mark_run() -> None:
-    """Record this process (the Snakemake run) in the environment its jobs inherit."""
-    pid = os.getpid()
-    os.environ[ENV] = f"{socket.gethostname()}:{pid}:{starttime(pid)}"
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    os.environ[SESSION_ENV] = f"{now}/{pid}"
+def mark(pid: int, start: str | None = None) -> str:
+    """The mark of process ``pid`` (``HOST:PID:START``) as runs, jobs and clusters' owners
+    carry it: the host and start time tell it from another machine's and from its reuse."""
+    return f"{socket.gethostname()}:{pid}:{starttime(pid) if start is None else start}"
 
 
-def _parse(value: str) -> tuple[str, int, str] | None:
+def parse_mark(value: str) -> tuple[str, int, str] | None:
     try:
         host, pid, start = value.rsplit(":", 2)
         return host, int(pid), start
     except ValueError:
         return None
+
+
+def mark_alive(value: str) -> bool:
+    """Whether the process marked ``value`` still runs; one on another machine is not this
+    machine's to judge, so it counts as running."""
+    parsed = parse_mark(value)
+    if parsed is None:
+        return False
+    host, pid, start = parsed
+    return host != socket.gethostname() or alive(pid, start)
+
+
+def mark_run() -> None:
+    """Record this process (the Snakemake run) in the environment its jobs inherit."""
+    pid = os.getpid()
+    os.environ[ENV] = mark(pid)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    os.environ[SESSION_ENV] = f"{now}/{pid}"
 
 
 def alive(pid: int, start: str) -> bool:
@@ -71,7 +87,7 @@ def watch_run(on_death: Callable[[], None]) -> None:
 
     Does nothing outside a run, or when the job runs on another machine than Snakemake.
     """
-    marked = _parse(os.environ.get(ENV, ""))
+    marked = parse_mark(os.environ.get(ENV, ""))
     if marked is None or marked[0] != socket.gethostname():
         return
     _, pid, start = marked
@@ -148,21 +164,34 @@ def _ancestors() -> set[int]:
 JANITOR = "perfpost.cli.janitor"  # the module the run's watcher runs as (python -m)
 
 
+def watcher_argv(pid: int, start: str, workdir: str, sock: str | None = None) -> list[str]:
+    """The command line of the watcher of run ``pid``; :func:`watcher_args` reads it back."""
+    return [sys.executable, "-m", JANITOR, str(pid), start, workdir, *([sock] if sock else [])]
+
+
+def watcher_args(args: list[str]) -> tuple[int, str, str, str | None]:
+    """(run pid, its start time, workdir, socket or None) from the watcher's arguments, those
+    after the module's name. ValueError if they are not a watcher's."""
+    if len(args) not in (3, 4) or not args[0].isdigit():
+        raise ValueError(f"a watcher takes PID START WORKDIR [SOCKET], not {args!r}")
+    return int(args[0]), args[1], args[2], args[3] if len(args) == 4 else None
+
+
 def _served_run(pid: int) -> tuple[int, str] | None:
     """(run pid, its start time) of the run whose watcher forked ``pid``, a served cell: its
     environment in /proc is the watcher's, which carries no run mark, so the watcher's own
-    arguments (``-m perfpost.cli.janitor RUN_PID START WORKDIR ...``) say whose cell it is."""
+    arguments (:func:`watcher_argv`) say whose cell it is."""
     parent = _ppid(pid)
     if parent is None:
         return None
-    argv = (_read(parent, "cmdline") or b"").split(b"\0")
-    if JANITOR.encode() not in argv:
+    argv = (_read(parent, "cmdline") or b"").decode(errors="replace").split("\0")
+    if JANITOR not in argv:
         return None
-    i = argv.index(JANITOR.encode())
     try:
-        return int(argv[i + 1]), argv[i + 2].decode()
-    except (IndexError, ValueError):
+        run, start, _, _ = watcher_args(argv[argv.index(JANITOR) + 1 :][:4])
+    except ValueError:
         return None
+    return run, start
 
 
 def orphans(workdir: str) -> list[int]:
@@ -181,7 +210,7 @@ def orphans(workdir: str) -> list[int]:
         environ = _read(pid, "environ") or b""
         for item in environ.split(b"\0"):
             if item.startswith(ENV.encode() + b"="):
-                marked = _parse(item.split(b"=", 1)[1].decode(errors="replace"))
+                marked = parse_mark(item.split(b"=", 1)[1].decode(errors="replace"))
                 if marked and marked[0] == socket.gethostname() and not alive(marked[1], marked[2]):
                     found.append(pid)
                 break
@@ -261,9 +290,8 @@ def start_janitor(workdir: str | None = None) -> None:
     # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
     sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
     os.environ.update(cellclient.server_env(sock))  # the janitor runs in sys.executable
-    argv = [sys.executable, "-m", JANITOR, str(pid), str(starttime(pid))]
     subprocess.Popen(
-        [*argv, workdir, sock],
+        watcher_argv(pid, str(starttime(pid)), workdir, sock),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
