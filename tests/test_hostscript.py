@@ -45,6 +45,34 @@ def test_markers_carry_host_timing_and_every_exit_code(localhost, tmp_path):
     assert t.elapsed < 0.39
 
 
+def test_a_common_start_waits_for_its_moment_and_says_how_early_or_late_the_host_was(
+    localhost, tmp_path
+):
+    logdir = tmp_path / "perfpost-logs"
+    logdir.mkdir()
+    procs = [Proc(("true",), "a.log")]
+    # Ready 0.5 s ahead: the step starts at the moment, not before it.
+    at = time.time() + 0.5
+    result = localhost.run(
+        hostscript.measure_script("measure", str(logdir), procs, start_at=at), 10
+    )
+    t = hostscript.parse_markers(result.stdout)["measure"]
+    ahead = hostscript.parse_ahead(result.stdout)
+    assert at <= t.start < at + 0.1
+    assert 0.3 < ahead <= 0.5  # the script's own start-up took some of the 0.5 s
+    # A moment already past: the host says it was late by as much, and starts at once.
+    at = time.time() - 2.0
+    t0 = time.time()
+    result = localhost.run(
+        hostscript.measure_script("measure", str(logdir), procs, start_at=at), 10
+    )
+    assert -2.5 < hostscript.parse_ahead(result.stdout) < -2.0
+    assert hostscript.parse_markers(result.stdout)["measure"].start < t0 + 0.5
+    # Without a common start there is nothing to say.
+    result = localhost.run(hostscript.measure_script("measure", str(logdir), procs), 10)
+    assert hostscript.parse_ahead(result.stdout) is None
+
+
 def _processes_with(arg: str) -> list[int]:
     found = []
     for pid in os.listdir("/proc"):

@@ -222,6 +222,9 @@ def test_start_together_runs_each_cell_on_all_hosts_at_one_moment(testbed, tmp_p
             assert r["start_skew"] == pytest.approx(max(starts) - min(starts))
             assert r["start_epoch"] >= r["planned_start"] - 0.001  # nobody starts early
             assert r["start_offset"] == pytest.approx(r["start_epoch"] - r["planned_start"])
+            # Waiting before the start, which was set 1 s (START_MARGIN) after the last host
+            # was prepared: three hosts are ready well within it.
+            assert 0 < r["start_ready_ahead"] < 1.0
         # Started together: every pair of the group's measurements overlaps in time.
         for a, b in itertools.combinations(group, 2):
             assert a["start_epoch"] < b["end_epoch"]

@@ -57,15 +57,56 @@ def test_start_skew_above_one_percent_of_the_run_is_flagged():
             ("size=1", "h1", 2, "wall_time", 2.0, "s"),
         ]
     )
-    check = validity.skew_check(df, AXES)
+    # Both runs' hosts were waiting: 0.8 and 0.3 s before the start.
+    ready = cells(
+        [
+            {"cell": "size=1", "host": "h1", "repeat": 1, "start_ready_ahead": 0.8},
+            {"cell": "size=1", "host": "h1", "repeat": 2, "start_ready_ahead": 0.3},
+        ]
+    )
+    check = validity.skew_check(df, ready, AXES)
     assert check is not None
     assert check["facts"] == [
-        "The hosts started within 50 ms of each other (the largest skew of 2 host runs)."
+        "The hosts started within 50 ms of each other (the largest skew of 2 host runs).",
+        "Every host was waiting when the common start came (the last ready 300 ms before it).",
     ]
     assert len(check["flags"]) == 1
     assert check["flags"][0].startswith(
         "`size=1` on h1, run 1: start skew 50 ms, 2.5% of the run's length"
     )
+
+
+def test_a_host_not_yet_waiting_at_the_common_start_is_flagged(tmp_path):
+    df = tidy(
+        [
+            ("size=1", "h1", 1, "start_skew", 0.004, "s"),
+            ("size=1", "h1", 1, "wall_time", 2.0, "s"),
+            ("size=1", "h2", 1, "start_skew", 0.004, "s"),
+            ("size=1", "h2", 1, "wall_time", 2.0, "s"),
+        ]
+    )
+    # h2 was ready 120 ms after the planned start; as cells.csv reads back (text, blanks).
+    table = cells(
+        [
+            {"cell": "size=1", "host": "h1", "repeat": 1, "start_ready_ahead": 0.5},
+            {"cell": "size=1", "host": "h2", "repeat": 1, "start_ready_ahead": -0.12},
+            {"cell": "size=2", "host": "h1", "repeat": 1, "start_ready_ahead": None},
+        ]
+    )
+    table.to_csv(tmp_path / "cells.csv", index=False)
+    check = validity.skew_check(df, pd.read_csv(tmp_path / "cells.csv", dtype=str), AXES)
+    assert check is not None
+    assert len(check["facts"]) == 1  # no claim that every host was waiting
+    assert check["flags"] == [
+        "`size=1` on h2, run 1: ready 120 ms after the planned start (perfpost was still "
+        "setting the host up): its start, and its cell's skew, include that delay, not only "
+        "the hosts' own."
+    ]
+    # Records made before perfpost noted readiness: no claim either way.
+    check = validity.skew_check(df, cells([{"cell": "size=1", "host": "h1", "repeat": 1}]), AXES)
+    assert check is not None
+    assert len(check["facts"]) == 1
+    assert check["flags"] == []
 
 
 def test_a_sync_over_a_tenth_of_write_plus_sync_is_flagged():

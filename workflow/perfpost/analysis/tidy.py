@@ -64,6 +64,7 @@ CELL_COLUMNS = (
     "cache_rotational",
     "cache_transport",
     "cache_files_bytes",
+    "start_ready_ahead",
     "record",
 )
 

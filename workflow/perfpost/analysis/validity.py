@@ -10,7 +10,8 @@ quotes a number without the evidence behind it:
   :data:`ROTATIONAL_CEILING`, SATA's line rate :data:`SATA_CEILING`): they came from a cache
   below the page cache (a virtual disk's host, a controller).
 - **Start skew** (start_together): the spread of the hosts' starts against the run's length;
-  flagged above :data:`SKEW_SHARE`, where the hosts' aggregate is not over one window.
+  flagged above :data:`SKEW_SHARE`, where the hosts' aggregate is not over one window; and
+  flagged where a host was not yet waiting when the common start came.
 - **sync share** (``after: [sync]``): how much of write plus sync the sync took; flagged above
   :data:`SYNC_SHARE`, where the raw rate overstates what reached the disk.
 - **Reporting lag** (tools whose clock can stop late, ``TIME_LAG``: freon): how much of a
@@ -172,8 +173,23 @@ def _file_sizes(cells: pd.DataFrame) -> dict[tuple[str, str, int], float]:
     }
 
 
-def skew_check(tidy_df: pd.DataFrame, axes: list[str]) -> dict[str, Any] | None:
-    """Start skew of start_together runs against their length."""
+def _ready_ahead(cells: pd.DataFrame) -> dict[tuple[str, str, int], float]:
+    if "start_ready_ahead" not in cells:
+        return {}
+    ahead = pd.to_numeric(cells["start_ready_ahead"], errors="coerce")
+    return {
+        (str(r.cell), str(r.host), int(r.repeat)): float(a)
+        for r, a in zip(cells.itertuples(index=False), ahead, strict=True)
+        if a == a
+    }
+
+
+def skew_check(
+    tidy_df: pd.DataFrame, cells: pd.DataFrame, axes: list[str]
+) -> dict[str, Any] | None:
+    """Start skew of start_together runs against their length, and whether every host was
+    waiting for the common start: one that was still being set up starts late for that
+    reason, and the skew then measures perfpost's set-up, not the hosts."""
     skew = _runs(tidy_df, "start_skew")
     if skew.empty:
         return None
@@ -193,6 +209,27 @@ def skew_check(tidy_df: pd.DataFrame, axes: list[str]) -> dict[str, Any] | None:
             f"start skew {_span(values, lambda v: sig(v * 1000) + ' ms')}, "
             f"{_span(shares, '{:.1%}'.format)} of the run's length: the hosts' aggregate "
             f"throughput is not over one window (above {SKEW_SHARE:.0%})."
+        )
+    )
+    ahead = _ready_ahead(cells)
+    known = [
+        ahead[k] for k in zip(skew["cell"], skew["host"], skew["repeat"], strict=True) if k in ahead
+    ]
+    late = _Flags(axes)
+    for row in skew.itertuples(index=False):
+        lead = ahead.get((str(row.cell), str(row.host), int(row.repeat)))
+        if lead is not None and lead < 0:
+            late.add(row, -lead)
+    if known and min(known) >= 0:
+        facts.append(
+            f"Every host was waiting when the common start came (the last ready "
+            f"{sig(min(known) * 1000)} ms before it)."
+        )
+    flags += late.lines(
+        lambda values, _: (
+            f"ready {_span(values, lambda v: sig(v * 1000) + ' ms')} after the planned start "
+            "(perfpost was still setting the host up): its start, and its cell's skew, "
+            "include that delay, not only the hosts' own."
         )
     )
     return {"title": "Start skew", "facts": facts, "flags": flags}
@@ -338,7 +375,7 @@ def checks(
     axes = list(experiment["axes"])
     found = [
         cache_check(tidy_df, cells, axes, metric),
-        skew_check(tidy_df, axes),
+        skew_check(tidy_df, cells, axes),
         sync_check(tidy_df, axes, float(experiment.get("sync_threshold", 0.1))),
         lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None)),
         session_check(tidy_df, cells, axes, metric),

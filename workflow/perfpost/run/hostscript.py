@@ -140,6 +140,21 @@ _CLOCK = (
 )
 
 
+AHEAD_MARKER = "@perfpost-ahead"
+
+
+def parse_ahead(stdout: str) -> float | None:
+    """Seconds the host was ready before a common start (:func:`measure_script`'s
+    ``start_at``); negative if it was late; None if the script never got there."""
+    for line in stdout.splitlines():
+        if line.startswith(AHEAD_MARKER + " "):
+            try:
+                return float(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
 def measure_script(
     step: str,
     logdir: str,
@@ -157,11 +172,13 @@ def measure_script(
         raise ValueError("a measured step needs at least one process")
     lines = ["set -u", _CLOCK, f"cd -- {_check_scratch(logdir)} || exit 97"]
     if start_at is not None:
+        # How long before the start the host was ready (negative: it was late, and its start
+        # measures the set-up, not the wake-up): the record says so for each host.
         lines.append(
             f'd=$(awk -v t={start_at:.6f} -v n="$(date +%s.%N)" '
-            '\'BEGIN { d = t - n; if (d > 0) printf "%.6f", d; else printf "0" }\')'
+            "'BEGIN { printf \"%.6f\", t - n }')"
         )
-        lines.append('sleep "$d"')
+        lines.append(f'echo "{AHEAD_MARKER} $d"; case $d in -*) ;; *) sleep "$d" ;; esac')
     for i, proc in enumerate(background, start=1):
         lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
     lines.append("now; t0=$t")

@@ -547,6 +547,8 @@ class _CellRun:
             spec.timeout + (max(start_at - time.time(), 0) if start_at else 0),
         )
         self.timing = timing = hostscript.parse_markers(self.measured.stdout).get("measure")
+        if start_at is not None:
+            self.record["start_ready_ahead"] = hostscript.parse_ahead(self.measured.stdout)
         if timing:
             self.record.update(
                 start_epoch=timing.start,
