@@ -298,6 +298,11 @@ def run(quick: bool, log=print) -> list[Row]:
         tbad = [r["reason"] for _, r in trecs if r["status"] != "done"]
         if len(trecs) != n * len(CELLS) or tbad:
             raise RuntimeError(f"scale-together: {len(trecs)} records, failed: {tbad[:5]}")
+        # As the floor's: a host still being set up at the start would widen the skew with
+        # the set-up's time, not measure the wake-up; every host must have been waiting.
+        ahead = [r.get("start_ready_ahead") for _, r in trecs]
+        if any(a is None or a < 0 for a in ahead):
+            raise RuntimeError("scale-together: a host was not waiting at the common start")
         # One skew per cell (every host's record of it holds the same).
         skew_of = {r["params"]["count"]: r["start_skew"] for _, r in trecs}
         floors = {c: [bare_together(bed, names, c)[0] for _ in range(FLOOR_RUNS)] for c in CELLS}
@@ -309,7 +314,8 @@ def run(quick: bool, log=print) -> list[Row]:
             + ", ".join(
                 f"{c} blocks {skew_of[c] * 1000:.0f}/{floor_of[c] * 1000:.0f} ms" for c in CELLS
             )
-            + f"; no tool {statistics.median(no_tool) * 1000:.0f} ms"
+            + f"; no tool {statistics.median(no_tool) * 1000:.0f} ms; perfpost's hosts were"
+            f" ready {min(ahead):.2f} to {max(ahead):.2f} s before the start"
         )
         t_cells, done = timed([tool("perfpost"), "cells"], cwd=work)
         if done.returncode or done.stdout.count("\n") != 2 * n * len(CELLS) + 1:
@@ -332,6 +338,7 @@ def run(quick: bool, log=print) -> list[Row]:
                     baseline_name=f"bash on {n} hosts sleeping until one moment, same dd",
                     details={
                         "skew_s": skew_of,
+                        "ready_ahead_s": [min(ahead), max(ahead)],
                         "bare_floor_s": floors,
                         "bare_floor_no_tool_s": no_tool,
                     },
