@@ -165,7 +165,8 @@ def measure_script(
     """Run ``procs`` concurrently (one runs in the foreground), timed on the host.
 
     With ``start_at`` (epoch seconds) the host sleeps until that moment first, so several
-    hosts can start one measurement together. The script runs under bash where the host has
+    hosts can start one measurement together, and says how long before it it was ready
+    (:func:`parse_ahead`). The script runs under bash where the host has
     one (see ``_CLOCK``), else under sh as it is.
     """
     if not procs:
