@@ -270,6 +270,32 @@ def test_the_rules_job_hands_its_cell_over_itself(tmp_path):
     assert "went away before the cell ended" in (tmp_path / "job.log").read_text()
 
 
+@pytest.mark.e2e
+def test_a_runs_first_jobs_are_served_though_they_start_with_it(tmp_path):
+    # Snakemake starts the first wave of jobs the moment the run starts, while its server
+    # is still importing perfpost: they wait for it rather than run the cell themselves.
+    from tests.e2e import make_checkout, snakemake
+
+    config = {
+        "experiments": {
+            "e": {
+                "tool": "dd",
+                "params": {"dir": str(tmp_path), "bs": 64},
+                "axes": {"count": [100, 101, 102, 103]},
+                "repeats": 1,
+            }
+        }
+    }
+    work = make_checkout(tmp_path / "w", config)
+    done = snakemake(work, "--cores", "4", "results/e/tidy.csv")
+    assert done.returncode == 0, done.stderr[-3000:]
+    logs = sorted(work.glob("results/e/cells/*/localhost/r1/attempt-1/perfpost.log"))
+    assert len(logs) == 4
+    for log in logs:
+        first = log.read_text().splitlines()[0]
+        assert first.startswith("perfpost: run by the run's cell server"), (log, first)
+
+
 def test_a_job_in_another_python_runs_its_cell_itself(tmp_path, server):
     # Under --use-conda a rule's job runs in its conda environment, not in the Python that
     # Snakemake (and so the run's server) runs in: the cell must run where the rule says.

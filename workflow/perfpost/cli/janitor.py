@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from perfpost import paths
@@ -21,8 +22,6 @@ def _stop(signum: int, frame: object) -> None:
 def serve_cells(sock: str, pid: int, start: str) -> None:
     """Serve the cells of the run ``pid`` (started at ``start``) on ``sock`` with perfpost's
     command line; return once the run and the cells served have ended."""
-    from perfpost.cli import build_parser
-    from perfpost.cli import main as perfpost
     from perfpost.run import cellserver
 
     run_fd = lifeline.run_pidfd(pid, start)
@@ -31,8 +30,17 @@ def serve_cells(sock: str, pid: int, start: str) -> None:
     # Stopped (SIGTERM) while serving: the socket and its directory go with it; the cells
     # it forked are stopped by their kernel-sent SIGTERM (cellserver._die_with).
     signal.signal(signal.SIGTERM, _stop)
-    build_parser()  # built once here, not in every cell
-    cellserver.serve(sock, run_fd, perfpost)
+    cellserver.serve(sock, run_fd, _perfpost, cellserver.inherited())
+
+
+def _perfpost() -> Callable[[list[str]], int]:
+    """perfpost's command line, imported, its parser built once here rather than in every
+    cell."""
+    from perfpost.cli import build_parser
+    from perfpost.cli import main as perfpost
+
+    build_parser()
+    return perfpost
 
 
 def main(argv: list[str]) -> None:

@@ -13,9 +13,10 @@ and exits. The client exits with its exit code.
 What the job's process was, it stays: Snakemake's job, killed with it. A signal the client
 gets (SIGTERM, SIGINT, SIGHUP) is passed to the cell, which stops its tools on every host as
 before, and the client waits for it to end; if the client dies, the cell is sent SIGTERM.
-The cell watches the run as every job does. Where no server answers (a run started before
-it was ready, ``perfpost run-cell`` typed by hand, the server gone), the client runs the cell
-itself, as before.
+The cell watches the run as every job does. The run makes the socket, listening, before
+its first job starts, and hands it to the server, so a job that comes while the server still
+imports waits for it. Where no server answers (``perfpost run-cell`` typed by hand, the
+server gone), the client runs the cell itself, as before.
 
 The socket is in a directory only this user can enter, and the server serves only its own
 user (SO_PEERCRED). It stops taking cells once the run is gone, and returns once the cells
@@ -157,44 +158,85 @@ def _die_with(server: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def serve(path: str, run_fd: int, main: Main) -> None:
-    """Serve cells on the Unix socket ``path`` until the run ends (``run_fd``, its pidfd,
-    becomes readable), each forked child calling ``main`` (perfpost's command line) with
-    the job's arguments; return once every cell forked has ended too. Removes the socket
-    and its directory; closes ``run_fd``."""
-    _warm()
+def listen(path: str) -> socket.socket | None:
+    """A Unix socket listening on ``path``, or None if it cannot be bound there. The run
+    makes it before its first job starts and hands it to its server (:func:`inherited`), so
+    that no job finds the socket missing and runs its cell itself."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         listener.bind(path)
     except OSError:
         listener.close()
+        return None
+    listener.listen(256)
+    return listener
+
+
+def inherited(fd: int = 0) -> socket.socket | None:
+    """The listening Unix socket this process was handed as ``fd`` (the run's watcher gets
+    it as its standard input), or None if ``fd`` is something else."""
+    import stat
+
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return None
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return None
+    if sock.family != socket.AF_UNIX or not sock.getsockopt(
+        socket.SOL_SOCKET, socket.SO_ACCEPTCONN
+    ):
+        sock.detach()
+        return None
+    return sock
+
+
+def serve(
+    path: str, run_fd: int, load: Callable[[], Main], listener: socket.socket | None = None
+) -> None:
+    """Serve cells on the Unix socket ``path`` (``listener`` if it is listening there
+    already) until the run ends (``run_fd``, its pidfd, becomes readable), each forked child
+    calling the ``main`` that ``load()`` imports (perfpost's command line) with the job's
+    arguments; return once every cell forked has ended too. Removes the socket and its
+    directory; closes ``run_fd``.
+
+    The socket listens before anything is imported (``load`` and :func:`_warm`, about 0.4 s
+    of a 2-core machine): the run's first jobs, which start at once, wait in the backlog for
+    that rather than each import perfpost itself (64 imports at once on 64 hosts)."""
+    listener = listener or listen(path)
+    if listener is None:
         os.close(run_fd)
         return
-    listener.listen(64)
+    try:
+        main = load()
+        _warm()
+        _loop(listener, path, run_fd, main)
+    finally:
+        os.close(run_fd)
+        if listener.fileno() != -1:
+            listener.close()
+        _unlink(path)
+
+
+def _loop(listener: socket.socket, path: str, run_fd: int, main: Main) -> None:
     uid = os.getuid()
     cells: dict[int, _Cell] = {}  # by the fd it is watched through (its pidfd or its client)
     poller = select.poll()
     poller.register(run_fd, select.POLLIN)
     poller.register(listener, select.POLLIN)
     run_alive = True
-    try:
-        while run_alive or cells:
-            for fd, _ in poller.poll():
-                if fd == run_fd:
-                    run_alive = False
-                    poller.unregister(run_fd)
-                    poller.unregister(listener)
-                    listener.close()
-                    _unlink(path)
-                elif run_alive and fd == listener.fileno():
-                    _accept(listener, uid, cells, poller, [listener, run_fd], main)
-                elif fd in cells:
-                    _on_event(fd, cells, poller)
-    finally:
-        os.close(run_fd)
-        if listener.fileno() != -1:
-            listener.close()
-        _unlink(path)
+    while run_alive or cells:
+        for fd, _ in poller.poll():
+            if fd == run_fd:
+                run_alive = False
+                poller.unregister(run_fd)
+                poller.unregister(listener)
+                listener.close()
+                _unlink(path)
+            elif run_alive and fd == listener.fileno():
+                _accept(listener, uid, cells, poller, [listener, run_fd], main)
+            elif fd in cells:
+                _on_event(fd, cells, poller)
 
 
 def _accept(

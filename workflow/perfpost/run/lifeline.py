@@ -283,23 +283,30 @@ def start_janitor(workdir: str | None = None) -> None:
     import subprocess
     import tempfile
 
-    from perfpost.run import cellclient
+    from perfpost.run import cellclient, cellserver
 
     workdir = os.path.realpath(workdir or os.getcwd())
     pid = os.getpid()
-    # The cell server's socket, in a directory of mode 0700 (the janitor removes both).
+    # The cell server's socket, in a directory of mode 0700 (the janitor removes both),
+    # listening from here on: the jobs Snakemake starts next queue on it while the janitor
+    # starts, and it gets the socket as its standard input.
     sock = os.path.join(tempfile.mkdtemp(prefix="perfpost-cells-"), "socket")
+    listener = cellserver.listen(sock)
     os.environ.update(cellclient.server_env(sock))  # the janitor runs in sys.executable
-    subprocess.Popen(
-        watcher_argv(pid, str(starttime(pid)), workdir, sock),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        # Not a job of the run: a later run must not take it for an orphan to wait for.
-        env={k: v for k, v in os.environ.items() if k != ENV},
-    )
+    try:
+        subprocess.Popen(
+            watcher_argv(pid, str(starttime(pid)), workdir, sock),
+            stdin=listener.fileno() if listener else subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            # Not a job of the run: a later run must not take it for an orphan to wait for.
+            env={k: v for k, v in os.environ.items() if k != ENV},
+        )
+    finally:
+        if listener:
+            listener.close()  # the janitor's now; the jobs must not inherit it
 
 
 def run_pidfd(pid: int, start: str) -> int | None:
