@@ -270,6 +270,23 @@ def test_the_rules_job_hands_its_cell_over_itself(tmp_path):
     assert "went away before the cell ended" in (tmp_path / "job.log").read_text()
 
 
+@pytest.mark.parametrize(
+    ("runtime", "remote"),
+    [
+        ('{"hosts": {"localhost": {"name": "localhost"}}}', False),
+        ('{"hosts": {"localhost": {}, "h1": {"name": "h1", "address": "10.0.0.1"}}}', True),
+        (None, True),  # a server outside a run: it may serve anything
+        ("not json", True),
+    ],
+)
+def test_the_server_imports_paramiko_only_for_a_run_with_an_ssh_host(monkeypatch, runtime, remote):
+    if runtime is None:
+        monkeypatch.delenv(pconfig.RUNTIME_ENV, raising=False)
+    else:
+        monkeypatch.setenv(pconfig.RUNTIME_ENV, runtime)
+    assert cellserver._remote_hosts() is remote
+
+
 @pytest.mark.e2e
 def test_a_runs_first_jobs_are_served_though_they_start_with_it(tmp_path):
     # Snakemake starts the first wave of jobs the moment the run starts, while its server

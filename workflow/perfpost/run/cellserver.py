@@ -48,20 +48,34 @@ _REQUEST_TIMEOUT = 10.0  # seconds a connected client gets to send its request
 
 
 # What a cell imports, imported once before any cell is forked (by name: the server is run
-# by perfpost's command line, which it must not import itself). paramiko is imported by
-# perfpost.run.remote when a host is opened, with what a connection looks up (pwd, idna).
+# by perfpost's command line, which it must not import itself).
 WARM = (
     "perfpost.cli.steps",
     "perfpost.cli.user",
     "perfpost.plan.config",
     "perfpost.run.hosts",
     "perfpost.run.runner",
-    "perfpost.run.remote",
-    "paramiko",
-    "pwd",
-    "encodings.idna",
     "ctypes",
 )
+# What a cell on an SSH host adds (paramiko, imported by perfpost.run.remote when a host is
+# opened, with what a connection looks up), about 0.1 s: imported only for a run that has
+# such a host, since the run's first jobs wait for the server's imports.
+WARM_REMOTE = ("perfpost.run.remote", "paramiko", "pwd", "encodings.idna")
+
+
+def _remote_hosts() -> bool:
+    """Whether the run's cells may use an SSH host: a host other than localhost in the run's
+    settings (``$PERFPOST_RUNTIME``); where those are not set, it may."""
+    import json
+
+    from perfpost.hostenv import LOCALHOST
+    from perfpost.plan.config import RUNTIME_ENV
+
+    try:
+        hosts = json.loads(os.environ[RUNTIME_ENV]).get("hosts", {})
+    except (KeyError, ValueError, AttributeError):
+        return True
+    return any(name != LOCALHOST for name in hosts)
 
 
 def _warm() -> None:
@@ -69,7 +83,7 @@ def _warm() -> None:
 
     from perfpost import tools
 
-    for name in WARM:
+    for name in WARM + (WARM_REMOTE if _remote_hosts() else ()):
         importlib.import_module(name)
     tools.every()  # every tool's module, loaded on first use otherwise
 
