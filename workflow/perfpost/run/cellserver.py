@@ -214,7 +214,7 @@ def serve(
     arguments; return once every cell forked has ended too. Removes the socket and its
     directory; closes ``run_fd``.
 
-    The socket listens before anything is imported (``load`` and :func:`_warm`, about 0.4 s
+    The socket listens before anything is imported (``load`` and :func:`_warm`, 0.1 to 0.2 s
     of a 2-core machine): the run's first jobs, which start at once, wait in the backlog for
     that rather than each import perfpost itself (64 imports at once on 64 hosts)."""
     listener = listener or listen(path)
