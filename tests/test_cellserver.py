@@ -287,6 +287,42 @@ def test_the_server_imports_paramiko_only_for_a_run_with_an_ssh_host(monkeypatch
     assert cellserver._remote_hosts() is remote
 
 
+def test_the_watcher_takes_the_listening_socket_it_was_handed_and_nothing_else(tmp_path):
+    import socket
+
+    path = str(tmp_path / "socket")
+    made = cellserver.listen(path)
+    assert made is not None
+    fd = os.dup(made.fileno())  # as the watcher gets it: a descriptor of its own
+    made.close()
+    got = cellserver.inherited(fd)
+    try:
+        assert got is not None
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)  # the same socket: a job's connection arrives on it
+        got.settimeout(5)
+        conn, _ = got.accept()
+        conn.close()
+        client.close()
+        assert os.readlink(f"/proc/self/fd/{fd}") == "/dev/null"  # the number is reused safely
+    finally:
+        if got is not None:
+            got.close()
+        os.close(fd)
+    # A pipe, or a socket that does not listen, is not taken, and stays as it was.
+    r, w = os.pipe()
+    plain = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        for other in (r, plain.fileno()):
+            before = os.readlink(f"/proc/self/fd/{other}")
+            assert cellserver.inherited(other) is None
+            assert os.readlink(f"/proc/self/fd/{other}") == before
+    finally:
+        os.close(r)
+        os.close(w)
+        plain.close()
+
+
 @pytest.mark.e2e
 def test_a_runs_first_jobs_are_served_though_they_start_with_it(tmp_path):
     # Snakemake starts the first wave of jobs the moment the run starts, while its server

@@ -188,20 +188,25 @@ def listen(path: str) -> socket.socket | None:
 
 def inherited(fd: int = 0) -> socket.socket | None:
     """The listening Unix socket this process was handed as ``fd`` (the run's watcher gets
-    it as its standard input), or None if ``fd`` is something else."""
+    it as its standard input), or None if ``fd`` is something else. Taken, ``fd`` becomes
+    /dev/null, as the watcher's standard input was before: nothing it starts later reads
+    whatever file would next take the number."""
     import stat
 
     try:
         if not stat.S_ISSOCK(os.fstat(fd).st_mode):
             return None
-        sock = socket.socket(fileno=fd)
+        sock = socket.socket(fileno=os.dup(fd))
     except OSError:
         return None
     if sock.family != socket.AF_UNIX or not sock.getsockopt(
         socket.SOL_SOCKET, socket.SO_ACCEPTCONN
     ):
-        sock.detach()
+        sock.close()
         return None
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, fd)
+    os.close(null)
     return sock
 
 
