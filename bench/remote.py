@@ -30,7 +30,9 @@ perfpost's and ssh's alike.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -55,6 +57,7 @@ HELD = (8, 32)  # the fan-out targets hold at these k
 QUIET_SECONDS = 30.0  # the cell whose controller CPU is measured while its tool runs
 QUIET_HOSTS = 8
 ACCURACY_RUNS = 5
+BENCH_DIR = "/tmp/perfpost-bench"  # the cells' dir (on localhost, this machine's /tmp)
 
 
 def ssh_argv(bed: Any, name: str, *extra: str) -> list[str]:
@@ -152,7 +155,7 @@ def sleep_cell(host: dict[str, Any], seconds: float) -> Any:
         host=host,
         repeat=1,
         tool="sleep",
-        params={"dir": "/tmp/perfpost-bench", "seconds": seconds},
+        params={"dir": BENCH_DIR, "seconds": seconds},
         after=[],
         sync_threshold=0.1,
         timeout=seconds + 60.0,
@@ -175,7 +178,6 @@ class CellServer:
     stands for the run (the server goes when it does)."""
 
     def __init__(self) -> None:
-        import os
 
         from perfpost.run import cellclient, lifeline
 
@@ -401,7 +403,7 @@ def together_skew(bed: Any, k: int) -> float:
                 "hosts": names,
                 "start_together": True,
                 "repeats": 1,
-                "params": {"dir": "/tmp/perfpost-bench", "bs": "4k", "count": 256},
+                "params": {"dir": BENCH_DIR, "bs": "4k", "count": 256},
             }
         },
     }
@@ -648,6 +650,8 @@ def run(quick: bool, log=print) -> list[Row]:
                 server.close()
             UNREAPED_CPU.append(hosts_cpu(bed))
             bed.stop()
+            with contextlib.suppress(OSError):  # the localhost cells' dir, empty once done
+                os.rmdir(BENCH_DIR)
     return rows
 
 
