@@ -178,7 +178,6 @@ class CellServer:
     stands for the run (the server goes when it does)."""
 
     def __init__(self) -> None:
-
         from perfpost.run import cellclient, lifeline
 
         self.run = subprocess.Popen(["sleep", "3600"])
