@@ -212,13 +212,14 @@ def skew_check(
         )
     )
     ahead = _ready_ahead(cells)
-    known = [
-        ahead[k] for k in zip(skew["cell"], skew["host"], skew["repeat"], strict=True) if k in ahead
-    ]
+    known = []  # the leads of the runs that recorded one
     late = _Flags(axes)
     for row in skew.itertuples(index=False):
         lead = ahead.get((str(row.cell), str(row.host), int(row.repeat)))
-        if lead is not None and lead < 0:
+        if lead is None:
+            continue
+        known.append(lead)
+        if lead < 0:
             late.add(row, -lead)
     if known and min(known) >= 0:
         facts.append(
