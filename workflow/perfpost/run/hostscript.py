@@ -166,8 +166,8 @@ def measure_script(
 
     With ``start_at`` (epoch seconds) the host sleeps until that moment first, so several
     hosts can start one measurement together, and says how long before it it was ready
-    (:func:`parse_ahead`). The script runs under bash where the host has
-    one (see ``_CLOCK``), else under sh as it is.
+    (:func:`parse_ahead`). The script runs under bash where the host has one (see
+    ``_CLOCK``), else under sh as it is.
     """
     if not procs:
         raise ValueError("a measured step needs at least one process")
