@@ -346,3 +346,121 @@ def test_a_sentence_states_both_medians_with_one_prefix():
     cand = [2.41e9, 2.7e9, 1.9e9, 2.14e9, 2.6e9]
     text = compare.sentence(row(base, cand, stats.compare(base, cand, higher_is_better=True)))
     assert "median 2.41 GB/s vs 0.827 GB/s" in text
+
+
+def test_a_small_group_beside_a_large_one_follows_holms_step_down():
+    """A 10-vs-10 pair and a fully separated 4-vs-4 pair in one family. Holm by hand: the
+    10-vs-10 p (2 / C(20, 10) = 1.08e-5) is multiplied by 2, the 4-vs-4 p (2 / C(8, 4) =
+    2/70 = 0.0286) by 1, and the adjusted p never decreases: 0.0286 <= 0.05, so the 4-vs-4
+    pair is claimed (its interval excludes zero), whatever a bound on the family's smallest
+    possible p would say (2/70 x 2 = 0.057)."""
+    big_b, big_c = [100.0 + i for i in range(10)], [200.0 + i for i in range(10)]
+    small_b, small_c = [100.0, 101, 102, 103], [110.0, 111, 112, 113]
+    p_big = mannwhitneyu(big_c, big_b, method="exact").pvalue
+    p_small = mannwhitneyu(small_c, small_b, method="exact").pvalue
+    assert p_big == pytest.approx(2 / math.comb(20, 10))
+    assert p_small == pytest.approx(2 / 70)
+    big, small = stats.compare_all([(big_b, big_c, True), (small_b, small_c, True)])
+    assert big.p_adjusted == pytest.approx(2 * p_big)
+    assert small.p_adjusted == pytest.approx(max(2 * p_big, p_small))
+    assert small.tests == 2
+    assert small.ci_low > 0
+    assert small.verdict == "better"
+    assert big.verdict == "better"
+    text = compare.sentence(row(small_b, small_c, small))
+    assert "too few runs" not in text
+    assert f"Holm-adjusted over 2 comparisons p = {p_small:.2g}" in text
+
+
+def test_unequal_families_say_too_few_only_where_no_outcome_could_pass_holm():
+    """Which groups can never be claimed depends on the runs' numbers alone: the best any
+    outcome can do is every group fully separated, each at its smallest p, 2 / C(m + n, m)
+    (scipy's exact p of such runs, below), and Holm's step-down of those by hand."""
+
+    def separated(m, n):
+        return [float(i) for i in range(m)], [100.0 + i for i in range(n)]
+
+    sizes = [(5, 5), (4, 4), (4, 4), (3, 3)]
+    best = [
+        mannwhitneyu(c, b, method="exact").pvalue for b, c in map(lambda s: separated(*s), sizes)
+    ]
+    assert best == pytest.approx([2 / 252, 2 / 70, 2 / 70, 0.1])
+    # 3-vs-3 has no 95% interval: outside the family of three. Holm over the three, sorted:
+    # 2/252 x 3 = 0.024; 2/70 x 2 = 0.057; then 0.057 (kept from decreasing).
+    pairs = [(*separated(m, n), True) for m, n in sizes]
+    found = stats.compare_all(pairs)
+    assert [r.verdict for r in found] == ["better", stats.TOO_FEW, stats.TOO_FEW, stats.TOO_FEW]
+    assert [r.tests for r in found[:3]] == [3, 3, 3]
+    assert found[0].p_adjusted == pytest.approx(3 * 2 / 252)
+    assert found[1].p_min_adjusted == pytest.approx(2 * 2 / 70)
+    text = compare.sentence(row(*separated(4, 4), found[1]))
+    assert f"is {2 * 2 / 70:.2g} at best after Holm's correction over 3 comparisons" in text
+    # The same 4-vs-4 groups beside a 10-vs-10 one: 2 x 1.08e-5, then 2/70 x 2, then 2/70 x 1
+    # kept from decreasing: the first 4-vs-4 group's best is 0.057, too few; with one 4-vs-4
+    # group only, 0.0286: it can be claimed, and is.
+    b10, c10 = separated(10, 10)
+    two = stats.compare_all([(b10, c10, True), *pairs[1:3]])
+    assert [r.verdict for r in two] == ["better", stats.TOO_FEW, stats.TOO_FEW]
+    one = stats.compare_all([(b10, c10, True), pairs[1]])
+    assert [r.verdict for r in one] == ["better", "better"]
+
+
+def test_a_metric_with_one_value_on_both_sides_is_no_test_and_not_in_the_family():
+    """bytes and exit_code are the same in every run of both sides: no test can reject, and
+    counting them would only raise every other row's adjusted p."""
+    base, cand = [1.0, 1.1, 1.2, 1.3, 1.4], [3.0, 3.1, 3.2, 3.3, 3.4]
+    same = [7.0] * 5
+    found = stats.compare_all([(base, cand, True), (same, same, None), (same, same, None)])
+    assert found[0].tests == 1
+    assert found[0].p_adjusted == pytest.approx(2 / 252)  # scipy: exact p of 5 vs 5 apart
+    assert found[0].verdict == "better"
+    assert [r.verdict for r in found[1:]] == [stats.IDENTICAL, stats.IDENTICAL]
+    assert found[1].p_value is None
+    assert found[1].tests == 0
+    assert "identical" in compare.sentence(row(same, same, found[1]))
+
+
+def _tidy(values_by_cell_metric):
+    rows = []
+    for (cell, metric, unit), values in values_by_cell_metric.items():
+        for i, v in enumerate(values):
+            rows.append(
+                {"experiment": "dd", "cell": cell, "host": "h", "repeat": i + 1,
+                 "metric": metric, "value": v, "unit": unit, "status": "done"}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_perfpost_compare_tests_each_metric_as_its_own_family():
+    """Two cells x six dd metrics, 5 runs a side, throughput doubled (elapsed halved), bytes
+    and exit_code unchanged, and two metrics that do not move. Each metric's rows are one
+    family: Holm over the 2 cells of throughput by hand is 2 x 2/252 = 0.016, a claim, the
+    same as asking for throughput alone; constant metrics are in no family."""
+    rng = random.Random(7)
+    base, cand = {}, {}
+    for cell in ("bs=4k", "bs=1M"):
+        tput = [1e8 * (1 + 0.01 * rng.random()) for _ in range(5)]
+        other = [rng.random() for _ in range(10)]
+        base[(cell, "throughput", "B/s")] = tput
+        cand[(cell, "throughput", "B/s")] = [2 * v for v in tput]
+        base[(cell, "elapsed", "s")] = [1 / v for v in tput]
+        cand[(cell, "elapsed", "s")] = [0.5 / v for v in tput]
+        for metric in ("bytes", "exit_code"):
+            base[(cell, metric, "B" if metric == "bytes" else "count")] = [1e8] * 5
+            cand[(cell, metric, "B" if metric == "bytes" else "count")] = [1e8] * 5
+        base[(cell, "sync_time", "s")], cand[(cell, "sync_time", "s")] = other[:5], other[5:]
+        base[(cell, "records", "count")], cand[(cell, "records", "count")] = other[5:], other[:5]
+    rows = compare.compare_tables(_tidy(base), _tidy(cand))
+    by = {(r.group, r.metric): r.result for r in rows}
+    for cell in ("bs=4k", "bs=1M"):
+        assert by[(cell, "throughput")].verdict == "better"
+        assert by[(cell, "throughput")].tests == 2
+        assert by[(cell, "throughput")].p_adjusted == pytest.approx(2 * 2 / 252)
+        assert by[(cell, "elapsed")].verdict == "better"
+        assert by[(cell, "bytes")].verdict == stats.IDENTICAL
+        assert by[(cell, "sync_time")].tests == 2
+    only = compare.compare_tables(_tidy(base), _tidy(cand), ["throughput"])
+    assert [r.result.verdict for r in only] == ["better", "better"]
+    text = compare.markdown(rows, "old", "new")
+    assert "Holm's correction over the rows of each metric" in text
+    assert "in no family: bytes, exit code (4 cell" in text  # named once, not as rows

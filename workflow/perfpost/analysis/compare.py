@@ -144,10 +144,15 @@ def sentence(row: Row) -> str:
     level = f"{1 - r.alpha:.0%}"
     if r.verdict == stats.TOO_FEW and not (r.n_base and r.n_cand):
         return f"{head}: too few runs to say ({n}): no finished run to compare."
+    if r.verdict == stats.IDENTICAL:
+        return (
+            f"{head}: {label} identical ({n}: every run of both sides "
+            f"{format_value(r.median_base, row.unit)}); nothing to test."
+        )
     if r.verdict == stats.TOO_FEW and r.tests > 1 and r.p_min <= r.alpha:
         return (
             f"{head}: too few runs to say ({n}: the smallest possible p-value, {_p(r.p_min)}, "
-            f"is {_p(min(1.0, r.p_min * r.tests))} after Holm's correction over {r.tests} "
+            f"is {_p(r.p_min_adjusted)} at best after Holm's correction over {r.tests} "
             f"comparisons, above {r.alpha:g}); {label} {medians} ({_pct(r.change)})."
         )
     if r.verdict == stats.TOO_FEW:
@@ -222,8 +227,11 @@ def table_row(row: Row) -> list[str]:
 def compare_tables(
     base: pd.DataFrame, cand: pd.DataFrame, metrics: Sequence[str] | None = None
 ) -> list[Row]:
-    """Cell by cell (pooled over hosts and repeats), every metric both tables have; the rows
-    are one family for Holm's correction."""
+    """Cell by cell (pooled over hosts and repeats), every metric both tables have (or those
+    named). Each metric's rows are one family for Holm's correction, as benchstat gives each
+    metric a table of its own: a question per metric, so asking for every metric answers
+    each as asking for it alone would. A metric with one value in every run of both sides is
+    in no family (:data:`perfpost.analysis.stats.IDENTICAL`)."""
     b, c = results(base), results(cand)
     keys = ["experiment", "cell", "metric"]
     common = b[keys].drop_duplicates().merge(c[keys].drop_duplicates(), on=keys)
@@ -234,9 +242,12 @@ def compare_tables(
         bv = b[(b["experiment"] == exp) & (b["cell"] == cell) & (b["metric"] == metric)]
         cv = c[(c["experiment"] == exp) & (c["cell"] == cell) & (c["metric"] == metric)]
         found.append((exp, cell, metric, str(bv["unit"].iloc[0]), bv["value"], cv["value"]))
-    compared = stats.compare_all(
-        [(bv, cv, stats.HIGHER_IS_BETTER.get(u)) for *_, u, bv, cv in found]
-    )
+    compared: list[stats.Comparison | None] = [None] * len(found)
+    for metric in dict.fromkeys(f[2] for f in found):
+        idx = [i for i, f in enumerate(found) if f[2] == metric]
+        family = [(found[i][4], found[i][5], stats.HIGHER_IS_BETTER.get(found[i][3])) for i in idx]
+        for i, result in zip(idx, stats.compare_all(family), strict=True):
+            compared[i] = result
     return [
         Row(
             name=exp,
@@ -258,8 +269,12 @@ def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
         "p (Holm) | n |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    identical: dict[str, int] = {}
     for row in rows:
         r = row.result
+        if r.verdict == stats.IDENTICAL:
+            identical[metric_label(row.metric)] = identical.get(metric_label(row.metric), 0) + 1
+            continue
         delta = _pct(r.change) if r.significant else "~"
         lines.append(
             f"| {row.name} | `{row.group}` | {metric_label(row.metric)} | "
@@ -269,9 +284,8 @@ def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
         )
     tested = max((row.result.tests for row in rows), default=0)
     why = (
-        f"p above {stats.ALPHA:g} after Holm's correction over the {tested} "
-        f"row{'' if tested == 1 else 's'} with enough runs, or too few runs for any 95% "
-        "interval"
+        f"p above {stats.ALPHA:g} after Holm's correction over the rows of each metric "
+        "with enough runs (one family per metric), or too few runs for any 95% interval"
         if tested
         else "no row has enough runs for any 95% interval"
     )
@@ -281,6 +295,13 @@ def markdown(rows: Sequence[Row], base_name: str, cand_name: str) -> str:
         "change: Hodges-Lehmann estimate of candidate / baseline - 1 with its "
         "distribution-free 95% interval; p: two-sided Mann-Whitney U."
     )
+    if identical:
+        named = ", ".join(identical)
+        lines.append("")
+        lines.append(
+            f"The same value in every run of both sides, so not tested and in no family: "
+            f"{named} ({sum(identical.values())} cell and metric pairs)."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -301,6 +322,7 @@ RECORD_COLUMNS = [
     "p_adjusted",
     "tests",
     "p_min",
+    "p_min_adjusted",
     "detectable",
     "method",
     "verdict",

@@ -111,6 +111,7 @@ HIGHER_IS_BETTER = {"B/s": True, "1/s": True, "s": False, "ms": False}
 
 TOO_FEW = "too few runs to say"
 NO_DIFFERENCE = "no significant difference"
+IDENTICAL = "identical"  # every run of both sides had one and the same value: no test
 
 
 @functools.lru_cache(maxsize=256)
@@ -276,12 +277,16 @@ class Comparison:
     p_min: float | None  # the smallest p-value n_base and n_cand runs can give
     detectable: float | None
     method: str
-    verdict: str  # better, worse, higher, lower, no significant difference, too few runs to say
+    # better, worse, higher, lower, no significant difference, too few runs to say, identical
+    verdict: str
     alpha: float = ALPHA
+    # The smallest adjusted p any outcome of runs of these numbers could reach in this
+    # family: Holm's step-down of every member's smallest possible p.
+    p_min_adjusted: float | None = None
 
     @property
     def significant(self) -> bool:
-        return self.verdict not in (NO_DIFFERENCE, TOO_FEW)
+        return self.verdict not in (NO_DIFFERENCE, TOO_FEW, IDENTICAL)
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -306,6 +311,21 @@ def _one(base: Sequence[float], cand: Sequence[float], alpha: float) -> Comparis
             detectable=None,
             method="",
             verdict=TOO_FEW,
+            alpha=alpha,
+        )
+    if len(set(b) | set(c)) == 1:
+        # One value in every run of both sides (bytes written, an exit code): no test can
+        # tell the sides apart, and counting it in a family would only dilute the others.
+        return Comparison(
+            **common,
+            **nothing,
+            change=0.0,
+            p_value=None,
+            tests=0,
+            p_min=None,
+            detectable=None,
+            method="every run the same",
+            verdict=IDENTICAL,
             alpha=alpha,
         )
     test = mann_whitney(b, c)
@@ -368,20 +388,24 @@ def compare_all(
     ``alpha`` over the family and the interval excludes zero (implied by the p-value when the
     test is exact; a safeguard where ties or many runs call for the normal approximation).
     A baseline median of 0 with the shift method gives no relative change, and no claim.
-    The family is
-    every pair with enough runs that a 1 - alpha interval exists: which pairs count depends
-    on n alone, never on the values. The others say "too few runs to say", and so do all of
-    a family whose smallest possible p, times the family's size (Holm's first step), is above
-    ``alpha``: no outcome of such runs could be claimed."""
+
+    The family is every pair with enough runs that a 1 - alpha interval exists (which pairs
+    count depends on n alone, never on the values), less those whose runs all have one value
+    on both sides (no test). The others say "too few runs to say", and so does a member that
+    no outcome of its runs could claim: Holm's step-down is monotone in every p, so the best
+    adjusted p a member can reach is its entry in Holm's adjustment of every member's
+    smallest possible p (every pair fully separated). A member below that bound follows
+    Holm's own verdict, whatever its n."""
     out = [_one(b, c, alpha) for b, c, _ in pairs]
-    tested = [i for i, r in enumerate(out) if r.verdict != TOO_FEW]
+    tested = [i for i, r in enumerate(out) if r.verdict == ""]
     adjusted = holm([out[i].p_value for i in tested])  # type: ignore[misc]
-    for i, p_adj in zip(tested, adjusted, strict=True):
+    best = holm([out[i].p_min for i in tested])  # type: ignore[misc]
+    for i, p_adj, p_best in zip(tested, adjusted, best, strict=True):
         r = out[i]
         excludes = r.ci_low > 0 or r.ci_high < 0  # type: ignore[operator]
-        if r.p_min * len(tested) > alpha:
-            # Holm multiplies the smallest p by the family's size: at these n no value of
-            # the runs could be claimed, so "no difference" would say more than they can.
+        if p_best > alpha:
+            # At these n no value of the runs could be claimed in this family, so "no
+            # difference" would say more than they can.
             verdict = TOO_FEW
         elif p_adj <= alpha and excludes:
             hib = pairs[i][2]
@@ -395,6 +419,7 @@ def compare_all(
         out[i] = dataclasses.replace(
             r,
             p_adjusted=p_adj,
+            p_min_adjusted=p_best,
             tests=len(tested),
             verdict=verdict,
             method=f"{r.method}, Holm over {len(tested)}",
