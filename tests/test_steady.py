@@ -10,6 +10,7 @@ moment on.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 import re
 from dataclasses import asdict
@@ -78,11 +79,56 @@ def test_the_tests_p_values_against_their_exact_distributions():
     assert steady.mann_kendall(np.arange(6.0)) == pytest.approx(2 / 720)
 
 
+def _pettitt_extreme_orders_by_enumeration(t_len: int) -> tuple[int, int]:
+    """Every one of the T! orders of the ranks 1..T: (K's largest value, how many orders
+    reach it), Pettitt's ``K = max_t |2 sum_{i<=t} r_i - t (T + 1)|`` computed directly."""
+    t = np.arange(1, t_len)
+    best, count = -1, 0
+    orders = itertools.permutations(range(1, t_len + 1))
+    while chunk := list(itertools.islice(orders, 400_000)):
+        ranks = np.array(chunk, dtype=np.int32)
+        k = np.abs(2 * np.cumsum(ranks, axis=1)[:, :-1] - t * (t_len + 1)).max(axis=1)
+        top = int(k.max())
+        if top > best:
+            best, count = top, 0
+        if top == best:
+            count += int((k == top).sum())
+    return best, count
+
+
 def test_the_minimum_length_is_where_pettitt_can_first_reject():
-    # At 0.025 a test: Pettitt's smallest p with 8 batches is 2 / C(8, 4) = 2/70 = 0.029,
-    # too big; with 9, 2 / C(9, 4) = 2/126 = 0.016. 9 batches of 5: 45 rates.
-    assert steady.MIN_BATCHES == 9
-    assert steady.MIN_SAMPLES == 45
+    # Pettitt's smallest p is the share of the T! orders of T distinct values whose K is
+    # K's largest value. Enumerating all of them for T = 3 .. 10 (10! = 3,628,800):
+    found = {t_len: _pettitt_extreme_orders_by_enumeration(t_len) for t_len in range(3, 11)}
+    smallest = {t_len: count / math.factorial(t_len) for t_len, (_, count) in found.items()}
+    # 8 and 9 batches cannot reach 0.025 (2/70 = 0.0286 and 10,368/9! = 0.0286); 10 can
+    # (2/252 = 0.0079), and Mann-Kendall's smallest, 2/10!, is far below it.
+    assert smallest[8] == pytest.approx(2 / 70)
+    assert smallest[9] == pytest.approx(0.02857, abs=5e-6)
+    assert smallest[10] == pytest.approx(2 / 252)
+    first = min(t for t, p in smallest.items() if p <= 0.025)
+    assert first == 10
+    assert steady.MIN_BATCHES == first
+    assert steady.MIN_SAMPLES == first * steady.BATCH == 50
+    # The code counts the extreme orders itself, for any number of batches.
+    for t_len, (k_max, count) in found.items():
+        assert k_max == t_len**2 // 4
+        assert steady.pettitt_extreme_orders(t_len) == count
+        assert steady.pettitt_min_p(t_len) == pytest.approx(smallest[t_len], rel=1e-12)
+
+
+def test_nine_batches_cannot_show_a_step_and_ten_can():
+    # Two levels 100 apart, each rising 10 over its length. At 45 rates (25 high, 20 low),
+    # 9 batches: Pettitt cannot reject at 0.025, so the series is too short to say, not a
+    # steady run at a rate (155.6) that is neither level. At 50 (25 and 25), 10 batches:
+    # every high batch comes first, the one order in 126 halves (p = 2/252) that rejects.
+    short = _analyse(np.r_[np.linspace(195, 205, 25), np.linspace(95, 105, 20)])
+    assert short.verdict == steady.SHORT
+    assert short.steady_rate is None
+    step = _analyse(np.r_[np.linspace(195, 205, 25), np.linspace(95, 105, 25)])
+    assert step.verdict == steady.STEP
+    assert step.step_index == 25
+    assert step.p_step == pytest.approx(2 / 252, abs=0.003)
 
 
 # --- synthetic series with known answers ---------------------------------------------------
@@ -157,17 +203,17 @@ def test_a_linear_trend_is_a_trend_with_its_slope():
 
 def test_too_short_series_get_no_verdict():
     rng = np.random.default_rng(5)
-    found = _analyse(100 + rng.normal(0, 3, 44))  # one rate short of 45
+    found = _analyse(100 + rng.normal(0, 3, 49))  # one rate short of 50
     assert found.verdict == steady.SHORT
     assert found.warmup_samples is None
     assert found.steady_rate is None
-    assert _analyse(100 + rng.normal(0, 3, 45)).verdict == steady.STEADY
+    assert _analyse(100 + rng.normal(0, 3, 50)).verdict == steady.STEADY
     # Long enough, but not after its 15-rate warm-up: 50 - 15 = 35 left.
     peak = np.concatenate([np.full(15, 300.0), np.full(35, 100.0)]) + rng.normal(0, 3, 50)
     found = _analyse(peak)
     assert (found.verdict, found.warmup_samples) == (steady.SHORT, 15)
     assert steady.describe(pd.Series(found.__dict__).to_dict()) == (
-        "too short to say (35 rates after the warm-up, 45 needed)"
+        "too short to say (35 rates after the warm-up, 50 needed)"
     )
     assert _analyse([]).verdict == steady.SHORT
 
@@ -300,11 +346,11 @@ def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_pa
     assert (
         f"this run never did: `case=step` on h1, repeat 1: step at t={step['step_t']:.0f} s" in line
     )
-    assert "too short to say: `case=short` on h1, repeat 1 (2 rates, 45 needed)." in line
+    assert "too short to say: `case=short` on h1, repeat 1 (2 rates, 50 needed)." in line
     method = post.split("## Test method")[1].split("## ")[0]
     assert "MSER-5 (White 1997" in method
     assert "at 0.025 each" in method
-    assert "fewer than 45 rates" in method
+    assert "fewer than 50 rates" in method
     rows = post.split("### Steady state")[1].split("\n\n")[1].splitlines()
     warm = table.iloc[0]
     (row,) = [r for r in rows if r.startswith("| `case=warmup`")]
@@ -338,4 +384,4 @@ def test_many_runs_too_short_to_say_are_counted_not_listed_in_the_summary():
     )
     said = steady.section(df)
     assert said["n_steady"] == 0
-    assert said["short_said"] == "all 5 runs too short to say (at most 6 rates; 45 needed)"
+    assert said["short_said"] == "all 5 runs too short to say (at most 6 rates; 50 needed)"

@@ -20,8 +20,10 @@ progress, one rate per interval between two progress lines, see
    MSER within the first third, when that is a minimum inside it (a transient before the
    step, as a cache's peak before a throttle), else none.
 2. **Too short**: the tests below need at least :func:`min_batches` batch means after the
-   warm-up (9 at 0.025 a test: the fewest at which Pettitt's test can reject at all, see
-   below); a shorter series, or a shorter rest, is "too short to say", never steady.
+   warm-up (10 at 0.025 a test: the fewest at which Pettitt's test can reject at all; its
+   smallest exact p, the share of orders that reach ``K``'s largest value, is 2/252 = 0.0079
+   at 10 batches but 0.029 at 8 and at 9, see :func:`pettitt_min_p`); a shorter series, or
+   a shorter rest, is "too short to say", never steady.
 3. **Stationarity of the rest**, on the kept batch means (batching reduces the dependence
    between neighbouring 1 s rates), with family-wise :data:`ALPHA` = 0.05 split equally
    between two tests (Bonferroni, 0.025 each), so a steady run is called unsteady with
@@ -47,7 +49,7 @@ Verdicts (:data:`VERDICTS`): ``steady``, ``warm-up then steady``, ``trend``, ``s
 Limits: one change is looked for, so a rate that falls and comes back (a U) can pass both
 tests; a warm-up followed by a step inside the first third is one level change to MSER. Batch
 means of 5 one-second rates still carry load that lasts longer than 5 s (other jobs on a
-shared host), which makes the tests reject somewhat more often than alpha says. 45 rates is
+shared host), which makes the tests reject somewhat more often than alpha says. 50 rates is
 the least that allows a verdict, not one with much power: a step near an end of a short rest
 can go unseen.
 """
@@ -188,12 +190,37 @@ def mann_kendall(z: np.ndarray) -> float:
     return float(res.pvalue) if not math.isnan(res.pvalue) else 1.0
 
 
+def pettitt_extreme_orders(t_len: int) -> int:
+    """How many of the ``T!`` orders of ``T`` distinct values reach Pettitt's largest ``K``:
+    the numerator of its smallest p, which decides how short a series it can judge.
+
+    ``|U_t| <= t (T - t)``, with equality only when the first ``t`` values are the ``t``
+    highest or the ``t`` lowest; so ``K`` is at most ``floor(T^2 / 4)``, reached at
+    ``t = floor(T / 2)`` or ``ceil(T / 2)`` and at no other ``t``. Counted by
+    inclusion-exclusion over those one or two splits, for the highest values first and for
+    the lowest (they exclude each other). For even ``T`` this is ``2 (T/2)!^2``, so that the
+    smallest p is ``2 / C(T, T/2)``; for odd ``T`` either split reaches it, and the smallest p
+    is larger than that formula says (``0.0286`` at 9, not ``2/126``)."""
+    lo, hi = t_len // 2, (t_len + 1) // 2
+    one_split = math.factorial(lo) * math.factorial(t_len - lo)
+    if lo == hi:
+        return 2 * one_split
+    # Both splits: the lo highest first, then the next highest, then the rest in any order.
+    both = math.factorial(lo) * math.factorial(t_len - hi)
+    return 2 * (2 * one_split - both)
+
+
+def pettitt_min_p(t_len: int) -> float:
+    """Pettitt's smallest exact p with ``T`` distinct values: the share of orders that
+    reach ``K``'s largest value (see :func:`pettitt_extreme_orders`)."""
+    return pettitt_extreme_orders(t_len) / math.factorial(t_len)
+
+
 def min_batches(alpha: float = ALPHA / TESTS) -> int:
     """The fewest batch means at which both tests can reject at ``alpha``: Pettitt's
-    smallest permutation p is ``2 / C(T, T // 2)`` (every high value on one side),
-    Mann-Kendall's ``2 / T!``."""
+    smallest p (:func:`pettitt_min_p`) and Mann-Kendall's, ``2 / T!``, at most ``alpha``."""
     t = 3
-    while 2 / math.comb(t, t // 2) > alpha or 2 / math.factorial(t) > alpha:
+    while pettitt_min_p(t) > alpha or 2 / math.factorial(t) > alpha:
         t += 1
     return t
 
