@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from perfpost.errors import ParseError
 from perfpost.tools import dd, freon, teragen
+from perfpost.tools.freon import parser as freon_parser
 from perfpost.tools.teragen import yarnapp
 
 DATA = Path(__file__).parent / "data"
@@ -318,7 +319,7 @@ def edited_freon_logs(draw) -> str:
 
 
 def freon_reading(text: str, scan: bool) -> dict:
-    log = freon._Log(text, SOURCE, scan=scan)
+    log = freon_parser._Log(text, SOURCE, scan=scan)
     state = {k: v for k, v in vars(log).items() if not k.startswith("_")}
     return {**state, "progress": log.progress}
 

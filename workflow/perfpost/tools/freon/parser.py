@@ -1,0 +1,442 @@
+"""freon's log parser: every form freon prints, read by the messages themselves so that any
+log4j prefix works (ISO8601 or ``yyyy-MM-dd HH:mm:ss`` dates, with or without thread, class
+and line): ``Progress:`` lines (a time series), ``type=TIMER, name=...`` lines (metrics
+``<timer>.<field>``: durations in s, rates in 1/s, converted from the units the line names by
+their whole words), the summary (``Total execution time``, ``Failures``, ``Successful
+executions``), the terminal form (``\\r``-redrawn progress bar, ``-- Timers --`` block, bare
+summary lines), and ``name.field: value`` lines printed by instrumented clients. A log without
+freon's summary (killed, cut off) is an error."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from perfpost.errors import ParseError
+from perfpost.tools import log4j
+from perfpost.tools.base import Metric
+from perfpost.units import UnitError, to_per_second, to_seconds
+
+_LEVEL = re.compile(r"^\S+ \S+\s+(?:\[[^\]]*\]\s+)?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s")
+_LOGGED = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\s+(?:\[[^\]]*\]\s+)?"
+    r"(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s+[\w.$]+(?::\d+)?(?::\s| - )(?P<msg>.*)$"
+)
+# A count freon prints is a Java long, at most 19 digits: a longer run of digits is not one.
+_INT = r"(\d{1,19})(?!\d)"
+_PROGRESS = re.compile(r"Progress: ([\d.]+) % \(" + _INT + " out of " + _INT + r"\)")
+_BAR = re.compile(
+    r"^\s*([\d.]+)% \|[^|]*\|\s*" + _INT + "/" + _INT + " Time: " + _INT + r":(\d{2}):(\d{2})\|"
+)
+_METRIC = re.compile(r"type=(?P<type>[A-Z]+), name=(?P<name>[^,]+), (?P<fields>.*)$")
+_FIELD = re.compile(r"(\w+)=([^,]*)")
+_TOTAL = re.compile(r"Total execution time \(sec\): " + _INT)
+_FAILURES = re.compile(r"(?:^|\s|: )Failures: " + _INT + r"\s*$")
+_SUCCESS = re.compile(r"Successful executions: " + _INT)
+_EXPECTED = re.compile(
+    "Expected " + _INT + " --number-of-tests objects!, successfully executed " + _INT
+)
+_EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests " + _INT)
+_FAILED = "One or more freon test is failed."
+# Every logged message the parser reads contains one of these; a line with none (most of a
+# chatty datanode's log) is passed over without the eight searches below.
+_KEYWORDS = re.compile(
+    r"Executing test with prefix|Progress: |type=|Total execution time|Failures: "
+    r"|Successful executions: |number-of-tests objects!|" + re.escape(_FAILED)
+)
+# The lines the whole-text scan leaves to _line: ones with a keyword other than Progress
+# ("xecut" is in Executing, execution(s) and executed), a redraw, or a metric.
+_RARE = ("xecut", "Failures: ", _FAILED, "\r")
+_METRIC_HINT = re.compile(r"type=[A-Z]+, name=")
+# A plain log4j line: the reference _LOGGED form narrowed (ASCII digits, spaces, a
+# "yyyy-MM-dd HH:mm:ss" date, no ERROR or FATAL), so that _LOGGED reads it the same way. The
+# scan reads the other lines with _line.
+_PLAIN_PREFIX = (
+    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[,.][0-9]+)?) +"
+    r"(?:\[[^\]\n]*\] +)?(?:INFO|WARN|DEBUG|TRACE) +[\w.$]+(?::[0-9]+)?(?:: | - )"
+)
+# Every line that is not plain, or whose message is blank once trailing space is cut.
+_ODD = re.compile(r"\n(?!" + _PLAIN_PREFIX.replace("?P<ts>", "") + r".*[^\s\x1c-\x1f]$)", re.M)
+# A plain line's progress: the first Progress in its message, as _line reads it.
+_PLAIN_PROGRESS = re.compile(
+    r"(?>" + _PLAIN_PREFIX + r").*?Progress: [\d.]+ % \((?P<done>\d{1,19})(?!\d) out of "
+    r"(?P<total>\d{1,19})(?!\d)\)"
+)
+_EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
+_INSTRUMENTED = re.compile(
+    r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
+)
+_BLOCK = re.compile(r"^-- (Timers|Meters|Counters|Gauges|Histograms) -+$")
+_CONSOLE = re.compile(r"^\s*([\w.%<= -]+?)\s*=\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([\w/]*)\s*$")
+
+DURATION_FIELDS = {
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "median",
+    "p50",
+    "p75",
+    "p95",
+    "p98",
+    "p99",
+    "p999",
+}
+RATE_FIELDS = {"mean_rate", "m1", "m5", "m15", "m1_rate", "m5_rate", "m15_rate"}
+CONSOLE_NAMES = {
+    "count": "count",
+    "mean rate": "mean_rate",
+    "1-minute rate": "m1",
+    "5-minute rate": "m5",
+    "15-minute rate": "m15",
+    "min": "min",
+    "max": "max",
+    "mean": "mean",
+    "stddev": "stddev",
+    "median": "median",
+    "75% <": "p75",
+    "95% <": "p95",
+    "98% <": "p98",
+    "99% <": "p99",
+    "99.9% <": "p999",
+    "value": "value",
+}
+# Where a run's time (``elapsed``, hence ``rate``) came from, named by a metric of value 1 in
+# its record, so the post says which clock each run used.
+RATE_SOURCES = {
+    "rate_source_freon_timestamps": "freon's millisecond log timestamps (start of the test "
+    "to its summary)",
+    "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
+}
+
+
+class _Log:
+    """One pass over a freon log, collecting everything it says."""
+
+    def __init__(self, text: str, source: str, *, scan: bool = True) -> None:
+        self.source = source
+        self.metrics: dict[str, Metric] = {}
+        self._progress: list[tuple[float | None, int, int]] = []
+        self.errors: list[tuple[int, str]] = []
+        self.bare: list[tuple[int, str]] = []
+        self.total = self.failures = self.success = self.expected = None
+        self.start_ts = self.end_ts = None
+        self.precise_ts = False
+        self.unit_errors: list[tuple[int, str]] = []  # units no conversion knows, by line
+        self.failed_marker = 0
+        self.last_line = 0
+        self.summary_line = 0
+        self._text = ""
+        self._slow: dict[int, int] = {}  # start of a line read by _line -> progress before it
+        if scan:
+            self._scan(text)
+        else:
+            self._physical(text.split("\n"), 1, None, None)
+
+    def _physical(self, lines, no: int, block: str | None, timer: str | None):
+        """The reference reading: every physical line, and its ``\\r`` redraws, in order."""
+        for physical in lines:
+            for segment in physical.split("\r"):
+                line = segment.rstrip()
+                if not line.strip():
+                    continue
+                self.last_line = no
+                block, timer = self._line(no, line, block, timer)
+            no += 1
+        return block, timer
+
+    def _scan(self, text: str) -> None:
+        """The same reading as :meth:`_physical`, at the speed of a few whole-text searches.
+
+        Most of a long log is plain log4j lines that say nothing to the parser but Progress.
+        Searches over the whole text find every other line (a line not in the plain form, or
+        with a keyword other than Progress, or a ``\\r``); only those go through
+        :meth:`_line`, with their own line numbers. The plain Progress lines are read when
+        the series is asked for (:attr:`progress`): a run's metrics do not need them.
+        tests/test_parser_properties.py checks that both readings agree on real logs, cut and
+        damaged.
+        """
+        starts = {0}  # the first line: _ODD anchors on the newline before a line
+        for needle in _RARE:
+            at = text.find(needle)
+            while at != -1:
+                starts.add(text.rfind("\n", 0, at) + 1)
+                at = text.find(needle, at + 1)
+        starts.update(text.rfind("\n", 0, m.start()) + 1 for m in _METRIC_HINT.finditer(text))
+        starts.update(m.start() + 1 for m in _ODD.finditer(text))
+        self._text = text
+        block = timer = None
+        no, counted, end = 1, 0, -1
+        for start in sorted(starts):
+            no += text.count("\n", counted, start)
+            counted = start
+            if start > end + 1:  # plain lines in between: the last is the last line so far
+                block = timer = None
+                self.last_line = no - 1
+            end = text.find("\n", start)
+            end = len(text) if end == -1 else end
+            self._slow[start] = len(self._progress)
+            block, timer = self._physical((text[start:end],), no, block, timer)
+        if end < len(text):  # plain lines after the last one read: the last line is one
+            self.last_line = no + text.count("\n", counted)
+
+    @property
+    def progress(self) -> list[tuple[float | None, int, int]]:
+        """Progress as (timestamp or bar time, completed, total), in the log's order."""
+        if self._text:
+            self._progress = self._with_plain_progress(self._text)
+            self._text = ""
+        return self._progress
+
+    def _with_plain_progress(self, text: str) -> list[tuple[float | None, int, int]]:
+        """The progress of the lines read by _line, with that of the plain lines between."""
+        out: list[tuple[float | None, int, int]] = []
+        slow = sorted(self._slow.items())
+        taken, i = 0, 0  # entries of self._progress copied; next slow line
+        stamps: dict[str, float | None] = {}
+        last = -1
+        for m in _PROGRESS.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            if start == last or start in self._slow:
+                continue
+            last = start
+            plain = _PLAIN_PROGRESS.match(text, start)
+            if plain is None:
+                continue
+            while i < len(slow) and slow[i][0] < start:  # the slow lines before this one
+                i += 1
+                upto = slow[i][1] if i < len(slow) else len(self._progress)
+                out += self._progress[taken:upto]
+                taken = upto
+            stamp = plain.group("ts")
+            if stamp not in stamps:
+                stamps[stamp] = log4j.timestamp(stamp)
+            out.append((stamps[stamp], int(plain.group("done")), int(plain.group("total"))))
+        return out + self._progress[taken:]
+
+    def _metric(self, name: str, value: float, unit: str) -> None:
+        # NaN, infinity, or a time, rate or count below zero: not a measurement, like a
+        # field that is not a number at all.
+        if not math.isfinite(value) or (unit and value < 0):
+            return
+        self.metrics[name] = Metric(name, value, unit)
+
+    def _line(self, no: int, line: str, block: str | None, timer: str | None):
+        logged = _LOGGED.match(line)
+        msg = logged.group("msg") if logged else line.strip()
+        if logged and (lvl := _LEVEL.match(line)) and lvl.group(1) in ("ERROR", "FATAL"):
+            self.errors.append((no, msg))
+        if logged and not _KEYWORDS.search(msg):
+            return None, None
+        ts = log4j.timestamp(line) if logged else None
+        if m := _EXECUTING.search(msg):
+            self.start_ts = ts
+            self.precise_ts = bool(logged and re.match(r"^\S+ \d{2}:\d{2}:\d{2}[,.]\d", line))
+            self.expected = self.expected or int(m.group(1))
+        if m := _PROGRESS.search(msg):
+            self._progress.append((ts, int(m.group(2)), int(m.group(3))))
+            return None, None
+        if m := _BAR.match(line):
+            secs = int(m.group(4)) * 3600 + int(m.group(5)) * 60 + int(m.group(6))
+            self._progress.append((float(secs), int(m.group(2)), int(m.group(3))))
+            return block, timer
+        if m := _METRIC.search(msg):
+            self._units(no, self._logged_metric, m)
+            return None, None
+        if m := _TOTAL.search(msg):
+            self.total = int(m.group(1))
+            self.end_ts = ts
+            self.summary_line = no
+            return None, None
+        if m := _FAILURES.search(msg):
+            self.failures = int(m.group(1))
+            return None, None
+        if m := _SUCCESS.search(msg):
+            self.success = int(m.group(1))
+            return None, None
+        if m := _EXPECTED.search(msg):
+            self.expected = int(m.group(1))
+            return None, None
+        if _FAILED in msg:
+            self.failed_marker = self.failed_marker or no
+            return None, None
+        if not logged:
+            stripped = line.strip()
+            if m := _BLOCK.match(stripped):
+                return m.group(1), None
+            if block and re.match(r"^[\w.-]+$", stripped) and "=" not in stripped:
+                return block, stripped  # a metric's name inside a console block
+            if block and timer and (m := _CONSOLE.match(stripped)):
+                self._units(no, self._console_metric, block, timer, m)
+                return block, timer
+            if m := _INSTRUMENTED.match(stripped):
+                self._metric(f"{m.group(1)}.{m.group(2)}", float(m.group(3)), "")
+                return None, None
+            if _EXCEPTION.match(stripped) and self.errors and self.errors[-1][0] >= no - 1:
+                # The exception under an ERROR line says what went wrong: keep them together.
+                first_no, first_msg = self.errors[-1]
+                self.errors[-1] = (first_no, f"{first_msg}: {stripped}")
+            elif not stripped.startswith(("at ", "...", "Caused by")) and not re.match(
+                r"^\d+/\d+/\d+, .*=+$", stripped
+            ):
+                self.bare.append((no, stripped))
+        return None if logged else block, None if logged else timer
+
+    def _units(self, no: int, read: Any, *args: Any) -> None:
+        """Read one metric line; a unit no conversion knows is kept as an error of its line."""
+        try:
+            read(*args)
+        except UnitError as e:
+            self.unit_errors.append((no, str(e)))
+
+    def _logged_metric(self, m: re.Match[str]) -> None:
+        """A Dropwizard Slf4jReporter line. Only a TIMER's fields are durations: a HISTOGRAM's
+        min, mean, ... are plain numbers (sizes, counts) and keep no unit."""
+        kind, name = m.group("type"), m.group("name").strip()
+        fields = dict(_FIELD.findall(m.group("fields")))
+        values = {}  # the numbers, as printed: converted exactly from their decimal text
+        for key, raw in fields.items():
+            try:
+                float(raw)
+            except ValueError:
+                continue
+            values[key] = raw
+        timed = kind == "TIMER" and DURATION_FIELDS & values.keys()
+        if timed and "duration_unit" not in fields:
+            raise UnitError(f"{kind} {name} names no duration_unit")
+        if RATE_FIELDS & values.keys() and "rate_unit" not in fields:
+            raise UnitError(f"{kind} {name} names no rate_unit")
+        for key, raw in values.items():
+            if key in DURATION_FIELDS and kind == "TIMER":
+                seconds = to_seconds(raw, fields["duration_unit"].strip())
+                self._metric(f"{name}.{key}", seconds, "s")
+            elif key in RATE_FIELDS:
+                per_second = to_per_second(raw, fields["rate_unit"].strip())
+                self._metric(f"{name}.{key}", per_second, "1/s")
+            elif key == "count":
+                self._metric(f"{name}.count", float(raw), "count")
+            else:
+                self._metric(f"{name}.{key}", float(raw), "")
+
+    def _console_metric(self, block: str, timer: str, m: re.Match[str]) -> None:
+        """A line of ConsoleReporter's terminal form (``mean = 28.51 milliseconds``,
+        ``mean rate = 105.75 calls/second``); in its Histograms block values have no unit."""
+        label, raw, unit = m.group(1).strip(), m.group(2), m.group(3)
+        value = float(raw)
+        key = CONSOLE_NAMES.get(label.rstrip("=").strip() if label.endswith("<") else label)
+        if key is None:
+            key = re.sub(r"\W+", "_", label).strip("_")
+        if key in RATE_FIELDS:
+            self._metric(f"{timer}.{key}", to_per_second(raw, unit), "1/s")
+        elif key in DURATION_FIELDS and block == "Timers":
+            self._metric(f"{timer}.{key}", to_seconds(raw, unit), "s")
+        elif unit:
+            raise UnitError(f"unknown unit {unit!r} of {timer} {label}")
+        elif key == "count":
+            self._metric(f"{timer}.count", value, "count")
+        else:
+            self._metric(f"{timer}.{key}", value, "")
+
+
+def _read(text: str, source: str) -> _Log:
+    log = _Log(text, source)
+    if log.last_line == 0:
+        raise ParseError(source, "empty log: freon printed nothing")
+    return log
+
+
+def error_reason(texts: Mapping[str, str]) -> str | None:
+    """Why a run failed: the first ERROR message, else freon's own failure line, else the
+    first bare line it printed (e.g. ``dbParentDir == null``)."""
+    for name, text in texts.items():
+        log = _Log(text, name)
+        if log.errors:
+            no, msg = log.errors[0]
+            return f"{name}:{no}: {msg}"
+        if log.failed_marker:
+            return f"{name}:{log.failed_marker}: {_FAILED}"
+        if log.bare:
+            no, msg = log.bare[0]
+            return f"{name}:{no}: {msg}"
+    return None
+
+
+def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
+    """Metrics of one run. ``elapsed`` comes from freon's own millisecond timestamps (start of
+    the test to its summary) when the log has them, else from the cell's host-side clock."""
+    if len(logs) != 1:
+        raise ParseError("<cell>", f"expected one freon log, got {len(logs)}")
+    source, text = next(iter(logs.items()))
+    log = _read(text, source)
+    if log.total is None or log.success is None:
+        where = "progress lines but no summary" if log.progress else "no freon summary"
+        raise ParseError(
+            source,
+            f"log ends before freon's summary ({where}: 'Total execution "
+            "time', 'Successful executions'): the run was killed or the log cut",
+            log.last_line,
+        )
+    # Libraries log ERRORs that do not fail a run (a hostname that does not resolve): the
+    # outcome is freon's own count; an ERROR only explains a failure.
+    short = log.expected is not None and log.success < log.expected
+    if log.failed_marker or (log.failures or 0) > 0 or short:
+        reason = error_reason({source: text}) or f"{log.failures} failures"
+        if short:
+            reason = f"executed {log.success} of {log.expected} operations; {reason}"
+        raise ParseError(
+            source,
+            f"freon reported failures: {reason}",
+            log.errors[0][0] if log.errors else log.failed_marker or None,
+        )
+    if log.unit_errors:
+        no, why = log.unit_errors[0]
+        raise ParseError(source, f"metric line in a unit perfpost cannot convert: {why}", no)
+    out = list(log.metrics.values())
+    out += [
+        Metric("log_errors", float(len(log.errors)), "count"),
+        Metric("total_execution_time", float(log.total), "s"),
+        Metric("failures", float(log.failures or 0), "count"),
+        Metric("successful_executions", float(log.success), "count"),
+        Metric("operations", float(log.success), "count"),
+    ]
+    elapsed, clock = None, None
+    if log.precise_ts and log.start_ts is not None and log.end_ts is not None:
+        elapsed, clock = log.end_ts - log.start_ts, "rate_source_freon_timestamps"
+    elif wall_time:
+        elapsed, clock = wall_time, "rate_source_host_wall_time"
+    if elapsed and elapsed > 0:
+        out += [
+            Metric("elapsed", elapsed, "s"),
+            Metric("rate", log.success / elapsed, "1/s"),
+            Metric(clock, 1.0, "count"),
+        ]
+    return out
+
+
+def parse_series(logs: Mapping[str, str]) -> list[dict[str, float | None]]:
+    """The progress lines as a time series: seconds since start, completed, total, rate."""
+    rows: list[dict[str, float]] = []
+    for source, text in logs.items():
+        log = _Log(text, source)
+        t0 = (
+            log.start_ts
+            if log.start_ts is not None
+            else next((t for t, _, _ in log.progress if t is not None), None)
+        )
+        prev = None
+        for t, done, total in log.progress:
+            if t is None:
+                continue
+            elapsed = t - t0 if t0 is not None and t > 1e6 else t  # log stamps vs bar "Time:"
+            rate = None
+            if prev is not None and elapsed > prev[0]:
+                rate = (done - prev[1]) / (elapsed - prev[0])
+            rows.append({"t": elapsed, "completed": done, "total": total, "rate": rate})
+            prev = (elapsed, done)
+    return rows
+
+
+def parse_text(text: str, source: str) -> list[Metric]:
+    return parse_cell({source: text})
