@@ -56,7 +56,7 @@ def test_a_cell_its_watcher_forked_counts_as_an_orphan_once_the_run_is_gone(tmp_
                     cells[w.pid] = int(kids[0])
             time.sleep(0.05)
         assert len(cells) == 2
-        found = lifeline.orphans(os.path.realpath(tmp_path))
+        found = [pid for pid, _ in lifeline.orphans(os.path.realpath(tmp_path))]
         assert cells[watchers[0].pid] in found  # its run is gone
         assert cells[watchers[1].pid] not in found  # its run is alive
         assert not {w.pid for w in watchers} & set(found)  # watchers sit elsewhere
@@ -82,6 +82,72 @@ def test_a_mark_is_alive_only_while_its_process_is_and_another_hosts_is_not_judg
     assert not lifeline.mark_alive(f"{host}:{gone.pid}:1")
     assert lifeline.mark_alive(f"not-{host}:{gone.pid}:1")  # not this machine's to judge
     assert not lifeline.mark_alive("garbage")
+
+
+def _found_earlier(monkeypatch, lifeline, job: subprocess.Popen) -> None:
+    """Make the orphan scan meet ``job`` as the process its pid belonged to before: the same
+    pid with an earlier start time. Whatever recover signals afterwards under that pid is
+    another process, as after a pid was reused."""
+    real_starttime, real_orphans = lifeline.starttime, lifeline.orphans
+
+    def earlier(pid: int) -> str | None:
+        start = real_starttime(pid)
+        return str(int(start) - 1) if pid == job.pid and start else start
+
+    def scan(workdir: str):
+        with monkeypatch.context() as m:
+            m.setattr(lifeline, "starttime", earlier)
+            return real_orphans(workdir)
+
+    monkeypatch.setattr(lifeline, "orphans", scan)
+
+
+def _without_pidfd(monkeypatch) -> None:
+    """A kernel (or Python) without pidfds: the start time is compared before each signal."""
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    monkeypatch.delattr(signal, "pidfd_send_signal", raising=False)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "proc-stat"])
+def test_a_process_that_took_an_orphans_pid_gets_no_signal(tmp_path, monkeypatch, pidfd):
+    from perfpost.run import lifeline
+
+    if not pidfd:
+        _without_pidfd(monkeypatch)
+    job = orphan(tmp_path)
+    try:
+        _found_earlier(monkeypatch, lifeline, job)
+        said = lifeline.recover(str(tmp_path), wait=0.5, locks=False)
+        time.sleep(0.3)  # a signal sent is delivered by now
+        assert job.poll() is None, (
+            f"the process now under the orphan's pid was stopped (exit {job.returncode}); "
+            f"recover said {said}"
+        )
+        assert not any("sending" in line for line in said), said
+    finally:
+        job.kill()
+        job.wait()
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "proc-stat"])
+def test_an_orphan_that_does_not_stop_by_itself_gets_sigterm(tmp_path, monkeypatch, pidfd):
+    from perfpost.run import lifeline
+
+    if not pidfd:
+        _without_pidfd(monkeypatch)
+    job = orphan(tmp_path)
+    try:
+        t0 = time.monotonic()
+        said = lifeline.recover(str(tmp_path), wait=0.5, locks=False)
+        # `sleep` dies of the first signal recover sends after its wait: SIGTERM, at once,
+        # not SIGKILL after the 15 s SIGTERM's grace.
+        assert job.wait(timeout=5) == -signal.SIGTERM, said
+        assert time.monotonic() - t0 < 10, said
+        assert said[-1] == "sending SIGTERM to 1 job(s) of a killed run", said
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
 
 
 def test_the_watchers_arguments_read_back_and_others_are_refused():

@@ -37,13 +37,22 @@ RETRIES_ENV = "PERFPOST_RETRIES"
 ORPHAN_WAIT = 60.0  # seconds an orphan gets to kill its tools before it is stopped
 
 
-def starttime(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot: tells a pid from its reuse."""
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command's name (field 3, the state, first),
+    or None when there is no such process. The name is in parentheses and may hold spaces
+    and parentheses itself, so the fields start after its last ``)``."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return stat.rsplit(b")", 1)[1].split()
+
+
+def starttime(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22): tells a pid from its
+    reuse."""
+    fields = _stat(pid)
+    return None if fields is None else fields[19].decode()
 
 
 def mark(pid: int, start: str | None = None) -> str:
@@ -146,8 +155,8 @@ def _cwd(pid: int) -> str | None:
 
 
 def _ppid(pid: int) -> int | None:
-    stat = _read(pid, "stat")
-    return None if stat is None else int(stat.rsplit(b")", 1)[1].split()[1])
+    fields = _stat(pid)
+    return None if fields is None else int(fields[1])
 
 
 def _ancestors() -> set[int]:
@@ -194,27 +203,94 @@ def _served_run(pid: int) -> tuple[int, str] | None:
     return run, start
 
 
-def orphans(workdir: str) -> list[int]:
+def orphans(workdir: str) -> list[tuple[int, str]]:
     """perfpost jobs in ``workdir`` whose Snakemake run is gone: jobs marked with it, and
-    cells its watcher forked."""
+    cells its watcher forked. Each as (pid, start time), the start read before anything else
+    of the process: what :func:`recover` signals later is held to that process
+    (:class:`_Held`), never another one given its pid meanwhile."""
     found = []
     mine = _ancestors()
     for pid in _processes():
-        if pid in mine or _cwd(pid) != workdir:
+        if pid in mine:
+            continue
+        start = starttime(pid)
+        if start is None or _cwd(pid) != workdir:
             continue
         served = _served_run(pid)
         if served:
             if not alive(*served):
-                found.append(pid)
+                found.append((pid, start))
             continue
         environ = _read(pid, "environ") or b""
         for item in environ.split(b"\0"):
             if item.startswith(ENV.encode() + b"="):
                 marked = parse_mark(item.split(b"=", 1)[1].decode(errors="replace"))
                 if marked and marked[0] == socket.gethostname() and not alive(marked[1], marked[2]):
-                    found.append(pid)
+                    found.append((pid, start))
                 break
     return found
+
+
+class _Held:
+    """A process held from the moment it was found, so that a signal meant for it reaches
+    no other process that was given its pid since: through a pidfd where the kernel has them
+    (Linux 5.3), otherwise by its start time, compared again before each signal (a pid
+    reused between that comparison and the signal is the one case left)."""
+
+    def __init__(self, pid: int, start: str, fd: int | None) -> None:
+        self.pid, self.start, self.fd = pid, start, fd
+
+    @classmethod
+    def hold(cls, pid: int, start: str) -> _Held | None:
+        """The process ``pid`` if it is still the one that started at ``start``."""
+        fd = None
+        if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                return None
+            except OSError:  # no pidfds in this kernel: the start time alone
+                fd = None
+        # Opened, the pidfd is that process's for good; it is the process found if it
+        # started when the scan saw it start.
+        if starttime(pid) != start:
+            if fd is not None:
+                os.close(fd)
+            return None
+        return cls(pid, start, fd)
+
+    def running(self) -> bool:
+        if self.fd is not None:
+            poller = select.poll()
+            poller.register(self.fd, select.POLLIN)
+            return not poller.poll(0)  # a pidfd is readable once its process has exited
+        fields = _stat(self.pid)
+        # A zombie has stopped: only its parent's wait is left.
+        return fields is not None and fields[19].decode() == self.start and fields[0] != b"Z"
+
+    def send(self, sig: signal.Signals) -> None:
+        try:
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, sig)
+            elif self.running():
+                os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _wait_for(held: list[_Held], seconds: float) -> list[_Held]:
+    """Those of ``held`` still running after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    left = [h for h in held if h.running()]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = [h for h in left if h.running()]
+    return left
 
 
 def other_snakemakes(workdir: str) -> list[int]:
@@ -234,32 +310,28 @@ def recover(workdir: str | None = None, wait: float = ORPHAN_WAIT, locks: bool =
     """Undo what a killed run left behind; returns what was done, one line each.
 
     Orphaned jobs get ``wait`` seconds to stop by themselves (they watch their run and kill
-    their tools), then SIGTERM, then SIGKILL. With ``locks``, Snakemake's locks are removed
+    their tools), then SIGTERM, then SIGKILL, each signal to the process found and to no
+    other that took its pid since (:class:`_Held`). With ``locks``, Snakemake's locks are removed
     only when no other Snakemake works in this directory: they belong to a run that no
     longer exists (never pass it from inside a running Snakemake: the locks are its own).
     """
     workdir = os.path.realpath(workdir or os.getcwd())
     said = []
-    left = orphans(workdir)
-    if left:
-        said.append(f"waiting for {len(left)} job(s) of a killed run to stop their tools")
-        deadline = time.monotonic() + wait
-        while left and time.monotonic() < deadline:
-            time.sleep(0.2)
-            left = [p for p in left if Path(f"/proc/{p}").exists()]
-        for sig, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-            if not left:
-                break
-            said.append(f"sending {sig.name} to {len(left)} job(s) of a killed run")
-            for p in left:
-                try:
-                    os.kill(p, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + grace
-            while left and time.monotonic() < deadline:
-                time.sleep(0.2)
-                left = [p for p in left if Path(f"/proc/{p}").exists()]
+    held = [h for h in (_Held.hold(pid, start) for pid, start in orphans(workdir)) if h]
+    try:
+        if held:
+            said.append(f"waiting for {len(held)} job(s) of a killed run to stop their tools")
+            left = _wait_for(held, wait)
+            for sig, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+                if not left:
+                    break
+                said.append(f"sending {sig.name} to {len(left)} job(s) of a killed run")
+                for h in left:
+                    h.send(sig)
+                left = _wait_for(left, grace)
+    finally:
+        for h in held:
+            h.close()
     return said + (remove_stale_locks(workdir) if locks else [])
 
 
