@@ -4,11 +4,22 @@ What is fetched is declared where it is used, as a :class:`Runtime` beside its p
 settings and launcher: Ozone's freon and vapor in ``tools/freon/``, a Hadoop client for teragen
 in ``tools/teragen/``, a single-node YARN in ``clusters/yarn/``.
 
-``install(runtime, version, cache)`` makes ``<cache>/<name>-<version>/`` with ``lib/`` (the
-jars), ``conf/log4j.properties`` and ``bin/<launcher>`` (``ozone freon|vapor ...`` or
-``yarn jar ...``), using Maven with the runtime's pom and a local repository inside the cache.
-A finished install has a ``COMPLETE`` file; with it, nothing runs and nothing is downloaded.
-Maven and a JDK come from ``scripts/setup``.
+``install(runtime, version, cache)`` makes ``<cache>/<name>-<version>-<pom hash>/`` with
+``lib/`` (the jars), ``conf/log4j.properties`` and ``bin/<launcher>`` (``ozone freon|vapor
+...`` or ``yarn jar ...``), using Maven with the runtime's pom and a local repository inside
+the cache, and points the symlink ``<cache>/<name>-<version>`` at it: the path every launcher,
+marker and class path names. A finished install has a ``COMPLETE`` file; with it, nothing runs
+and nothing is downloaded. Maven and a JDK come from ``scripts/setup``.
+
+An install is never removed nor changed under a JVM that runs from it (another checkout's, a
+cluster's daemons): a changed pom gets an install of its own beside the old one, made under a
+temporary name and renamed when finished (an interrupted one is never used), and the symlink is
+replaced by rename(2), at once. Every launcher resolves its own physical directory
+(``cd -P``), so a JVM started before the switch keeps one consistent set of jars. Older
+installs stay in the cache until removed by hand. An install an older perfpost made in
+``<cache>/<name>-<version>`` itself, a directory, is used as it is while its pom is current;
+once it is not, it is renamed beside the new one (``<name>-<version>-<its pom hash>``) and the
+symlink takes its place.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +84,8 @@ def cache_dir(cache: str | None = None) -> Path:
 
 
 def home(tool: str, version: str, cache: str | None = None) -> Path:
+    """The path of the current install of ``tool`` (the symlink :func:`switch` keeps, or an
+    older perfpost's install): what launchers, markers and class paths name."""
     return cache_dir(cache) / f"{tool}-{version}"
 
 
@@ -131,12 +145,6 @@ def _pom_hash(runtime: Runtime) -> str:
     return digest.hexdigest()[:16]
 
 
-def _same_pom(runtime: Runtime, target: Path) -> bool:
-    """Whether a finished install was resolved from this perfpost's pom: a pom that gained
-    a jar (Ozone's file system for teragen) makes the install again."""
-    return (target / f"{COMPLETE}-{_pom_hash(runtime)}").exists()
-
-
 def refresh_launcher(launcher_path: str | None, runtimes: Mapping[str, Runtime]) -> None:
     """Bring the install a cell's launcher belongs to up to date with this perfpost (see
     :func:`_refresh`); a launcher that is not a finished local install of one of ``runtimes``
@@ -152,6 +160,72 @@ def refresh_launcher(launcher_path: str | None, runtimes: Mapping[str, Runtime])
         _refresh(runtimes[tool], target)
 
 
+def install_dir(runtime: Runtime, version: str, cache: str | None = None) -> Path:
+    """Where the install of this perfpost's pom of ``runtime`` lives; ``home`` points at it."""
+    return cache_dir(cache) / f"{runtime.name}-{version}-{_pom_hash(runtime)}"
+
+
+def _finished(target: Path, pom: str) -> bool:
+    """Whether ``target`` is a finished install of the pom hashed ``pom``."""
+    return (target / COMPLETE).exists() and (target / f"{COMPLETE}-{pom}").exists()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names ``a`` and ``b`` at once (renameat2 with RENAME_EXCHANGE); False where
+    the C library or the file system cannot."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _aside(home: Path) -> Path:
+    """A free name beside ``home`` for an older perfpost's install there: the name this
+    perfpost would give it (``<name>-<version>-<its pom hash>``), or a numbered one."""
+    try:
+        pom = str(json.loads((home / COMPLETE).read_text())["pom"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pom = ""
+    if re.fullmatch(r"[0-9a-f]{16}", pom) and not os.path.lexists(f"{home}-{pom}"):
+        return Path(f"{home}-{pom}")
+    n = 1
+    while os.path.lexists(f"{home}-older-{n}"):
+        n += 1
+    return Path(f"{home}-older-{n}")
+
+
+def switch(home: Path, target: Path) -> None:
+    """Point the symlink ``home`` at ``target`` (a sibling), replacing the link by rename(2):
+    a process resolving ``home`` finds the old install or the new one, never neither. What
+    was there stays: an older perfpost's install (a directory at ``home``) is renamed beside
+    it, not removed; only an empty directory (Snakemake makes the marker's) is."""
+    if os.path.islink(home) and os.readlink(home) == target.name:
+        return
+    tmp = home.with_name(f".{home.name}.link-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    os.symlink(target.name, tmp)
+    try:
+        if home.is_dir() and not home.is_symlink():
+            try:
+                home.rmdir()  # empty: nothing can run from it
+            except OSError:
+                aside = _aside(home)
+                if _exchange(tmp, home):  # the link in place at once; the directory at tmp
+                    tmp.rename(aside)
+                    return
+                home.rename(aside)
+        elif os.path.lexists(home) and not home.is_symlink():
+            raise PerfpostError(f"{home} is neither an install nor a link to one: remove it")
+        tmp.replace(home)
+    finally:
+        if os.path.lexists(tmp):
+            tmp.unlink()
+
+
 def install(
     runtime: Runtime,
     version: str | None = None,
@@ -160,13 +234,25 @@ def install(
 ) -> Path:
     """The launcher of a provisioned ``runtime`` (its own version unless ``version`` names
     another); provisions it first if needed."""
+    version = version or runtime.version
+    home_dir = home(runtime.name, version, cache)
+    pom = _pom_hash(runtime)
+    if not _finished(home_dir, pom):
+        target = install_dir(runtime, version, cache)
+        if not _finished(target, pom):
+            _build(runtime, version, target, cache, log_path)
+        switch(home_dir, target)
+    _refresh(runtime, home_dir)
+    return home_dir / "bin" / runtime.launcher
+
+
+def _build(
+    runtime: Runtime, version: str, target: Path, cache: str | None, log_path: str | None
+) -> None:
+    """Make the install ``target``: in a directory of its own, renamed to ``target`` only
+    once finished, so an interrupted one is never taken for an install."""
     spec = runtime
     tool = runtime.name
-    version = version or runtime.version
-    target = home(tool, version, cache)
-    if (target / COMPLETE).exists() and _same_pom(runtime, target):
-        _refresh(runtime, target)
-        return target / "bin" / spec.launcher
     base = cache_dir(cache)
     base.mkdir(parents=True, exist_ok=True)
     repo = base / "m2"
@@ -228,8 +314,12 @@ def install(
         # Readable by every user: test hosts log in as other users and share this path.
         for p in [staging, *staging.rglob("*")]:
             p.chmod(p.stat().st_mode | 0o044 | (0o011 if p.is_dir() else 0))
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)  # atomic: a half-made install is never mistaken for a finished one
+        try:
+            staging.rename(target)  # atomic: a half-made install never has the name
+        except OSError:
+            if not _finished(target, _pom_hash(runtime)):
+                raise
+            # Another checkout made the same install meanwhile: it is the same, and in use.
         print(
             f"{tool} {version}: {len(jars)} jars resolved by Maven into {target} "
             f"in {time.monotonic() - began:.0f} s",
@@ -238,5 +328,4 @@ def install(
         )
     finally:
         log.close()
-        shutil.rmtree(staging, ignore_errors=True)
-    return target / "bin" / spec.launcher
+        shutil.rmtree(staging, ignore_errors=True)  # this call's own, used by nobody
