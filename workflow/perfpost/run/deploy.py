@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import os
+import posixpath
 import re
 import shlex
 import time
@@ -111,6 +112,39 @@ def _homes(spec: ClusterSpec) -> dict[str, str]:
     return {h: home for h in spec.hosts()}
 
 
+def own_directories(value: str, ident: str) -> list[str]:
+    """The directories a site value gives the cluster ``ident``, which its clean-up removes
+    with what is under them: of each path in the (comma-separated) value, the first
+    directory whose own name holds the id, once ``.`` and ``..`` are resolved (lexically, as
+    ``rm`` on the host would walk them). A ``file:`` URI counts by its path; a value of
+    another scheme (``hdfs://``, ``ofs://``), of another host, or relative (under the
+    daemon's working directory, the cluster's root, which goes anyway) gives none, and so
+    does a path whose id lies only on its way elsewhere (``/data/ozone-<id>/../../etc``).
+    The id counts only as a name of its own, not glued to a letter or digit (``ratis-<id>``,
+    ``<id>.d``, ``data_<id>``; not ``x<id>`` nor ``<id>0``, another name that holds it)."""
+    import urllib.parse
+
+    own = re.compile(rf"(?<![A-Za-z0-9]){re.escape(ident)}(?![A-Za-z0-9])")
+    out: list[str] = []
+    for part in str(value).split(","):
+        path = part.strip()
+        if path.startswith("file:"):
+            uri = urllib.parse.urlsplit(path)
+            if uri.netloc not in ("", "localhost"):
+                continue
+            path = urllib.parse.unquote(uri.path)
+        if not path.startswith("/"):
+            continue  # relative, or another scheme's
+        names = [n for n in posixpath.normpath(path).split("/") if n]
+        for i, name in enumerate(names):
+            if own.search(name):
+                found = "/" + "/".join(names[: i + 1])
+                if found not in out:
+                    out.append(found)
+                break
+    return out
+
+
 def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
     """Stop a start's daemons, keep their logs beside its state, remove its directories."""
     dep = Deployment.from_state(state["deployment"])
@@ -138,14 +172,12 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
                             if d.host == host and (out / Path(d.log).name).exists()
                         },
                     )
-                doomed = [root] + [
-                    part
-                    for keys in dep.site.values()
-                    for value in keys.values()
-                    for part in str(value).split(",")
-                    if dep.scope in part and part.startswith("/")
-                ]
-                node.sh("rm -rf " + " ".join(shlex.quote(p) for p in doomed), what="clean-up")
+                doomed = own_directories(root, dep.scope) or [root]  # `dir` may be relative
+                for keys in dep.site.values():
+                    for value in keys.values():
+                        doomed += own_directories(value, dep.scope)
+                doomed = list(dict.fromkeys(doomed))
+                node.sh("rm -rf -- " + " ".join(shlex.quote(p) for p in doomed), what="clean-up")
             except Exception as e:  # a host that is gone: its daemons went with it
                 print(f"{_now()} clean-up on {host}: {e}", file=log, flush=True)
         dep.close()
