@@ -449,12 +449,12 @@ def test_the_method_names_pattern_depth_and_cache():
 
 
 def test_a_slow_sync_after_writes_is_added_to_the_write_time():
-    from perfpost.run.runner import sync_adjusted
+    from perfpost.tools.base import sync_adjusted
 
     write = report_of("randwrite.log")["jobs"][0]["write"]
     adjusted = {
         m.name: m.value
-        for m in sync_adjusted(fio.parse_text(text_of("randwrite.log"), SOURCE), 0.5, 0.1,
+        for m in sync_adjusted(fio.parse_text(text_of("randwrite.log"), SOURCE), 0.5,
                                fio.SYNC_ADJUST)
     }  # fmt: skip
     seconds = write["runtime"] / 1000 + 0.5

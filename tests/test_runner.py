@@ -11,9 +11,9 @@ import pytest
 from perfpost import paths
 from perfpost.plan.config import build_plan
 from perfpost.records import read_record
-from perfpost.run.runner import run_cell, sync_adjusted
+from perfpost.run.runner import run_cell
 from perfpost.tools import dd
-from perfpost.tools.base import Metric
+from perfpost.tools.base import Metric, sync_adjusted
 
 
 def spec_for(params, **exp):
@@ -46,23 +46,37 @@ def test_write_cell_records_what_dd_printed(tmp_path, scratch, localhost):
     assert 0 < m["elapsed"] <= m["wall_time"]
     assert rec["start_epoch"] < rec["end_epoch"]
     assert m["sync_time"] == pytest.approx(rec["sync"]["seconds"])
-    assert {"throughput_adjusted", "elapsed_adjusted", "sync_added"} <= set(m)
+    assert {"throughput_adjusted", "elapsed_adjusted", "sync_time"} <= set(m)
     assert list(scratch.iterdir()) == []  # the cell's work directory is gone
 
 
-def test_sync_over_the_threshold_is_added_to_the_write_time():
+def test_the_sync_is_added_to_every_runs_write_time():
     raw = [
         Metric("bytes", 1e9, "B"),
         Metric("elapsed", 4.0, "s"),
         Metric("throughput", 2.5e8, "B/s"),
     ]
-    slow = {m.name: m.value for m in sync_adjusted(raw, 1.0, 0.1, dd.SYNC_ADJUST)}
+    slow = {m.name: m.value for m in sync_adjusted(raw, 1.0, dd.SYNC_ADJUST)}
     assert slow["elapsed_adjusted"] == 5.0
-    assert slow["throughput_adjusted"] == 2e8
-    assert slow["sync_added"] == 1.0
-    fast = {m.name: m.value for m in sync_adjusted(raw, 0.05, 0.1, dd.SYNC_ADJUST)}
-    assert fast["throughput_adjusted"] == 2.5e8
-    assert fast["sync_added"] == 0.0
+    assert slow["throughput_adjusted"] == 2e8  # 1e9 B over 4 + 1 s
+    assert "sync_added" not in slow
+
+
+def test_one_definition_for_every_run_whatever_its_sync_took():
+    """A 1 s write of 1e9 B with a 0.099 s and with a 0.101 s sync: by hand, 1e9 / 1.099 =
+    909.9 MB/s and 1e9 / 1.101 = 908.3 MB/s, 0.18% apart for 2 ms more sync. A rule that
+    added only syncs over 0.1 s gave 1000 and 908.3 MB/s: 9% apart, and a cell whose syncs
+    fell either side of it mixed two definitions in its median."""
+    raw = [
+        Metric("bytes", 1e9, "B"),
+        Metric("elapsed", 1.0, "s"),
+        Metric("throughput", 1e9, "B/s"),
+    ]
+    short = {m.name: m.value for m in sync_adjusted(raw, 0.099, dd.SYNC_ADJUST)}
+    long = {m.name: m.value for m in sync_adjusted(raw, 0.101, dd.SYNC_ADJUST)}
+    assert short["throughput_adjusted"] == pytest.approx(1e9 / 1.099)
+    assert long["throughput_adjusted"] == pytest.approx(1e9 / 1.101)
+    assert short["throughput_adjusted"] / long["throughput_adjusted"] - 1 < 0.002
 
 
 def test_concurrent_readers_are_one_cell(tmp_path, scratch, localhost):

@@ -285,3 +285,31 @@ def test_an_axis_named_like_a_series_column_is_left_to_the_cell_id():
     assert list(df.columns).count("t") == 1
     assert df["t"].tolist() == [1.0]
     assert df["s"].tolist() == ["1k"]
+
+
+def test_records_made_with_a_sync_threshold_get_the_one_definition():
+    """Records written when a sync was added only above a threshold: one run's 0.05 s sync
+    was not added (throughput_adjusted = raw), another's 0.5 s was. The table gives both the
+    sync added, by hand: 1e9 B over 2 + 0.05 s = 487.8 MB/s, over 2 + 0.5 s = 400 MB/s."""
+
+    def rec(repeat, sync, added):
+        metrics = [
+            {"name": "bytes", "value": 1e9, "unit": "B"},
+            {"name": "elapsed", "value": 2.0, "unit": "s"},
+            {"name": "throughput", "value": 5e8, "unit": "B/s"},
+            {"name": "sync_time", "value": sync, "unit": "s"},
+            {"name": "sync_added", "value": added, "unit": "s"},
+            {"name": "elapsed_adjusted", "value": 2.0 + added, "unit": "s"},
+            {"name": "throughput_adjusted", "value": 1e9 / (2.0 + added), "unit": "B/s"},
+        ]
+        return {"experiment": "e", "cell": "c=1", "host": "h", "repeat": repeat,
+                "labels": {"c": "1"}, "tool": "dd", "status": "done", "attempt": 1,
+                "exit_code": 0, "metrics": metrics}  # fmt: skip
+
+    df = tidy.from_records([rec(1, 0.05, 0.0), rec(2, 0.5, 0.5)], ["c"])
+    got = df.set_index(["repeat", "metric"])["value"]
+    assert got[(1, "throughput_adjusted")] == pytest.approx(1e9 / 2.05)
+    assert got[(1, "elapsed_adjusted")] == pytest.approx(2.05)
+    assert got[(2, "throughput_adjusted")] == pytest.approx(4e8)
+    assert "sync_added" not in set(df["metric"])
+    assert got[(1, "throughput")] == 5e8  # the raw rate as measured

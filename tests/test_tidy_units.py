@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from perfpost.analysis import tidy
-from perfpost.run.runner import sync_adjusted
 from perfpost.tools import dd, freon, teragen
+from perfpost.tools.base import sync_adjusted
 from perfpost.tools.teragen import yarnapp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ def real_records() -> list[dict]:
         parsed = adapter.parse_cell({name: (DATA / name).read_bytes().decode()}, wall_time=3.5)
         if name == "yarn/yarn-success.log":
             parsed += yarnapp.parse((DATA / "yarn/app-succeeded.json").read_text(), "a").metrics()
-        runner_rows = sync_adjusted(parsed, 0.25, 0.1, adapter.SYNC_ADJUST)
+        runner_rows = sync_adjusted(parsed, 0.25, adapter.SYNC_ADJUST)
         out.append(record(tool, name, [*parsed, *runner_rows]))
     return out
 

@@ -112,29 +112,32 @@ def test_a_host_not_yet_waiting_at_the_common_start_is_flagged(tmp_path):
 def test_a_sync_over_a_tenth_of_write_plus_sync_is_flagged():
     df = tidy(
         [
-            # 0.5 s of sync after 1.5 s of writing: 0.5 / 2.0 = 25%, flagged, and over the
-            # 0.1 s threshold, so added. 0.05 s after 1.95 s: 2.5%, neither.
+            # 0.5 s of sync after 1.5 s of writing: 0.5 / 2.0 = 25%, flagged. 0.05 s after
+            # 1.95 s: 2.5%, not.
             ("size=1", "h", 1, "sync_time", 0.5, "s"),
             ("size=1", "h", 1, "wall_time", 1.5, "s"),
             ("size=1", "h", 2, "sync_time", 0.05, "s"),
             ("size=1", "h", 2, "wall_time", 1.95, "s"),
         ]
     )
-    check = validity.sync_check(df, AXES, 0.1)
+    check = validity.sync_check(df, AXES)
     assert check is not None
     # Median of 25% and 2.5% is 13.75%.
     assert "took 13.8% (median; at most 25.0%) of write plus sync" in check["facts"][0]
-    assert "longer than 0.1 s in 1 of 2 runs" in check["facts"][0]
+    assert "added to every run's write time" in check["facts"][0]
     (flag,) = check["flags"]
     assert flag.startswith("`size=1` on h, run 1: sync took 0.500 s, 25% of write plus sync")
     assert "the sync time added rate has it" in flag
-    # A sync under the threshold is no flag, whatever its share of a short write.
+
+
+def test_a_short_sync_with_a_large_share_is_flagged_on_its_share():
+    # 0.05 s of sync after 0.05 s of writing is half of write plus sync: the raw rate is
+    # twice what reached the disk, however short the sync was in seconds.
     short = tidy(
         [("size=1", "h", 1, "sync_time", 0.05, "s"), ("size=1", "h", 1, "wall_time", 0.05, "s")]
     )
-    quiet = validity.sync_check(short, AXES, 0.1)
-    assert quiet["flags"] == []
-    assert "it never took longer than 0.1 s" in quiet["facts"][0]
+    (flag,) = validity.sync_check(short, AXES)["flags"]
+    assert "sync took 0.0500 s, 50% of write plus sync" in flag
 
 
 def test_a_lag_over_a_tenth_of_the_run_is_flagged():

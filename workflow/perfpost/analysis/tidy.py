@@ -73,6 +73,33 @@ def _as_label(value: Any) -> str | None:
     return None if value is None else label(value)
 
 
+def _one_sync_definition(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A record made when a run's sync was added to its time only above a threshold
+    (``sync_added``, 0 below it), with the sync added whatever it took, as every run now
+    has it (:func:`perfpost.tools.base.sync_adjusted`): a cell mixing the two would mix two
+    definitions. Its one adjusted time gets the whole sync; each adjusted rate is its amount
+    over that time."""
+    by_name = {m["name"]: m for m in metrics}
+    if "sync_added" not in by_name or "sync_time" not in by_name:
+        return metrics
+    extra = by_name["sync_time"]["value"] - by_name["sync_added"]["value"]
+    times = [m for m in metrics if m["name"].endswith("_adjusted") and m["unit"] == "s"]
+    if len(times) != 1:
+        return [m for m in metrics if m["name"] != "sync_added"]
+    before = times[0]["value"]
+    after = before + extra
+    out = []
+    for m in metrics:
+        if m["name"] == "sync_added":
+            continue
+        if m is times[0]:
+            m = {**m, "value": after}
+        elif m["name"].endswith("_adjusted") and after > 0:
+            m = {**m, "value": m["value"] * before / after}  # amount / time, time changed
+        out.append(m)
+    return out
+
+
 def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = None) -> pd.DataFrame:
     """The tidy table of ``records``; ``axes`` fixes the axis column order."""
     records = list(records)
@@ -101,7 +128,7 @@ def from_records(records: Iterable[dict[str, Any]], axes: list[str] | None = Non
                 "unit": "count",
             }
         )
-        for m in r.get("metrics", []):
+        for m in _one_sync_definition(r.get("metrics", [])):
             rows.append(
                 {**base, "metric": m["name"], "value": float(m["value"]), "unit": m["unit"]}
             )

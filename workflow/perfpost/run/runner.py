@@ -40,7 +40,7 @@ from perfpost.records import (
 from perfpost.run import deploy, hostscript, lifeline
 from perfpost.run.hosts import Guard, Host
 from perfpost.run.hostscript import CommandResult
-from perfpost.tools.base import Fetch, Metric
+from perfpost.tools.base import Fetch, Metric, sync_adjusted
 
 SHORT_TIMEOUT = 60.0
 # Where Hadoop and Ozone clients look for their configuration: a cell on a cluster gets one.
@@ -51,29 +51,6 @@ def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="microseconds")
-
-
-def sync_adjusted(
-    metrics: list[Metric],
-    sync_time: float,
-    threshold: float,
-    adjust: tuple[tuple[str, str, str], ...],
-) -> list[Metric]:
-    """Adjusted rates: ``amount / (time + sync)`` when sync took longer than ``threshold``.
-
-    As in the onefile post, a slow ``sync`` means the write was not over when the tool said
-    so. Below the threshold the adjusted value equals the raw one, so both columns always exist.
-    """
-    by_name = {m.name: m for m in metrics}
-    added = sync_time if sync_time > threshold else 0.0
-    out = [Metric("sync_time", sync_time, "s"), Metric("sync_added", added, "s")]
-    for amount, time_name, rate in adjust:
-        if amount in by_name and time_name in by_name:
-            total = by_name[time_name].value + added
-            value = by_name[amount].value / total if total > 0 else math.nan
-            out.append(Metric(f"{time_name}_adjusted", total, "s"))
-            out.append(Metric(f"{rate}_adjusted", value, by_name[rate].unit))
-    return out
 
 
 def _tail(text: str, n: int = 5) -> str:
@@ -641,10 +618,7 @@ class _CellRun:
             self.record["series"] = {"progress": self.adapter.parse_series(texts)}
         if "sync" in spec.after and plan.writes:
             metrics += sync_adjusted(
-                parsed,
-                self.record["sync"]["seconds"],
-                spec.sync_threshold,
-                self.adapter.SYNC_ADJUST,
+                parsed, self.record["sync"]["seconds"], self.adapter.SYNC_ADJUST
             )
         elif "sync" in spec.after:
             metrics.append(Metric("sync_time", self.record["sync"]["seconds"], "s"))
