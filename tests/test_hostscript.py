@@ -101,6 +101,20 @@ def test_timeout_kills_every_process_of_the_step(localhost, tmp_path):
     assert _processes_with(tag) == []
 
 
+def test_a_local_command_that_exits_124_itself_has_not_timed_out(localhost):
+    """As on SSH hosts (tests/test_remote.py): 124 and 137, `timeout`'s own statuses, are a
+    command's exit code when it exits with them; a command past its timeout has timed out."""
+    result = localhost.run("echo out; printf err >&2; exit 124", 10)
+    assert (result.exit_code, result.timed_out) == (124, False)
+    assert (result.stdout, result.stderr) == ("out\n", "err")
+    assert localhost.run("exit 137", 10).exit_code == 137
+    result = localhost.run("printf err >&2; sleep 30", 0.5)
+    assert (result.exit_code, result.timed_out) == (None, True)
+    assert result.stderr == "err"
+    result = localhost.run("trap '' TERM; sleep 30", 0.5)
+    assert (result.exit_code, result.timed_out) == (None, True)
+
+
 def test_drop_cache_refused_to_an_unprivileged_user(localhost):
     if os.geteuid() == 0:
         script = (

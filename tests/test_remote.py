@@ -69,6 +69,53 @@ def test_a_hung_command_is_killed_at_its_timeout_with_everything_it_started(test
         host.close()
 
 
+def _tmp_entries(host: RemoteHost) -> set[str]:
+    return set(host.run("ls -A /tmp", 30).stdout.split())
+
+
+def test_a_command_that_exits_124_itself_has_not_timed_out(testbed):
+    """124 is the status `timeout` exits with when it fires, and 137 when it had to KILL: a
+    command may exit with either itself, and that is its exit code, not a timeout."""
+    host = RemoteHost(host_spec(testbed, "h2"))
+    try:
+        before = _tmp_entries(host)
+        result = host.run("echo out; printf err >&2; exit 124", 30)
+        assert (result.exit_code, result.timed_out) == (124, False)
+        assert (result.stdout, result.stderr) == ("out\n", "err")
+        result = host.run("exit 137", 30)
+        assert (result.exit_code, result.timed_out) == (137, False)
+        # Nothing the wrapper wrote is left on the host (but the listing's own pidfile).
+        left = _tmp_entries(host) - before
+        assert len(left) <= 1, left
+        assert all(n.endswith(".pid") for n in left), left
+    finally:
+        host.close()
+
+
+def test_a_command_past_its_timeout_has_timed_out_whatever_its_status(testbed):
+    host = RemoteHost(host_spec(testbed, "h2"))
+    try:
+        before = _tmp_entries(host)
+        start = time.monotonic()
+        result = host.run("printf err >&2; sleep 30", 1)
+        assert (result.exit_code, result.timed_out) == (None, True)
+        assert result.stderr == "err"  # what the command wrote, and only that
+        assert time.monotonic() - start < 10
+        # One that ignores TERM is killed KILL_AFTER (5 s) later: timed out all the same.
+        tag = f"{uuid.uuid4().int % 10**6 + 1000}.75"
+        start = time.monotonic()
+        result = host.run(f"trap '' TERM; printf err >&2; sleep {tag}", 1)
+        assert (result.exit_code, result.timed_out) == (None, True)
+        assert result.stderr == "err"
+        assert 1 + 5 <= time.monotonic() - start < 1 + 5 + 10
+        assert not [p for p in processes(host) if tag in p]
+        left = _tmp_entries(host) - before
+        assert len(left) <= 1, left
+        assert all(n.endswith(".pid") for n in left), left
+    finally:
+        host.close()
+
+
 def test_interrupting_perfpost_kills_the_tool_on_the_host(testbed, tmp_path):
     """SIGTERM to `perfpost run-cell` (as Snakemake sends) leaves no dd behind on the host."""
     from perfpost.plan.config import build_plan

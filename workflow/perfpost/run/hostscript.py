@@ -350,6 +350,34 @@ def local_wrapper() -> str:
     )
 
 
+TIMED_OUT_MARKER = "@perfpost-timed-out"
+
+# What `timeout` runs: the script, under a shell that tells its own end from `timeout`'s. It
+# makes the file "$2" once the script has ended by itself; a TERM (sent when `timeout` fires)
+# is caught, so this shell waits for the script, and `timeout` goes on to KILL a script that
+# ignores TERM, as before. A caught signal is not inherited: the script gets TERM as usual.
+# This shell's own standard error is /dev/null, as it is while it waits for the script: it
+# writes "Terminated" there when the script dies of TERM. The script gets the real one back.
+_OWN_END = (
+    "exec 4>&2 2>/dev/null; t=; trap t=1 TERM; "
+    """sh -c 'exec 2>&4 4>&-; exec sh -c "$1"' perfpost "$1"; r=$?; """
+    '[ -n "$t" ] || : >"$2"; exit $r'
+)
+
+
+def timed_out_mark(pidfile: str) -> str:
+    """What :func:`remote_wrapper` adds to standard error when ``timeout`` stopped the script:
+    named after the command's pidfile, so no output of the script can be taken for it."""
+    return f"\n{TIMED_OUT_MARKER} {pidfile}\n"
+
+
+def split_timed_out(stderr: str, pidfile: str) -> tuple[bool, str]:
+    """Whether :func:`remote_wrapper` marked its script as stopped by ``timeout``, and the
+    script's standard error without the mark, as the script wrote it."""
+    head, mark, tail = stderr.rpartition(timed_out_mark(pidfile))
+    return (True, head + tail) if mark else (False, stderr)
+
+
 def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
     """For ``sh -c WRAPPER perfpost SCRIPT [ABANDON]`` over SSH: ``timeout`` puts the script
     in a new process group (its pid, the group id, goes to ``pidfile`` so perfpost can kill
@@ -359,18 +387,29 @@ def remote_wrapper(pidfile: str, timeout: float, kill_after: float) -> str:
     The wrapper stops the watcher (TERM) once the script has ended, as after any script;
     after a lost channel it is the watcher that ended it, so the watcher ignores TERM from
     the moment it takes over, and ABANDON runs whether or not sshd has closed the channel's
-    output yet (the wrapper may then die of SIGPIPE, or live on to that TERM)."""
+    output yet (the wrapper may then die of SIGPIPE, or live on to that TERM).
+
+    The exit status is the script's. ``timeout`` exits 124 when it fires (137 when it had to
+    KILL), which a script may exit with too: so once the script has ended, the wrapper says
+    on standard error that ``timeout`` stopped it (:func:`timed_out_mark`), where the status
+    is one of those and the script did not end by itself (the shell that runs it makes
+    ``<pidfile>.ended`` when it does); :func:`split_timed_out` takes the mark off."""
     pf = shlex.quote(pidfile)
+    ended = shlex.quote(f"{pidfile}.ended")
     kill = (
-        f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; rm -f {pf}; '
-        '[ -n "${2:-}" ] && sh -c "$2"'
+        f'kill -TERM "-$p" 2>/dev/null; sleep 1; kill -KILL "-$p" 2>/dev/null; '
+        f'rm -f {pf} {ended}; [ -n "${{2:-}}" ] && sh -c "$2"'
     )
+    mark = shlex.quote(timed_out_mark(pidfile).strip("\n"))
     return (
         _READ_ENV + "exec 3<&0; "
-        f'timeout -k {kill_after:g} {timeout:g} sh -c "$1" </dev/null 3<&- & p=$!; '
+        f"timeout -k {kill_after:g} {timeout:g} sh -c {shlex.quote(_OWN_END)} perfpost "
+        f'"$1" {ended} </dev/null 3<&- & p=$!; '
         f'echo "$p" > {pf}; '
         f"{{ cat <&3 >/dev/null 2>&1; trap '' TERM; if [ -e {pf} ]; then {kill}; fi; }} "
         ">/dev/null 2>&1 & "
-        'w=$!; exec 3<&-; wait "$p"; rc=$?; '
-        f'rm -f {pf}; kill "$w" 2>/dev/null; exit $rc'
+        # dash says "Killed" on standard error when `timeout` dies of its own KILL.
+        'w=$!; exec 3<&-; wait "$p" 2>/dev/null; rc=$?; '
+        f"case $rc in 124|137) [ -e {ended} ] || printf '\\n%s\\n' {mark} >&2 ;; esac; "
+        f'rm -f {pf} {ended}; kill "$w" 2>/dev/null; exit $rc'
     )

@@ -370,7 +370,8 @@ class RemoteHost:
         self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
     ) -> CommandResult:
         """Run ``script`` with ``sh`` on the host, killed with its whole process group at
-        ``timeout`` seconds (or when perfpost is interrupted). After an interrupt only
+        ``timeout`` seconds (or when perfpost is interrupted); its exit code is its own, 124
+        included, and a timeout is ``timed_out``, as on localhost. After an interrupt only
         ``force`` commands (clean-up) still run. ``abandon`` runs on the host if the
         connection drops while the script runs (perfpost killed): it removes scratch.
 
@@ -424,10 +425,10 @@ class RemoteHost:
             raise HostError(
                 f"connection to {self.where} lost: the channel closed before the command ended"
             )
-        timed_out = code == 124
-        return CommandResult(
-            None if timed_out else code, out.text(), err.text(), timed_out=timed_out
-        )
+        # `timeout`'s own 124 (137 after KILL) is no sign: a tool may exit with it. The
+        # wrapper marks a script `timeout` stopped, after its output (hostscript).
+        timed_out, stderr = hostscript.split_timed_out(err.text(), pidfile)
+        return CommandResult(None if timed_out else code, out.text(), stderr, timed_out=timed_out)
 
     def _session(self) -> Any:
         """A new exec channel on the host's connection."""
