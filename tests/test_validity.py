@@ -142,7 +142,7 @@ def test_a_short_sync_with_a_large_share_is_flagged_on_its_share():
 
 def test_a_lag_over_a_tenth_of_the_run_is_flagged():
     # freon's clock can stop up to 1 s late: 1 s of a 4 s run is 25%, flagged; of a 20 s
-    # run 5%, not.
+    # run 5%, not. (Records without rate_lag: the whole run's elapsed and freon's 1 s.)
     df = tidy(
         [
             ("size=1", "h", 1, "elapsed", 4.0, "s"),
@@ -154,9 +154,9 @@ def test_a_lag_over_a_tenth_of_the_run_is_flagged():
     check = validity.lag_check(df, AXES, freon.TIME_LAG)
     assert check is not None
     assert check["title"] == "Reporting lag"
-    assert check["facts"][0].startswith("Freon prints its summary only at its progress")
+    assert check["facts"][0].startswith("Runs' rates are over the whole run: freon prints its")
     assert check["facts"][0].endswith(
-        "can be long by up to 1 s: up to 25% of the shortest of 2 runs (4 s)."
+        "can be long by up to 1 s: up to 25% of the shortest of them (4 s)."
     )
     assert check["flags"] == [
         "`size=1` on h, run 1: took 4 s: its rate may read low by up to 25% (above 10%)."

@@ -259,6 +259,10 @@ METRIC_LABELS = {
     "clat_p99": "Completion latency, 99th percentile",
     "map_vcore_seconds": "map vcore-seconds",
     "map_memory_seconds": "map memory-seconds",
+    "rate_time": "Measured phase",
+    "startup": "Start-up",
+    "operations_time": "Operations' time",
+    "rate_source_progress_window": "runs timed over their progress window",
     "rate_source_freon_timestamps": "runs timed by freon's timestamps",
     "rate_source_host_wall_time": "runs timed by host wall time",
 }

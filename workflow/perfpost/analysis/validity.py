@@ -270,25 +270,48 @@ def sync_check(tidy_df: pd.DataFrame, axes: list[str]) -> dict[str, Any] | None:
 
 
 def lag_check(
-    tidy_df: pd.DataFrame, axes: list[str], lag: tuple[str, float, str] | None
+    tidy_df: pd.DataFrame, axes: list[str], lag: tuple[str, str, float, str] | None
 ) -> dict[str, Any] | None:
-    """The tool's reporting lag (``lag``: the metric of the run's time, how late its clock
-    can stop in seconds, and why) against each run's time."""
+    """The tool's reporting lag against each run's time. ``lag`` names the metric of the time
+    a run's rate is over, the metric of how late that time's clock can stop (0 for a rate
+    between two stamped moments), the lag of a run recorded without that metric (over its
+    ``elapsed``), and why the clock can stop late."""
     if not lag:
         return None
-    metric, seconds, why = lag
-    runs = _runs(tidy_df, metric)
-    runs = runs[runs["value"] > 0]
-    if runs.empty:
+    time_metric, lag_metric, seconds, why = lag
+    keys = ["cell", "host", "repeat"]
+    times = _runs(tidy_df, time_metric).set_index(keys)["value"]
+    elapsed = _runs(tidy_df, "elapsed").set_index(keys)["value"]
+    lags = _runs(tidy_df, lag_metric).set_index(keys)["value"]
+    runs = []  # (row, time, lag) of every run with a time
+    for row in _runs(tidy_df, "elapsed").itertuples(index=False):
+        key = (row.cell, row.host, row.repeat)
+        length = times.get(key, elapsed.get(key))
+        if length and length > 0:
+            runs.append((row, float(length), float(lags.get(key, seconds))))
+    if not runs:
         return None
+    lagged = [(row, length, late) for row, length, late in runs if late > 0]
+    if not lagged:
+        return {
+            "title": "Reporting lag",
+            "facts": [
+                f"Every rate ({len(runs)} runs) is over its run's measured phase, whose ends "
+                f"are moments stamped to the millisecond: the reporting lag ({why}) is in "
+                "none of them."
+            ],
+            "flags": [],
+        }
     late = _Flags(axes)
-    for row in runs.itertuples(index=False):
-        if seconds > LAG_SHARE * row.value:
-            late.add(row, row.value, seconds / row.value)
-    shortest = float(runs["value"].min())
+    for row, length, most in lagged:
+        if most > LAG_SHARE * length:
+            late.add(row, length, most / length)
+    row, shortest, most = min(lagged, key=lambda x: x[1])
+    whole = "" if len(lagged) == len(runs) else f"{len(lagged)} of {len(runs)} "
     facts = [
-        f"{why[0].upper()}{why[1:]}, so a run's time can be long by up to {seconds:g} s: up "
-        f"to {seconds / shortest:.0%} of the shortest of {len(runs)} runs ({sig(shortest)} s)."
+        f"{whole}{'R' if not whole else 'r'}uns' rates are over the whole run: "
+        f"{why}, so such a run's time can be long by up to {most:g} s: up to "
+        f"{most / shortest:.0%} of the shortest of them ({sig(shortest)} s)."
     ]
     flags = late.lines(
         lambda values, shares: (

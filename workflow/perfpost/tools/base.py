@@ -20,8 +20,10 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
   ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
   over time;
-- ``TIME_LAG`` where the tool's clock for a run can stop late: (metric, seconds, why); the
-  post's validity section flags runs where it passes :data:`LAG_SHARE` of their time.
+- ``TIME_LAG`` where the tool's clock for a run can stop late: (the metric of the time a
+  run's rate is over, the metric of how late it can stop, the lag of a run recorded without
+  that metric, why); the post's validity section flags runs where it passes
+  :data:`LAG_SHARE` of their time.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfpost.tools import base
-from perfpost.tools.freon.defaults import TIME_LAG
+from perfpost.tools.freon.defaults import REPORT_INTERVAL, TIME_LAG
 from perfpost.tools.freon.parser import RATE_SOURCES
 
 
@@ -31,67 +31,130 @@ def rate_sources(results: Any) -> dict[str, dict[str, int]]:
     return out
 
 
-def _rate_sentence(results: Any) -> str:
-    """Which clock the rate's time came from: the one the runs used, per cell where they
-    differ. freon prints millisecond stamps only with a log4j pattern that has them."""
-    rounded = "freon's `Total execution time` is rounded to whole seconds"
-    stamps, wall = RATE_SOURCES.values()
-    by_cell = rate_sources(results)
-    used = {m for counts in by_cell.values() for m in counts}
-    if used == {"rate_source_freon_timestamps"}:
-        return (
-            f"The rate is successful operations divided by the run's own time, taken from "
-            f"{stamps}: {rounded}."
-        )
-    if used == {"rate_source_host_wall_time"}:
-        return (
-            f"The rate is successful operations divided by {wall}: freon's log did not "
-            "stamp both the start of the test and its summary to the millisecond (a log4j "
-            f"pattern with whole seconds or no date, or the terminal form), and {rounded}."
-        )
-    if not used:
-        return (
-            f"The rate is successful operations divided by the run's time: from {stamps} "
-            f"where the log has them, else {wall} ({rounded})."
-        )
-
-    def cells(metric: str) -> str:
-        named = []
-        for cell, counts in by_cell.items():
-            if metric in counts:
-                n, total = counts[metric], sum(counts.values())
-                named.append(f"`{cell}`" + (f" ({n} of {total} runs)" if n < total else ""))
-        return ", ".join(named)
-
-    return (
-        "The rate is successful operations divided by the run's time, which came from "
-        f"different clocks: {stamps} in {cells('rate_source_freon_timestamps')}; {wall} "
-        "(the log did not stamp the test's start and summary to the millisecond) in "
-        f"{cells('rate_source_host_wall_time')}. "
-        f"The tidy data names each run's clock (`rate_source_*` rows); {rounded}."
-    )
+WINDOW, STAMPS, WALL = RATE_SOURCES
 
 
-def _tick_sentence(results: Any) -> str:
-    """Why a short run's rate reads low: freon's progress reporter checks once a second
-    (ProgressBar sleeps 1 s between checks) and the summary waits for it, so the last
-    operation ends up to 1 s before the summary's stamp and the JVM's exit."""
-    metric, lag, why = TIME_LAG
-    said = (
-        f"{why}, so a run's time is long by up to {lag:g} s and its rate reads low by up to "
-        f"{lag:g} s over the run's time"
-    )
+def _cells(by_cell: dict[str, dict[str, int]], metric: str) -> str:
+    named = []
+    for cell, counts in by_cell.items():
+        if metric in counts:
+            n, total = counts[metric], sum(counts.values())
+            named.append(f"`{cell}`" + (f" ({n} of {total} runs)" if n < total else ""))
+    return ", ".join(named)
+
+
+def _span(results: Any, metric: str) -> str | None:
     rows = _finished_rows(results, [metric])
     if len(rows) == 0:
+        return None
+    low, high = float(rows["value"].min()), float(rows["value"].max())
+    return f"{low:.1f} s" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f} to {high:.1f} s"
+
+
+def _whole_run(by_cell: dict[str, dict[str, int]], intro: str) -> str:
+    """The clock a whole-run rate's time came from, as the runs used it (per cell where they
+    differ). freon prints millisecond stamps only with a log4j pattern that has them."""
+    rounded = "freon's `Total execution time` is rounded to whole seconds"
+    used = {m for counts in by_cell.values() for m in counts} - {WINDOW}
+    if used == {STAMPS}:
+        return (
+            f"{intro} the run's own time, client start-up included, taken from "
+            f"{RATE_SOURCES[STAMPS]}: {rounded}."
+        )
+    if used == {WALL}:
+        return (
+            f"{intro} {RATE_SOURCES[WALL]}, as freon's log did not stamp both the start of "
+            "the test and its summary to the millisecond (a log4j pattern with whole seconds "
+            f"or no date, or the terminal form), and {rounded}."
+        )
+    return (
+        f"{intro} the run's own time, client start-up included, which came from different "
+        f"clocks: {RATE_SOURCES[STAMPS]} in "
+        f"{_cells(by_cell, STAMPS)}; {RATE_SOURCES[WALL]} (the log did not stamp the test's "
+        f"start and summary to the millisecond) in {_cells(by_cell, WALL)}. The tidy data "
+        f"names each run's clock (`rate_source_*` rows); {rounded}."
+    )
+
+
+def _rate_sentence(results: Any) -> str:
+    """Which clock each rate came from: the progress window where the log gives one, else
+    the whole run's time, per cell where the runs differ."""
+    window = (
+        "The rate is over each run's measured phase, read from freon's own progress lines: "
+        "the operations completed between the first progress line that counts an operation "
+        "and the last one before the count reached its total, over the time between their "
+        "millisecond stamps. The client's start-up and the progress reporter's last second "
+        "lie outside it, so the rate is the operations' throughput, diluted by neither; its "
+        "time is exact to the millisecond, its count to the operations in flight at either "
+        "end (at most one per thread)"
+    )
+    by_cell = rate_sources(results)
+    used = {m for counts in by_cell.values() for m in counts}
+    startup = _span(results, "startup")
+    before = (
+        f" The phase began {startup} after the test started (the `startup` column: the "
+        "client's start-up and its first operations)."
+        if startup
+        else ""
+    )
+    if not used:
+        return (
+            f"{window}, where the log gives one (two progress lines inside the run); "
+            "otherwise the rate is successful operations over the whole run's time, from "
+            f"{RATE_SOURCES[STAMPS]} where the log has them, else {RATE_SOURCES[WALL]}."
+        )
+    if used == {WINDOW}:
+        return window + "." + before
+    if WINDOW not in used:
+        return _whole_run(
+            by_cell,
+            "No run was long enough for a measured phase (two progress lines inside the run, "
+            "a second apart), so the rate is successful operations divided by",
+        )
+    return f"{window}: in {_cells(by_cell, WINDOW)}.{before} " + _whole_run(
+        by_cell,
+        "Runs too short for two progress lines inside them have as their rate the "
+        "successful operations divided by",
+    )
+
+
+def _tick_sentence(results: Any) -> str | None:
+    """Why a whole-run rate reads low: freon's progress reporter checks once a second and
+    the summary waits for it, so the last operation ends up to a second before the summary's
+    stamp and the JVM's exit. None where every rate is over its progress window."""
+    time_metric, lag_metric, _, why = TIME_LAG
+    lags = _finished_rows(results, [lag_metric])
+    lagged = lags[lags["value"] > 0] if len(lags) else lags
+    if len(lags) and len(lagged) == 0:
+        return None
+    said = (
+        f"For a rate over the whole run, {why}, so its time is long by up to "
+        f"{REPORT_INTERVAL:g} s and the rate reads low by up to {REPORT_INTERVAL:g} s over "
+        "the run's time"
+    )
+    times = _finished_rows(results, [time_metric])
+    if len(lagged) == 0 or len(times) == 0:
         return said + "."
-    shortest = float(rows["value"].min())
+    keys = set(zip(lagged["cell"], lagged["host"], lagged["repeat"], strict=True))
+    mine = [
+        float(v)
+        for c, h, r, v in zip(
+            times["cell"], times["host"], times["repeat"], times["value"], strict=True
+        )
+        if (c, h, r) in keys
+    ]
+    if not mine:
+        return said + "."
+    shortest = min(mine)
     share = base.LAG_SHARE
     more = (
-        f"; Validity names the runs where it passes {share:.0%}" if lag > share * shortest else ""
+        f"; Validity names the runs where it passes {share:.0%}"
+        if REPORT_INTERVAL > share * shortest
+        else ""
     )
     return (
-        f"{said}: up to {100 * lag / shortest:.0f}% here (the shortest run took "
-        f"{shortest:.1f} s{more})."
+        f"{said}: up to {100 * REPORT_INTERVAL / shortest:.0f}% here (the shortest "
+        f"{'such ' if len(mine) < len(times) else ''}run took {shortest:.1f} s{more})."
     )
 
 
@@ -104,7 +167,9 @@ def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
         "generic settings (`-D`) go before the subcommand."
     ]
     lines.append(_rate_sentence(results))
-    lines.append(_tick_sentence(results))
+    tick = _tick_sentence(results)
+    if tick:
+        lines.append(tick)
     if p.get("env"):
         lines.append("Environment: " + ", ".join(f"`{k}={v}`" for k, v in p["env"].items()) + ".")
     return lines

@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from perfpost.errors import ParseError
 from perfpost.tools import log4j
 from perfpost.tools.base import Metric
+from perfpost.tools.freon.defaults import REPORT_INTERVAL
 from perfpost.units import UnitError, to_per_second, to_seconds
 
 _LEVEL = re.compile(r"^\S+ \S+\s+(?:\[[^\]]*\]\s+)?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s")
@@ -103,13 +105,33 @@ CONSOLE_NAMES = {
     "99.9% <": "p999",
     "value": "value",
 }
-# Where a run's time (``elapsed``, hence ``rate``) came from, named by a metric of value 1 in
-# its record, so the post says which clock each run used.
+# Where a run's rate came from, named by a metric of value 1 in its record, so the post says
+# which clock each run used. The progress window is preferred: both its ends are moments whose
+# count freon printed, stamped to the millisecond, so neither the client's start-up nor the
+# reporter's last second (:data:`perfpost.tools.freon.defaults.REPORT_INTERVAL`) is in it.
 RATE_SOURCES = {
+    "rate_source_progress_window": "freon's own progress lines: the operations completed "
+    "between the first progress line after the first operation and the last one before the "
+    "run's end, over the time between their millisecond stamps",
     "rate_source_freon_timestamps": "freon's millisecond log timestamps (start of the test "
     "to its summary)",
     "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
 }
+
+
+@dataclass(frozen=True)
+class Window:
+    """The measured phase of a run, from two of its progress lines: ``start`` s after the
+    test began (the client's start-up and first operations lie before it), ``seconds`` long,
+    ``operations`` completed in it."""
+
+    start: float
+    seconds: float
+    operations: int
+
+    @property
+    def rate(self) -> float:
+        return self.operations / self.seconds
 
 
 class _Log:
@@ -363,9 +385,39 @@ def error_reason(texts: Mapping[str, str]) -> str | None:
     return None
 
 
+def window(log: _Log) -> Window | None:
+    """The run's measured phase: from the first progress line that counts an operation to
+    the last one before the count reached its total, when the log stamps them to the
+    millisecond and they are two different moments; None otherwise (a run of a second or two,
+    the terminal form's whole-second bar, a ``--duration`` run whose progress counts
+    seconds, not operations).
+
+    Each end is a moment at which freon printed how many operations had completed, so the
+    window's time is exact to the stamps' millisecond and its count to the operations in
+    flight at either end (at most one per thread, as likely early as late)."""
+    if not log.precise_ts:
+        return None
+    points = [(t, done, total) for t, done, total in log.progress if t is not None and t > 1e6]
+    if not points:
+        return None
+    total = points[-1][2]
+    if log.expected is not None and total != log.expected:
+        return None  # progress in seconds (--duration), not in operations
+    inside = [(t, done) for t, done, of in points if 0 < done < of]
+    if len(inside) < 2:
+        return None
+    (t_a, c_a), (t_b, c_b) = inside[0], inside[-1]
+    if t_b <= t_a or c_b <= c_a:
+        return None
+    began = log.start_ts if log.start_ts is not None else points[0][0]
+    return Window(start=t_a - began, seconds=t_b - t_a, operations=c_b - c_a)
+
+
 def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
-    """Metrics of one run. ``elapsed`` comes from freon's own millisecond timestamps (start of
-    the test to its summary) when the log has them, else from the cell's host-side clock."""
+    """Metrics of one run. ``rate`` is over the run's measured phase (:func:`window`) where the
+    log gives one; otherwise over the whole run, from freon's own millisecond timestamps
+    (start of the test to its summary) when the log has them, else from the cell's host-side
+    clock: then its time can be long by up to a reporting interval (``rate_lag``)."""
     if len(logs) != 1:
         raise ParseError("<cell>", f"expected one freon log, got {len(logs)}")
     source, text = next(iter(logs.items()))
@@ -407,11 +459,33 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
     elif wall_time:
         elapsed, clock = wall_time, "rate_source_host_wall_time"
     if elapsed and elapsed > 0:
+        out.append(Metric("elapsed", elapsed, "s"))
+    phase = window(log)
+    if phase is not None:
+        rate = phase.rate
         out += [
-            Metric("elapsed", elapsed, "s"),
-            Metric("rate", log.success / elapsed, "1/s"),
+            Metric("rate", rate, "1/s"),
+            Metric("rate_time", phase.seconds, "s"),
+            Metric("rate_operations", float(phase.operations), "count"),
+            Metric("rate_lag", 0.0, "s"),
+            Metric("startup", phase.start, "s"),
+            Metric("rate_source_progress_window", 1.0, "count"),
+        ]
+    elif elapsed and elapsed > 0:
+        rate = log.success / elapsed
+        out += [
+            Metric("rate", rate, "1/s"),
+            Metric("rate_time", elapsed, "s"),
+            Metric("rate_operations", float(log.success), "count"),
+            Metric("rate_lag", REPORT_INTERVAL, "s"),
             Metric(clock, 1.0, "count"),
         ]
+    else:
+        return out
+    if rate > 0:
+        # The time the run's operations take at that rate: what a sync after the run is
+        # added to, so the sync-added rate is over the same phase as the rate.
+        out.append(Metric("operations_time", log.success / rate, "s"))
     return out
 
 

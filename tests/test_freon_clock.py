@@ -1,0 +1,191 @@
+"""freon's rate over its measured phase: the progress window, checked against numbers read by
+hand from real logs and against the file system's own clock in a real run."""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfpost.analysis import validity
+from perfpost.tools import freon
+from perfpost.tools.freon import parser
+
+DATA = Path(__file__).parent / "data" / "freon"
+
+
+def stamp(text: str) -> float:
+    """A log4j stamp as epoch seconds, local time, as the log was written."""
+    return dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def metrics(name: str) -> dict[str, float]:
+    text = (DATA / name).read_bytes().decode()
+    return {m.name: m.value for m in freon.parse_text(text, name)}
+
+
+def test_the_rate_is_over_the_window_between_two_progress_lines_read_by_hand():
+    # dfsg-warmup.log, lines 1, 5 and 72:
+    #   05:22:02,193 Executing test ... number-of-tests 4000
+    #   05:22:03,287 Progress: 0.15 % (6 out of 4000)        the first that counts one
+    #   05:23:11,641 Progress: 99.95 % (3998 out of 4000)    the last before 4000
+    #   05:23:12,662 ... Total execution time (sec): 70
+    m = metrics("dfsg-warmup.log")
+    t_a, t_b = stamp("2026-11-23 05:22:03,287"), stamp("2026-11-23 05:23:11,641")
+    assert t_b - t_a == pytest.approx(68.354, abs=1e-3)
+    assert m["rate_time"] == pytest.approx(68.354, abs=1e-3)
+    assert m["rate_operations"] == 3998 - 6
+    assert m["rate"] == pytest.approx(3992 / 68.354, rel=1e-4)  # 58.40 ops/s
+    assert m["startup"] == pytest.approx(1.094, abs=1e-3)  # 02,193 to 03,287
+    assert m["rate_lag"] == 0
+    assert m["rate_source_progress_window"] == 1
+    # The whole run's rate, start to summary, read low: 4000 / 70.469 s = 56.76 ops/s.
+    assert m["elapsed"] == pytest.approx(70.469, abs=1e-3)
+    assert 4000 / m["elapsed"] < 0.975 * m["rate"]
+    # The sync is added to the time the run's operations take at that rate.
+    assert m["operations_time"] == pytest.approx(4000 / m["rate"])
+
+
+def test_a_run_too_short_for_a_window_keeps_the_whole_run_rate_and_its_lag():
+    # dfsg.log: 0 at 48,591, 150 at 49,591, 300 at 50,592: one progress line inside the run,
+    # so no window; the rate is 300 over the test's start (48,551) to its summary (50,604).
+    m = metrics("dfsg.log")
+    assert m["rate_source_freon_timestamps"] == 1
+    assert "rate_source_progress_window" not in m
+    assert m["rate_time"] == pytest.approx(2.053, abs=1e-3)
+    assert m["rate"] == pytest.approx(300 / 2.053, rel=1e-3)
+    assert m["rate_lag"] == 1.0
+    # The terminal form's bar counts whole seconds: no window either.
+    tty = metrics("cmdw.tty.log")
+    assert "rate_source_progress_window" not in tty
+
+
+def test_progress_that_counts_seconds_is_no_window():
+    """With --duration, freon's progress counts seconds, not operations ("3 out of 45"): the
+    lines say nothing of the operations' rate."""
+    lines = ["2026-11-23 05:00:00,000 [main] INFO freon.BaseFreonGenerator: Executing test "
+             "with prefix abc and number-of-tests 100000000"]  # fmt: skip
+    for s in range(0, 46):
+        lines.append(
+            f"2026-11-23 05:00:{s:02d},{5 + s:03d} [Thread-3] INFO freon.ProgressBar: "
+            f"Progress: {100 * s / 45:.2f} % ({s} out of 45)"
+        )
+    lines += [
+        "2026-11-23 05:00:45,900 [main] INFO freon.BaseFreonGenerator: Total execution time "
+        "(sec): 46",
+        "2026-11-23 05:00:45,900 [main] INFO freon.BaseFreonGenerator: Failures: 0",
+        "2026-11-23 05:00:45,900 [main] INFO freon.BaseFreonGenerator: Successful executions: 5000",
+    ]
+    log = parser._Log("\n".join(lines) + "\n", "d")
+    assert parser.window(log) is None
+
+
+def lagged(rows):
+    out = []
+    for cell, repeat, metric, value in rows:
+        out.append(
+            {"experiment": "e", "cell": cell, "host": "h", "repeat": repeat,
+             "size": cell.split("=")[1], "tool": "freon", "status": "done", "attempt": 1,
+             "metric": metric, "value": float(value), "unit": "s"}
+        )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_rates_over_their_window_carry_no_lag_and_are_not_flagged():
+    df = lagged(
+        [
+            ("size=1", 1, "elapsed", 4.0), ("size=1", 1, "rate_time", 2.0),
+            ("size=1", 1, "rate_lag", 0.0),
+            ("size=1", 2, "elapsed", 4.2), ("size=1", 2, "rate_time", 2.1),
+            ("size=1", 2, "rate_lag", 0.0),
+        ]
+    )  # fmt: skip
+    check = validity.lag_check(df, ["size"], freon.TIME_LAG)
+    assert check["flags"] == []
+    assert check["facts"][0].startswith("Every rate (2 runs) is over its run's measured phase")
+
+
+def test_whole_run_rates_are_flagged_by_their_lag_and_old_records_by_their_elapsed():
+    # A 4 s whole-run rate: 1 s of lag is 25%, flagged; a window of 2 s: none. A record made
+    # before rate_lag was kept (elapsed 5 s, no rate_time): freon's 1 s, 20%, flagged.
+    df = lagged(
+        [
+            ("size=1", 1, "elapsed", 4.0), ("size=1", 1, "rate_time", 4.0),
+            ("size=1", 1, "rate_lag", 1.0),
+            ("size=1", 2, "elapsed", 4.0), ("size=1", 2, "rate_time", 2.0),
+            ("size=1", 2, "rate_lag", 0.0),
+            ("size=2", 1, "elapsed", 5.0),
+        ]
+    )  # fmt: skip
+    check = validity.lag_check(df, ["size"], freon.TIME_LAG)
+    assert check["facts"][0].startswith("2 of 3 runs' rates are over the whole run: freon")
+    assert check["facts"][0].endswith("up to 25% of the shortest of them (4 s).")
+    assert check["flags"] == [
+        "`size=1` on h, run 1: took 4 s: its rate may read low by up to 25% (above 10%).",
+        "`size=2` on h, run 1: took 5 s: its rate may read low by up to 20% (above 10%).",
+    ]
+
+
+def test_the_method_says_which_clock_the_rates_used():
+    def rows(sources):
+        return pd.DataFrame(
+            [
+                {"cell": c, "host": "h", "repeat": r, "metric": m, "value": v, "unit": "s",
+                 "status": "done"}
+                for c, r, m, v in sources
+            ]
+        )  # fmt: skip
+
+    window = rows([("a", 1, "rate_source_progress_window", 1), ("a", 1, "startup", 1.3),
+                   ("a", 1, "rate_lag", 0)])  # fmt: skip
+    text = " ".join(freon.describe({"params": {"subcommand": "dfsg"}}, window))
+    assert "over each run's measured phase" in text
+    assert "began 1.3 s after the test started" in text
+    assert "reads low" not in text  # no run's rate has the lag
+    whole = rows([("a", 1, "rate_source_freon_timestamps", 1), ("a", 1, "rate_lag", 1.0),
+                  ("a", 1, "rate_time", 2.5)])  # fmt: skip
+    text = " ".join(freon.describe({"params": {"subcommand": "dfsg"}}, whole))
+    assert "No run was long enough for a measured phase" in text
+    assert "up to 40% here (the shortest run took 2.5 s" in text
+
+
+def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache, tmp_path):
+    """freon dfsg writes 1,500 files of 10 KB to file://; each file's mtime is the file
+    system's own record of when its last byte was written. At each end of the window, the
+    files written by then are freon's count, give or take the 2 threads' files in flight;
+    and the files of the window's operations were written over the window's time, to within
+    1% of it (here about 10 s: 0.1 s)."""
+    _, launcher = ozone_cache
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [str(launcher), "freon", "dfsg", "-n", "1500", "-s", "10240", "-t", "2",
+         "--path", f"file://{out}"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OZONE_OPTS": "-Xmx256m"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    log = parser._Log(run.stderr, "dfsg")
+    phase = parser.window(log)
+    assert phase is not None
+    points = [(t, done) for t, done, total in log.progress if 0 < done < total]
+    (t_a, c_a), (t_b, c_b) = points[0], points[-1]
+    written = sorted(
+        p.stat().st_mtime_ns / 1e9 for p in out.rglob("*") if p.is_file() and p.name[0] != "."
+    )
+    assert len(written) == 1500
+    threads = 2
+    assert 0 <= bisect.bisect_right(written, t_a) - c_a <= threads
+    assert 0 <= bisect.bisect_right(written, t_b) - c_b <= threads
+    # The window's own operations, by the file system: the (c_a + 1)-th file to the c_b-th.
+    span = written[c_b - 1] - written[c_a]
+    assert phase.seconds == pytest.approx(t_b - t_a)
+    assert abs(span - phase.seconds) <= 0.01 * phase.seconds
+    # The whole run's time (test start to summary) holds the client's start-up and the
+    # reporter's last second beside the operations the files timed.
+    whole = {m.name: m.value for m in freon.parse_text(run.stderr, "dfsg")}["elapsed"]
+    assert whole > 1.05 * (written[-1] - written[0])
