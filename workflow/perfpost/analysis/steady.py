@@ -217,7 +217,8 @@ def warmup(x: np.ndarray) -> tuple[int, float]:
     statistic, ``d*`` chosen again by the same rule, on :data:`WARMUP_PERMUTATIONS` seeded
     random orders of the batch means. As ``MSER(0)`` is the same in every order, ``MSER(d*)``
     alone is compared. Once so many orders reach the observed statistic that p must exceed
-    :data:`WARMUP_ALPHA`, the rest are not drawn; the p returned is then the share so far."""
+    :data:`WARMUP_ALPHA`, the rest are not compared; the p returned is then the share so far
+    (above alpha, as the full count's would be)."""
     z = batch_means(np.asarray(x, dtype=float))
     k = len(z)
     if k < 3:
