@@ -28,7 +28,8 @@ def runtimes() -> dict[str, Any]:
 
 
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
-    """Each spec's environment, and a redactor that masks its secrets in this job's output."""
+    """Each spec's environment, and a redactor that masks its secrets (its environment's
+    and its settings') in this job's output."""
     from perfpost import hostenv
 
     envs, secrets = [], []
@@ -36,6 +37,7 @@ def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
         values, hidden = hostenv.resolve(spec.cell_env())
         envs.append(values)
         secrets += hidden
+        secrets += hostenv.setting_secrets(spec.params, spec.clusters)  # -D, site keys
     redactor = hostenv.Redactor(secrets)
     if redactor:
         sys.stdout = hostenv.RedactingStream(sys.stdout, redactor)

@@ -211,6 +211,7 @@ class Experiment:
             "compare",
         )
         out = {k: getattr(self, k) for k in keys}
+        out["params"] = hostenv.mask_settings(self.params)  # a secret setting's value: ***
         if self.cluster:
             out["cluster"] = self.cluster
         if self.instrument:
@@ -436,6 +437,9 @@ def _checked_before(config: dict[str, Any], cache: str | Path | None) -> tuple[P
     """Where this config's checks are kept in ``cache`` (None: not kept, it is not plain
     JSON), and whether they passed before; if so, ``config`` gets its defaults from there."""
     if cache is None or not _plain(config):
+        return None, False
+    # Kept under results/, the config would keep its secret settings' values there too.
+    if hostenv.setting_secrets(config.get("experiments"), config.get("clusters")):
         return None, False
     path = Path(cache) / f"config-{_cache_key(config)}.json"
     try:

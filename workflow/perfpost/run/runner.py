@@ -53,6 +53,12 @@ def iso(ts: float | None) -> str | None:
     return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="microseconds")
 
 
+def _shown(argv: tuple[str, ...] | list[str]) -> str:
+    """A command as its record keeps it: quoted, secret settings' values masked before
+    quoting (quoting may split a value, which masking it by value would then miss)."""
+    return hostscript.quote(hostenv.mask_settings(list(argv)))
+
+
 def _tail(text: str, n: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
@@ -92,7 +98,11 @@ class _CellRun:
         self.record_path = record_path
         self.raw = record_path.parent / paths.RAW
         self.host = host
-        self.redactor = redactor or Redactor()
+        # Secret settings (a -D of the tool, a site key of its cluster) are masked like the
+        # environment's secrets, wherever the tool or a daemon prints them.
+        self.redactor = (redactor or Redactor()).adding(
+            hostenv.setting_secrets(spec.params, spec.clusters)
+        )
         self.adapter = tools.get(spec.tool)
         token = f"{hostscript.SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
         self.workdir = f"{spec.params['dir'].rstrip('/')}/{token}"
@@ -111,7 +121,7 @@ class _CellRun:
             "attempt": int(record_path.parent.name.rpartition("-")[2]),
             "tool": spec.tool,
             "measurement": spec.measurement_id(),
-            "params": spec.params,
+            "params": hostenv.mask_settings(spec.params),
             "status": None,
             "reason": None,
             "command": None,
@@ -139,7 +149,7 @@ class _CellRun:
             self.record["cluster_fields"] = self.fields
             if self.client_site:
                 conf = f"{self.logdir}/conf"
-                self.record["client_conf"] = self.client_site
+                self.record["client_conf"] = hostenv.mask_settings(self.client_site)
                 for var in CONF_VARS:
                     getattr(host, "env", {})[var] = conf
             # Every step sees the cluster's addresses; the record keeps the params as planned
@@ -345,11 +355,11 @@ class _CellRun:
             plan = dataclasses.replace(plan, measure=measured.measure)
         self.plan = plan
         self.record["command"] = "\n".join(
-            hostscript.quote(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
+            _shown(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
         )
-        self.record["prepare_commands"] = [hostscript.quote(p.argv) for p in plan.prepare]
-        self.record["remove_commands"] = [hostscript.quote(p.argv) for p in plan.remove]
-        self.record["background_commands"] = [hostscript.quote(p.argv) for p in plan.background]
+        self.record["prepare_commands"] = [_shown(p.argv) for p in plan.prepare]
+        self.record["remove_commands"] = [_shown(p.argv) for p in plan.remove]
+        self.record["background_commands"] = [_shown(p.argv) for p in plan.background]
         self.record["description"] = plan.description
         if self.client_site:
             conf = self._run(
@@ -761,7 +771,7 @@ def record_failure(
         "repeat": spec.repeat,
         "attempt": int(attempt) if attempt.isdigit() else None,
         "tool": spec.tool,
-        "params": spec.params,
+        "params": hostenv.mask_settings(spec.params),
         "status": FAILED,
         "reason": reason,
         "logs": [],
@@ -770,6 +780,7 @@ def record_failure(
     }
     if spec.cell_env():
         record["env"] = hostenv.public(spec.cell_env())
-    record = (redactor or Redactor()).data(record)
+    redactor = (redactor or Redactor()).adding(hostenv.setting_secrets(spec.params, spec.clusters))
+    record = redactor.data(record)
     write_json_atomic(path, record)
     return record
