@@ -309,6 +309,10 @@ class Deployment:
     changed: list[dict[str, Any]] = field(default_factory=list)  # keys not at their default
     notes: list[str] = field(default_factory=list)  # what the daemons said of the config
     tag: str = ""  # who deployed it (a short hash of the controller's directory)
+    # The id, as the configuration had it when it started: a state read back keeps its spec
+    # with secret settings masked (:func:`perfpost.hostenv.mask_settings`), which hashes to
+    # another id, and the id names the cluster's directories.
+    known_ident: str = ""
     # How a host is reached (:func:`perfpost.run.hosts.open_host`), given by the run.
     opener: Any = field(default=None, repr=False)
     # Called with the deployment whenever a daemon was started, so its state is saved.
@@ -317,7 +321,7 @@ class Deployment:
 
     @property
     def ident(self) -> str:
-        return self.spec.ident()
+        return self.known_ident or self.spec.ident()
 
     @property
     def scope(self) -> str:
@@ -535,6 +539,7 @@ class Deployment:
             "changed": self.changed,
             "notes": self.notes,
             "tag": self.tag,
+            "id": self.ident,
         }
 
     @classmethod
@@ -552,6 +557,7 @@ class Deployment:
             changed=state.get("changed", []),
             notes=state.get("notes", []),
             tag=state.get("tag", ""),
+            known_ident=state.get("id", ""),
         )
 
 

@@ -14,7 +14,8 @@ What the cells miss is stopped by the run: at its end (:func:`stop_owned`, Snake
 cluster whose run is gone. Every start has a directory of its own
 (``results/clusters/<id>/start-<n>/``): ``state.json`` (status, owner run, the daemons and
 where they run, addresses, version), ``cluster.log`` (what perfpost did) and ``logs/`` (the
-daemons' own logs); a later start never overwrites an earlier one's.
+daemons' own logs), with secret settings masked in all three (:func:`public_state`); a later
+start never overwrites an earlier one's.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from perfpost import clusters, paths, provision
+from perfpost import clusters, hostenv, paths, provision
 from perfpost.clusters.base import (
     ClusterError,
     ClusterSpec,
     Deployment,
+    fill_id,
     release,
     start,
     stop,
@@ -75,10 +77,75 @@ def _read_state(sdir: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write_state(sdir: Path, state: dict[str, Any]) -> None:
+def _write_state(sdir: Path, state: dict[str, Any], known: Iterable[str] = ()) -> None:
+    """Keep ``state`` as :func:`public_state` has it (``known``: secrets its text may quote
+    that it no longer holds itself, having been read back)."""
     tmp = sdir / ".state.json.new"
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(public_state(state, known), indent=2, sort_keys=True) + "\n")
     tmp.replace(sdir / "state.json")
+
+
+def state_secrets(state: dict[str, Any]) -> list[str]:
+    """The secret settings' values a cluster's state holds: all of them while the run has
+    the state it started the cluster with, none once it was read back from disk."""
+    dep = state.get("deployment") or {}
+    spec = dep.get("spec") or {}
+    changed = {c.get("key", ""): c.get("value") for c in dep.get("changed", [])}
+    return hostenv.setting_secrets(
+        dep.get("site"),
+        dep.get("client"),
+        spec.get("site"),
+        spec.get("jvm"),
+        spec.get("env"),
+        changed,
+    )
+
+
+def spec_secrets(spec: ClusterSpec) -> list[str]:
+    """The secret settings' values of a cluster's configuration."""
+    return hostenv.setting_secrets(spec.site, spec.jvm, spec.env)
+
+
+def public_state(state: dict[str, Any], known: Iterable[str] = ()) -> dict[str, Any]:
+    """``state`` as perfpost keeps it (``state.json``, which posts and ``perfpost compare``
+    read): each secret setting's value masked in the site files, the client's, the spec's
+    and its JVM options; a key of ``changed`` that holds one keeps a fingerprint of it
+    instead (:func:`perfpost.hostenv.fingerprint`: two runs' values compared, neither
+    shown); and a copy of one in free text (a reason quoting a daemon's log) masked too.
+    ``state`` itself is not changed: the run configured the daemons from it."""
+    redact = hostenv.Redactor([*state_secrets(state), *known])
+    out = dict(state)
+    if isinstance(out.get("reason"), str):
+        out["reason"] = redact.text(out["reason"])
+    dep = dict(state.get("deployment") or {})
+    if not dep:
+        return out
+    for k in ("site", "client"):
+        if k in dep:
+            dep[k] = hostenv.mask_settings(dep[k])
+    if isinstance(dep.get("spec"), dict):
+        spec = dict(dep["spec"])
+        for k in ("site", "jvm", "env"):
+            if k in spec:
+                spec[k] = hostenv.mask_settings(spec[k])
+        dep["spec"] = spec
+    dep["changed"] = [_public_change(c) for c in dep.get("changed", [])]
+    dep["notes"] = [redact.text(str(n)) for n in dep.get("notes", [])]
+    if isinstance(dep.get("version"), str):
+        dep["version"] = redact.text(dep["version"])
+    out["deployment"] = dep
+    return out
+
+
+def _public_change(change: dict[str, Any]) -> dict[str, Any]:
+    if not hostenv.secret_setting(str(change.get("key", ""))) or change.get("value") in (
+        hostenv.MASK,
+        None,
+        "",
+    ):
+        return change
+    fingerprint = hostenv.fingerprint(str(change["value"]))
+    return {**change, "value": hostenv.MASK, "secret": fingerprint}
 
 
 @contextlib.contextmanager
@@ -96,8 +163,31 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def _log(sdir: Path) -> TextIO:
-    return open(sdir / "cluster.log", "a")
+@contextlib.contextmanager
+def _log(sdir: Path, secrets: Iterable[str] = ()) -> Iterator[TextIO]:
+    """The start's ``cluster.log``, ``secrets`` masked in what is written to it (a daemon's
+    error quoting its configuration)."""
+    with open(sdir / "cluster.log", "a") as f:
+        redactor = hostenv.Redactor(secrets)
+        yield hostenv.RedactingStream(f, redactor) if redactor else f  # type: ignore[misc]
+
+
+def _conf_secrets(node: Any, dep: Deployment, host: str) -> list[str]:
+    """The secret settings' values in the site files the daemons on ``host`` were given:
+    the state kept of a cluster holds them masked, and its daemons' logs may print them."""
+    import xml.etree.ElementTree as ET
+
+    found = []
+    for name in dep.site:
+        try:
+            root = ET.fromstring(node.read(f"{dep.conf_dir(host)}/{name}.xml"))
+        except Exception:  # not there, not XML, the host gone: nothing to learn from it
+            continue
+        for prop in root.iter("property"):
+            key, value = prop.findtext("name"), prop.findtext("value")
+            if key and value and hostenv.secret_setting(key.strip()):
+                found.append(value)
+    return found
 
 
 def _homes(spec: ClusterSpec) -> dict[str, str]:
@@ -145,12 +235,15 @@ def own_directories(value: str, ident: str) -> list[str]:
     return out
 
 
-def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
-    """Stop a start's daemons, keep their logs beside its state, remove its directories."""
+def _teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] = ()) -> None:
+    """Stop a start's daemons, keep their logs beside its state, remove its directories.
+    Secret settings are masked in the logs kept: those of the state, ``known`` (the
+    configuration's, when the caller has it) and those of the daemons' own site files."""
     dep = Deployment.from_state(state["deployment"])
     dep.opener = open_host
     kind = clusters.get(dep.spec.kind)
-    with _log(sdir) as log:
+    known = [*state_secrets(state), *known]
+    with _log(sdir, known) as log:
         print(f"{_now()} stopping ({why})", file=log, flush=True)
         stop(dep, kind.START_ORDER, log=log)
         for host in dep.spec.hosts():
@@ -160,9 +253,10 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
                 names = node.sh(f"ls {shlex.quote(root)}/logs 2>/dev/null; true").split()
                 out = sdir / "logs" / host
                 out.mkdir(parents=True, exist_ok=True)
+                redactor = hostenv.Redactor([*known, *_conf_secrets(node, dep, host)])
                 for name in names:
                     if re.fullmatch(r"[\w.+-]+\.(log|out)", name):
-                        (out / name).write_text(node.read(f"{root}/logs/{name}"))
+                        redactor.write(out / name, node.read(f"{root}/logs/{name}"))
                 if kind.NOTES:
                     dep.read_notes(
                         kind.NOTES,
@@ -188,7 +282,7 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str) -> None:
         state["status"] = "failed"
         state.setdefault("reason", why)
     state["stopped"] = _now()
-    _write_state(sdir, state)
+    _write_state(sdir, state, known)
 
 
 @dataclass
@@ -233,11 +327,18 @@ class Lease:
         return out
 
     def client_site(self) -> dict[str, dict[str, str]]:
-        """One client configuration for all the cell's clusters (Hadoop reads one dir)."""
+        """One client configuration for all the cell's clusters (Hadoop reads one dir).
+        A secret setting's value comes from the cell's own configuration of the cluster:
+        the state kept on disk has it masked."""
         out: dict[str, dict[str, str]] = {}
         for h in self.held:
+            scope = Deployment.from_state(h.state["deployment"]).scope
+            real = fill_id(h.spec.site, scope)
             for name, keys in h.state["deployment"].get("client", {}).items():
-                out.setdefault(name, {}).update(keys)
+                for key, value in keys.items():
+                    if hostenv.secret_setting(key) and key in real.get(name, {}):
+                        value = real[name][key]
+                    out.setdefault(name, {})[key] = value
         return out
 
     def records(self) -> list[dict[str, Any]]:
@@ -283,9 +384,9 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
             if reason is None:
                 return Held(spec, n, state)
             state["reason"] = reason
-            _teardown(sdir, state, "a daemon died")
+            _teardown(sdir, state, "a daemon died", spec_secrets(spec))
             state["status"] = "failed"
-            _write_state(sdir, state)
+            _write_state(sdir, state, spec_secrets(spec))
             raise ClusterError(reason)
         if state["status"] == "failed":
             raise ClusterError(
@@ -293,7 +394,7 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
                 f"(see {sdir}/cluster.log): {state.get('reason', 'unknown')}"
             )
     if state is not None and state["status"] in ACTIVE:
-        _teardown(sdir, state, "left by an earlier run")
+        _teardown(sdir, state, "left by an earlier run", spec_secrets(spec))
     attempt = 1
     while True:
         try:
@@ -320,7 +421,7 @@ def _start(
         "deployment": Deployment(spec, {h: hosts[h] for h in spec.hosts()}).to_state(),
     }
     _write_state(sdir, state)
-    with _log(sdir) as log:
+    with _log(sdir, spec_secrets(spec)) as log:
         try:
             dep = Deployment(
                 spec,
@@ -398,7 +499,7 @@ def _release(held: Held, root: Path, record: str | None) -> None:
                     if held.spec.fresh == "cell"
                     else "no other cell of this run needs it"
                 )
-                _teardown(sdir, state, why)
+                _teardown(sdir, state, why, spec_secrets(held.spec))
     finally:
         os.close(held.use_fd)
 
