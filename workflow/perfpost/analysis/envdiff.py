@@ -21,7 +21,9 @@ Facts and their names (``--changed NAME`` names one fact, or every fact under ``
   ``cluster.<name>.roles.<role>`` (its hosts), ``cluster.<name>.jvm.<role>``,
   ``cluster.<name>.env.<VAR>`` and ``cluster.<name>.conf.<key>`` (site keys not at the
   release's default, as the post lists them: perfpost's own addresses, ports and directories
-  left out).
+  left out). A key that holds a secret (:func:`perfpost.hostenv.secret_setting`) is compared
+  by the fingerprint its run kept of it (:class:`Masked`): it is said to have changed, never
+  shown.
 
 perfpost's own revision is the code under test; it is not among the facts.
 """
@@ -36,7 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfpost import paths
+from perfpost import hostenv, paths
 from perfpost.analysis.report import clusters_of
 from perfpost.clusters.base import release
 from perfpost.run.envinfo import ENV_SCHEMA_VERSION
@@ -46,6 +48,23 @@ from perfpost.units import format_bytes
 # the release's default.
 ABSENT, PRESENT, DEFAULT = "absent", "present", "(default)"
 BYTE_FACTS = ("memory", ".size")  # fact names (or their ends) whose values are bytes
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A secret setting's value as a run kept it: a keyed fingerprint
+    (:func:`perfpost.hostenv.fingerprint`, ``<key id>:<digest>``), which tells two values
+    apart without either being known. Fingerprints made with another key (on another
+    machine) cannot be compared."""
+
+    fingerprint: str
+
+    @property
+    def key(self) -> str:
+        return self.fingerprint.partition(":")[0]
+
+    def __str__(self) -> str:
+        return "(a secret, not shown)"
 
 
 @dataclass
@@ -101,7 +120,12 @@ def _cluster_facts(entry: dict[str, Any]) -> dict[str, Any]:
         for key, value in sorted((entry.get(group) or {}).items()):
             facts[f"cluster.{name}.{group}.{key}"] = value
     for key in sorted(entry.get("changed") or [], key=lambda k: k["key"]):
-        facts[f"cluster.{name}.conf.{key['key']}"] = str(key["value"]).replace(ident, "{id}")
+        fact = f"cluster.{name}.conf.{key['key']}"
+        if hostenv.secret_setting(key["key"]):
+            # A run of an older perfpost kept the value itself: it is fingerprinted here.
+            facts[fact] = Masked(key.get("secret") or hostenv.fingerprint(str(key["value"])))
+        else:
+            facts[fact] = str(key["value"]).replace(ident, "{id}")
     return facts
 
 
@@ -253,7 +277,15 @@ def _show(value: Any, fact: str = "") -> str:
 
 
 def _change(d: dict[str, Any]) -> str:
-    return f"{_show(d['old'], d['fact'])} -> {_show(d['new'], d['fact'])}"
+    old, new = d["old"], d["new"]
+    if isinstance(old, Masked) and isinstance(new, Masked):
+        if old.key != new.key:
+            return (
+                "perhaps changed (a secret, fingerprinted with another machine's key: not "
+                "comparable; neither value is shown)"
+            )
+        return "changed (a secret; neither value is shown)"
+    return f"{_show(old, d['fact'])} -> {_show(new, d['fact'])}"
 
 
 def _where(d: dict[str, Any]) -> str:
