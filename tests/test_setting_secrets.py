@@ -338,3 +338,21 @@ def test_the_post_step_gets_the_experiment_with_its_secret_settings_masked():
     assert secret not in json.dumps(exp.public())
     # The cells still get it.
     assert next(build_plan(cfg).jobs()).params["generic"]["fs.s3a.secret.key"] == secret
+
+
+def test_a_fingerprint_tells_values_apart_with_a_key_of_the_users_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    hostenv._mask_key.cache_clear()
+    try:
+        a, again, b = (hostenv.fingerprint(v) for v in ("hunter2", "hunter2", "hunter3"))
+        key = tmp_path / "perfpost" / "mask.key"
+        assert key.stat().st_mode & 0o777 == 0o600  # readable by this user alone
+        assert a == again
+        assert a != b
+        assert a.split(":")[0] == b.split(":")[0]  # one key: comparable
+        # Another key (another machine) gives another fingerprint of the same value.
+        key.write_bytes(b"another machine's key")
+        hostenv._mask_key.cache_clear()
+        assert hostenv.fingerprint("hunter2").split(":")[0] != a.split(":")[0]
+    finally:
+        hostenv._mask_key.cache_clear()

@@ -24,6 +24,7 @@ get the real value.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -224,7 +225,10 @@ def fingerprint(value: str) -> str:
     return f"{hashlib.sha256(key).hexdigest()[:8]}:{digest}"
 
 
+@functools.cache
 def _mask_key() -> bytes:
+    """This user's fingerprint key, made on first use; one of this process alone where none
+    can be kept (its fingerprints then compare with no other run's)."""
     import secrets
 
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
@@ -233,20 +237,25 @@ def _mask_key() -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return secrets.token_bytes(32)
     tmp = path.with_name(f".mask.key.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, secrets.token_bytes(32))
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)  # the first process to make one wins; the others read it
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
-    return path.read_bytes()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, secrets.token_bytes(32))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # the first process to make one wins; the others read it
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        return path.read_bytes()
+    except OSError:
+        return secrets.token_bytes(32)
 
 
 class Redactor:
