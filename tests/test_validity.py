@@ -6,12 +6,16 @@ drops the page cache for real under files on a disk and on a tmpfs (which cannot
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -170,40 +174,170 @@ def test_a_lag_over_a_tenth_of_the_run_is_flagged():
     assert "Reporting lag" in [c["title"] for c in validity.checks(df, cells([]), exp, None)]
 
 
+SESSIONS = ["2026-11-01T10:00:00Z/1", "2026-11-20T09:00:00Z/2", "2026-12-02T08:00:00Z/3"]
+
+
+def sessions(by_cell: dict[str, list[list[float]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy and cells tables of cells whose runs came from sessions: for each cell, one
+    list of run values per session, in the order of SESSIONS."""
+    runs, table = [], []
+    for cell, per_session in by_cell.items():
+        repeat = 0
+        for session, values in zip(SESSIONS, per_session, strict=False):
+            for value in values:
+                repeat += 1
+                runs.append((cell, "h", repeat, "throughput", value, "B/s"))
+                table.append({"cell": cell, "host": "h", "repeat": repeat, "session": session})
+    return tidy(runs), cells(table)
+
+
 def test_sessions_that_disagree_are_flagged_and_one_session_is_said():
-    # Two sessions of three runs, all of the first below all of the second. Kruskal-Wallis
-    # by hand: ranks 1-3 and 4-6, H = 12 / (6 * 7) * (6^2/3 + 15^2/3) - 3 * 7 = 27/7 = 3.857;
-    # p = P(chi2 with 1 df > 3.857) = 0.0495 <= 0.05.
-    df = tidy(
-        [
-            ("size=1", "h", r, "throughput", v, "B/s")
-            for r, v in enumerate([10, 11, 12, 20, 21, 22], 1)
-        ]
-    )
-    sessions = ["2026-11-01T10:00:00Z/1"] * 3 + ["2026-11-20T09:00:00Z/2"] * 3
-    table = cells(
-        [
-            {"cell": "size=1", "host": "h", "repeat": r, "session": s}
-            for r, s in enumerate(sessions, 1)
-        ]
-    )
+    # Two sessions of three runs, all of the first below all of the second. Of the C(6, 3) =
+    # 20 ways to deal the six runs to two sessions of three, two are as far apart (1-3 | 4-6
+    # and 4-6 | 1-3): the exact p is 2/20 = 0.1, and nothing is flagged. (The chi-square
+    # approximation says 0.0495.)
+    df, table = sessions({"size=1": [[10, 11, 12], [20, 21, 22]]})
     check = validity.session_check(df, table, AXES, "throughput")
     assert check is not None
     assert check["facts"][0] == (
         "The runs came from 2 runs of perfpost (started 2026-11-01T10:00:00Z, "
         "started 2026-11-20T09:00:00Z)."
     )
-    (flag,) = check["flags"]
-    assert "disagree (Kruskal-Wallis p = 0.0495)" in flag
+    assert check["flags"] == []
+    assert "the smallest p is 0.1 (`size=1` on h)" in check["facts"][1]
+    # Four runs a side, as far apart: 2 of the C(8, 4) = 70 ways, p = 2/70 = 0.0286: flagged.
+    df, table = sessions({"size=1": [[10, 11, 12, 13], [20, 21, 22, 23]]})
+    (flag,) = validity.session_check(df, table, AXES, "throughput")["flags"]
+    assert flag.startswith("`size=1` on h: its runs from 2 sessions disagree")
+    assert "p = 0.0286" in flag
     # Interleaved sessions agree: no flag.
-    table["session"] = sessions[::2] + sessions[1::2]
-    table["session"] = [sessions[0], sessions[3]] * 3
+    table["session"] = [SESSIONS[0], SESSIONS[1]] * 4
     assert validity.session_check(df, table, AXES, "throughput")["flags"] == []
-    table["session"] = sessions[0]
+    table["session"] = SESSIONS[0]
     one = validity.session_check(df, table, AXES, "throughput")
     assert one["facts"] == [
         "Every run came from one run of perfpost (started 2026-11-01T10:00:00Z)."
     ]
+
+
+def test_the_cells_with_several_sessions_are_one_family_under_holms_correction():
+    apart4 = [[10, 11, 12, 13], [20, 21, 22, 23]]  # p = 2/70 = 0.0286 (above)
+    apart5 = [[10, 11, 12, 13, 14], [20, 21, 22, 23, 24]]  # p = 2/C(10, 5) = 2/252 = 0.00794
+    agree = [[10, 12, 14, 16], [11, 13, 15, 17]]  # rank sums 16 and 20: p far above 0.05
+    # The 4-a-side cell alone is flagged; beside two cells whose sessions agree it is the
+    # smallest of three p: Holm multiplies it by 3, 0.0857 > 0.05, and nothing is flagged.
+    df, table = sessions({"size=1": apart4})
+    assert len(validity.session_check(df, table, AXES, "throughput")["flags"]) == 1
+    df, table = sessions({"size=1": apart4, "size=2": agree, "size=3": agree})
+    check = validity.session_check(df, table, AXES, "throughput")
+    assert check["flags"] == []
+    assert "Holm" in check["facts"][1]
+    # Two 5-a-side cells apart and one that agrees: Holm gives 3 x 2/252 = 0.0238 to the
+    # smaller and max(0.0238, 2 x 2/252) = 0.0238 to the next: both flagged, saying so.
+    df, table = sessions({"size=1": apart5, "size=2": apart5, "size=3": agree})
+    flags = validity.session_check(df, table, AXES, "throughput")["flags"]
+    assert [f.split(":")[0] for f in flags] == ["`size=1` on h", "`size=2` on h"]
+    for flag in flags:
+        assert "p = 0.00794" in flag
+        assert "0.0238 after Holm's correction over 3 cells" in flag
+
+
+def _kruskal_h(*groups: Any, axis: int = -1) -> Any:
+    from scipy import stats
+
+    return stats.kruskal(*groups, axis=axis).statistic
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [[10, 11, 12], [20, 21, 22]],  # apart, 3 a side
+        [[1, 2, 2, 3], [2, 3, 3, 4, 4]],  # ties across the sessions
+        [[5, 1, 4], [2, 6, 9, 7], [3, 8]],  # three sessions
+        [[1, 1, 2], [2, 3, 3, 3], [1, 3, 4]],  # three sessions, ties
+        [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12.5]],  # 34,650 ways: Monte-Carlo
+    ],
+)
+def test_session_p_is_the_permutation_p_of_kruskal_wallis_h(groups):
+    """scipy's permutation test over every distinct assignment of the runs to the sessions
+    (N! / (n1! n2! ...) of them), with scipy's own H (mid-ranks for ties)."""
+    from scipy import stats
+
+    exact = stats.permutation_test(
+        groups,
+        _kruskal_h,
+        permutation_type="independent",
+        alternative="greater",
+        n_resamples=np.inf,
+        vectorized=True,
+    ).pvalue
+    ways = math.factorial(sum(map(len, groups))) // math.prod(
+        math.factorial(len(g)) for g in groups
+    )
+    p = validity.session_p(groups)
+    if ways <= validity.EXACT_ASSIGNMENTS:
+        assert p == pytest.approx(exact, rel=1e-12)
+    else:
+        # Monte-Carlo: p = (1 + b) / (B + 1) for b of B permutations at least as far apart,
+        # within 4 standard errors of the exact p, and the same again (seeded).
+        b = validity.PERMUTATIONS
+        assert round(p * (b + 1)) == pytest.approx(p * (b + 1), abs=1e-6)
+        assert abs(p - exact) <= 4 * math.sqrt(max(exact, 1 / b) * (1 - exact) / b)
+        assert validity.session_p(groups) == p
+
+
+def test_the_fully_separated_three_a_side_cell_has_p_one_tenth_by_enumeration():
+    """All C(6, 3) = 20 deals of the six runs to two sessions of three, each tested with
+    scipy's H: 2 are as far apart as the runs were."""
+    from scipy import stats
+
+    runs = [10, 11, 12, 20, 21, 22]
+    observed = stats.kruskal(runs[:3], runs[3:]).statistic
+    deals = [
+        stats.kruskal([runs[i] for i in first], [runs[i] for i in range(6) if i not in first])
+        for first in itertools.combinations(range(6), 3)
+    ]
+    at_least = sum(d.statistic >= observed - 1e-12 for d in deals)
+    assert (at_least, len(deals)) == (2, 20)
+    assert validity.session_p([runs[:3], runs[3:]]) == at_least / len(deals) == 0.1
+
+
+NULL_CELLS = 2000  # simulated cells a design, from one seeded generator
+
+
+@pytest.mark.parametrize("sizes", [(3, 3), (4, 5)])
+def test_sessions_that_agree_are_flagged_at_most_at_the_nominal_rate(sizes):
+    """2,000 one-cell posts whose sessions' runs come from one normal distribution: the share
+    flagged is the test's false-alarm rate, at most 5% plus 3 binomial standard deviations
+    (0.0049 at 2,000 cells: 6.46%). The chi-square approximation flags 9.6% at 3 a side."""
+    rng = np.random.default_rng(20261101)
+    df, table = sessions({"size=1": [[0.0] * n for n in sizes]})
+    flagged = 0
+    for _ in range(NULL_CELLS):
+        df["value"] = rng.normal(size=len(df))
+        flagged += bool(validity.session_check(df, table, AXES, "throughput")["flags"])
+    alpha = 0.05
+    limit = alpha + 3 * math.sqrt(alpha * (1 - alpha) / NULL_CELLS)
+    assert flagged / NULL_CELLS <= limit, (sizes, flagged)
+
+
+FAMILY_POSTS = 400  # simulated posts, from one seeded generator
+
+
+def test_a_post_whose_sessions_all_agree_is_flagged_at_most_at_the_nominal_rate():
+    """400 posts of five cells, two sessions of six runs each, every run from one normal
+    distribution: the share of posts with any flag is the family's false-alarm rate, at most
+    5% plus 3 binomial standard deviations (0.0109 at 400 posts: 8.27%). Five cells tested
+    each at 5% would flag 1 - 0.95^5 = 23% of such posts."""
+    rng = np.random.default_rng(20261120)
+    df, table = sessions({f"size={c}": [[0.0] * 6, [0.0] * 6] for c in range(1, 6)})
+    flagged = 0
+    for _ in range(FAMILY_POSTS):
+        df["value"] = rng.normal(size=len(df))
+        flagged += bool(validity.session_check(df, table, AXES, "throughput")["flags"])
+    alpha = 0.05
+    limit = alpha + 3 * math.sqrt(alpha * (1 - alpha) / FAMILY_POSTS)
+    assert flagged / FAMILY_POSTS <= limit, flagged
 
 
 def test_cold_reads_faster_than_the_disk_are_flagged():
