@@ -1,6 +1,7 @@
 """Scripts built from argument lists, run for real on localhost."""
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -141,6 +142,88 @@ def test_drop_cache_refused_where_proc_sys_is_read_only(localhost):
     )
     assert result.exit_code == 3
     assert result.stdout.startswith(hostscript.UNPRIVILEGED)
+
+
+def test_the_cache_line_gives_the_disk_under_the_files_and_its_lsblk_facts():
+    line = "@perfpost-cache 800 100 0 4096 dm-0 1 - lvm"
+    assert hostscript.parse_cache_line(f"noise\n{line}\n") == {
+        "cached_before": 800,
+        "cached_after": 100,
+        "files_resident": 0,
+        "files_bytes": 4096,
+        "disk": "dm-0",
+        "rotational": True,
+        "transport": None,
+        "type": "lvm",
+    }
+    # A line from before the device's type was printed: the type is unknown, the rest read.
+    old = hostscript.parse_cache_line("@perfpost-cache 800 100 0 4096 sda 1 sata\n")
+    assert old is not None
+    assert (old["disk"], old["transport"], old["type"]) == ("sda", "sata", None)
+
+
+def _lsblk_type_under(path: Path) -> tuple[str, str]:
+    """The whole device under ``path`` as the kernel names it (the disk of a partition), and
+    its TYPE as ``lsblk -ndo TYPE`` prints it."""
+    dev = os.stat(path).st_dev
+    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if not block.exists():
+        pytest.skip(f"{path} is on no block device (st_dev {os.major(dev)}:{os.minor(dev)})")
+    block = block.resolve()
+    whole = block.parent if (block / "partition").exists() else block
+    kind = subprocess.run(
+        ["lsblk", "-ndo", "TYPE", f"/dev/{whole.name}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return whole.name, kind
+
+
+def _drop_under(localhost, where: Path) -> dict:
+    workdir = where / f"perfpost-drop-{uuid.uuid4().hex[:8]}"
+    workdir.mkdir()
+    try:
+        (workdir / "f").write_bytes(b"x" * 65536)
+        result = localhost.run(hostscript.drop_cache_script(str(workdir)), 60)
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        facts = hostscript.parse_cache_line(result.stdout)
+        assert facts is not None, result.stdout
+        return facts
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(workdir)], check=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping the page cache needs root")
+def test_a_real_drop_records_the_type_lsblk_gives_the_device_under_the_files(localhost):
+    facts = _drop_under(localhost, Path("/var/tmp"))
+    assert (facts["disk"], facts["type"]) == _lsblk_type_under(Path("/var/tmp"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a loop device needs root")
+def test_a_real_drop_on_a_loop_device_records_loop(localhost, tmp_path):
+    """A file system in a file, on a loop device: not a disk, whatever the disk under it."""
+    for tool in ("losetup", "mkfs.ext4", "mount", "umount"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed")
+    image, mnt = tmp_path / "disk.img", tmp_path / "mnt"
+    mnt.mkdir()
+    with image.open("wb") as fh:
+        fh.truncate(16 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    attach = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], capture_output=True, text=True, check=False
+    )
+    if attach.returncode != 0:
+        pytest.skip(f"no loop device: {attach.stderr.strip()}")
+    loop = attach.stdout.strip()
+    try:
+        subprocess.run(["mount", loop, str(mnt)], check=True, capture_output=True)
+        try:
+            facts = _drop_under(localhost, mnt)
+            assert (facts["disk"], facts["type"]) == _lsblk_type_under(mnt)
+            assert (facts["disk"], facts["type"]) == (Path(loop).name, "loop")
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=True, capture_output=True)
 
 
 @pytest.mark.parametrize("path", ["/", "/var/tmp", "relative/perfpost-x", "/tmp/x; rm -rf ~"])

@@ -6,6 +6,7 @@ drops the page cache for real under files on a disk and on a tmpfs (which cannot
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perfpost.analysis import tidy as tidy_tables
 from perfpost.analysis import validity
 from tests.e2e import make_checkout, snakemake
 
@@ -340,37 +342,114 @@ def test_a_post_whose_sessions_all_agree_is_flagged_at_most_at_the_nominal_rate(
     assert flagged / FAMILY_POSTS <= limit, flagged
 
 
-def test_cold_reads_faster_than_the_disk_are_flagged():
-    df = tidy(
-        [
-            ("size=1", "h", 1, "cached_before_drop", 8e8, "B"),
-            ("size=1", "h", 1, "cached_after_drop", 1e8, "B"),
-            ("size=1", "h", 1, "files_cached_after_drop", 0, "B"),
-            ("size=1", "h", 1, "throughput", 1.2e9, "B/s"),  # 4x a spinning disk
-            ("size=2", "h", 1, "cached_before_drop", 8e8, "B"),
-            ("size=2", "h", 1, "cached_after_drop", 1e8, "B"),
-            ("size=2", "h", 1, "files_cached_after_drop", 0, "B"),
-            ("size=2", "h", 1, "throughput", 2e8, "B/s"),  # a disk can do that
+def cold_reads(rates: list[float], **disk: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cold-read runs of one cell at ``rates`` (B/s) from a disk with the lsblk facts
+    ``disk`` (cells.csv's ``cache_*`` columns), as the tables step makes them."""
+    runs = []
+    for repeat, rate in enumerate(rates, 1):
+        runs += [
+            ("size=1", "h", repeat, "cached_before_drop", 8e8, "B"),
+            ("size=1", "h", repeat, "cached_after_drop", 1e8, "B"),
+            ("size=1", "h", repeat, "files_cached_after_drop", 0, "B"),
+            ("size=1", "h", repeat, "throughput", rate, "B/s"),
         ]
-    )
-    table = cells(
-        [
-            {"cell": c, "host": "h", "repeat": 1, "cache_disk": "sda", "cache_rotational": True}
-            for c in ("size=1", "size=2")
-        ]
-    )
-    check = validity.cache_check(df, table, AXES, "throughput")
-    assert check is not None
-    assert check["facts"][0].startswith("The page cache was dropped before 2 runs")
-    (flag,) = check["flags"]
-    assert flag.startswith("`size=1` on h, run 1: 1.20 GB/s from `sda`, faster than a rotational")
-    # Over SATA the ceiling is the link's 600 MB/s: 1.2 GB/s is still too fast, 200 MB/s not.
-    table["cache_rotational"] = False
-    table["cache_transport"] = "sata"
-    assert len(validity.cache_check(df, table, AXES, "throughput")["flags"]) == 1
-    # An NVMe disk has no ceiling perfpost states: nothing flagged.
-    table["cache_transport"] = "nvme"
-    assert validity.cache_check(df, table, AXES, "throughput")["flags"] == []
+    table = [
+        {"cell": "size=1", "host": "h", "repeat": r, **{f"cache_{k}": v for k, v in disk.items()}}
+        for r in range(1, len(rates) + 1)
+    ]
+    return tidy(runs), cells(table)
+
+
+def as_read_back(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` written to cells.csv and read again (None is empty, True a word)."""
+    buf = io.StringIO()
+    table.to_csv(buf, index=False)
+    buf.seek(0)
+    return pd.read_csv(buf)
+
+
+SATA_HDD = {"disk": "sda", "rotational": True, "transport": "sata", "type": "disk"}
+
+
+def test_reads_from_one_sata_disk_past_sata_iiis_line_rate_are_flagged():
+    # SATA III: 6 Gb/s on the line, 10 line bits a byte (8b/10b): 600 MB/s. A dual-actuator
+    # SATA disk is rated 554 MB/s, below it (and above the 300 MB/s once assumed for any
+    # spinning disk): not flagged. 1.2 GB/s cannot have come over the link: flagged.
+    df, table = cold_reads([554e6, 1.2e9], **SATA_HDD)
+    for t in (table, as_read_back(table)):
+        check = validity.cache_check(df, t, AXES, "throughput")
+        assert check is not None
+        assert (
+            "Reads from `sda` on h are checked against SATA III's line rate (600 MB/s)."
+            in (check["facts"])
+        )
+        (flag,) = check["flags"]
+        assert flag.startswith(
+            "`size=1` on h, run 2: 1.20 GB/s from `sda`, faster than SATA III's line rate "
+            "(600 MB/s)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("disk", "why"),
+    [
+        (
+            {"disk": "nvme0n1", "rotational": False, "transport": "nvme", "type": "disk"},
+            "`nvme0n1` is on nvme: no interface limit known",
+        ),
+        (
+            {"disk": "dm-0", "rotational": True, "transport": None, "type": "lvm"},
+            "`dm-0` is an LVM volume",
+        ),
+        (
+            {"disk": "md0", "rotational": True, "transport": None, "type": "raid0"},
+            "`md0` is an md RAID (raid0)",
+        ),
+        (
+            {"disk": "vda", "rotational": True, "transport": None, "type": "disk"},
+            "`vda` is a virtio disk: no interface limit known",
+        ),
+        (
+            {"disk": "loop0", "rotational": False, "transport": None, "type": "loop"},
+            "`loop0` is a loop device",
+        ),
+        # Recorded before the device's type was: a SATA disk's, or a volume's, unknown.
+        (
+            {"disk": "sda", "rotational": True, "transport": "sata"},
+            "`sda`'s device type was not recorded (a record from before perfpost kept it)",
+        ),
+    ],
+)
+def test_no_ceiling_is_assumed_for_a_volume_or_an_unknown_interface_and_the_check_says_why(
+    disk, why
+):
+    # 1.2 GB/s: four times the 300 MB/s once assumed for anything rotational. An LVM or md
+    # volume of spinning disks reports ROTA=1 and reads from several; a virtio disk's host
+    # may be anything.
+    df, table = cold_reads([1.2e9], **disk)
+    for t in (table, as_read_back(table)):
+        check = validity.cache_check(df, t, AXES, "throughput")
+        assert check is not None
+        assert check["flags"] == []
+        assert f"No read ceiling is known on h: {why}." in check["facts"]
+
+
+def test_cells_table_carries_the_device_type_and_reads_records_without_it():
+    def record(cache_drop: dict) -> dict:
+        return {
+            "cell": "size=1",
+            "host": "h",
+            "repeat": 1,
+            "status": "done",
+            "cache_drop": cache_drop,
+        }
+
+    new = {"disk": "dm-0", "rotational": True, "transport": None, "type": "lvm"}
+    old = {"disk": "sda", "rotational": True, "transport": "sata"}
+    table = tidy_tables.cells_table([("a.json", record(new)), ("b.json", record(old))])
+    assert table["cache_type"].iloc[0] == "lvm"
+    assert pd.isna(table["cache_type"].iloc[1])  # unknown, as cells.csv will say
+    assert table["cache_disk"].tolist() == ["dm-0", "sda"]
 
 
 @pytest.mark.e2e

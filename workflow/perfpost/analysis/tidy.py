@@ -63,6 +63,7 @@ CELL_COLUMNS = (
     "cache_disk",
     "cache_rotational",
     "cache_transport",
+    "cache_type",
     "cache_files_bytes",
     "start_ready_ahead",
     "record",
@@ -156,6 +157,7 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
         row["cache_disk"] = drop.get("disk")
         row["cache_rotational"] = drop.get("rotational")
         row["cache_transport"] = drop.get("transport")
+        row["cache_type"] = drop.get("type")  # None in records made before it was kept
         row["cache_files_bytes"] = drop.get("files_bytes")
         row["record"] = path
         rows.append(row)

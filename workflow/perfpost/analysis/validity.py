@@ -6,9 +6,11 @@ quotes a number without the evidence behind it:
 - **Page cache dropped** (cells with ``drop_cache``): /proc/meminfo's ``Cached`` before and
   after the drop, and how much of the cell's own files was still in the page cache when the
   measurement started (fincore). Flagged: files still cached (a tmpfs cannot drop them), and
-  reads faster than the disk under them delivers at most (a rotational disk
-  :data:`ROTATIONAL_CEILING`, SATA's line rate :data:`SATA_CEILING`): they came from a cache
-  below the page cache (a virtual disk's host, a controller).
+  reads faster than the device under them can deliver: they came from a cache below the
+  page cache (a virtual disk's host, a controller). A ceiling is known only for one physical
+  disk (lsblk's TYPE ``disk``) on an interface in :data:`INTERFACE_CEILINGS` (SATA); for
+  anything else (an LVM, md or dm volume, a loop device, NVMe, virtio, a record without the
+  type) the section says that no ceiling is known, and why.
 - **Start skew** (start_together): the spread of the hosts' starts against the run's length;
   flagged above :data:`SKEW_SHARE`, where the hosts' aggregate is not over one window; and
   flagged where a host was not yet waiting when the common start came.
@@ -43,8 +45,22 @@ from perfpost.analysis.tidy import results
 from perfpost.tools.base import LAG_SHARE
 from perfpost.units import format_bytes, format_value, metric_label, sig
 
-ROTATIONAL_CEILING = 300e6  # B/s: above the fastest spinning disk's sequential rate
-SATA_CEILING = 600e6  # B/s: SATA III's 6 Gb/s after 8b/10b encoding
+SATA_CEILING = 600e6  # B/s: SATA III's 6 Gb/s line rate, 10 line bits a byte (8b/10b)
+# The rate no single disk on an interface (lsblk's TRAN) can pass, whatever the disk: its
+# link's. A dual-actuator SATA disk is rated 554 MB/s, under SATA's. Left out: "sas" (SAS
+# HBAs such as hpsa and smartpqi show a controller's RAID volume as one SAS disk), "ata"
+# (lsblk's word for any other driver with "ata" in its name), "nvme" (its PCIe lanes and
+# generation are not in lsblk), "usb", "iscsi", "fc" (the other end is a machine or array).
+INTERFACE_CEILINGS = {"sata": (SATA_CEILING, "SATA III's line rate")}
+ONE_DISK = ("disk", "part")  # lsblk TYPEs of one physical device (or a part of it)
+VOLUMES = {  # lsblk TYPEs of a volume: its reads may come from several disks, or none
+    "lvm": "an LVM volume",
+    "crypt": "a dm-crypt volume",
+    "mpath": "a multipath device",
+    "dmraid": "a firmware RAID volume (dmraid)",
+    "dm": "a device-mapper volume",
+    "loop": "a loop device",
+}
 FILES_CACHED_SHARE = 0.01  # of a cell's files still cached after a drop
 SKEW_SHARE = 0.01  # of the run's length
 SYNC_SHARE = 0.10  # of write plus sync
@@ -95,12 +111,35 @@ def _span(values: list[float], show: Any) -> str:
     return show(low) if show(low) == show(high) else f"{show(low)} .. {show(high)}"
 
 
-def _ceiling(rotational: Any, transport: Any) -> tuple[float, str] | None:
-    if transport == "sata":
-        return SATA_CEILING, "SATA's line rate"
-    if str(rotational).lower() in ("true", "1", "1.0"):  # a bool, or as cells.csv read it
-        return ROTATIONAL_CEILING, "a rotational disk's"
-    return None
+def _fact(value: Any) -> str | None:
+    """A cells.csv field as text: None, NaN (an empty field read back) and "" are unknown."""
+    if value is None or value != value or value == "":
+        return None
+    return str(value)
+
+
+def _ceiling(disk: str | None, kind: str | None, transport: str | None) -> tuple[float, str] | str:
+    """The most a device can deliver and what that is, or why no such ceiling is known.
+    Only one physical disk has one: a volume's reads (LVM, md RAID, reporting ROTA=1 over
+    spinning disks) may come from several disks, and a loop device's from another file
+    system."""
+    if disk is None:
+        return "no disk was found under the files (a tmpfs, an overlay, a network file system)"
+    if kind is None:
+        return f"`{disk}`'s device type was not recorded (a record from before perfpost kept it)"
+    if kind not in ONE_DISK:
+        if kind in VOLUMES:
+            return f"`{disk}` is {VOLUMES[kind]}"
+        if kind.startswith("raid") or kind in ("linear", "md", "multipath"):
+            return f"`{disk}` is an md RAID ({kind})"
+        return f"`{disk}` is of type {kind}, not one disk"
+    if transport in INTERFACE_CEILINGS:
+        return INTERFACE_CEILINGS[transport]
+    if transport is None:
+        # Linux names virtio-blk disks vd*; they report no transport.
+        what = "a virtio disk" if disk.startswith("vd") else "a disk with no transport reported"
+        return f"`{disk}` is {what}: no interface limit known"
+    return f"`{disk}` is on {transport}: no interface limit known"
 
 
 def cache_check(
@@ -142,20 +181,34 @@ def cache_check(
         disks = cells.set_index(["cell", "host", "repeat"])
         dropped = _dropped(after)
         fast: dict[tuple[str, float, str], _Flags] = {}
+        said: dict[str, list[str]] = {}  # what is said of a device's reads -> its hosts
         for row in _runs(tidy_df, rate).itertuples(index=False):
             key = (row.cell, row.host, row.repeat)
             if key not in disks.index or key not in dropped or row.unit != "B/s":
                 continue
             info = disks.loc[key]
-            limit = _ceiling(info.get("cache_rotational"), info.get("cache_transport"))
-            if limit is not None and row.value > limit[0]:
-                disk = str(info.get("cache_disk"))
-                fast.setdefault((disk, *limit), _Flags(axes)).add(row, row.value)
+            disk = _fact(info.get("cache_disk"))
+            limit = _ceiling(
+                disk, _fact(info.get("cache_type")), _fact(info.get("cache_transport"))
+            )
+            if isinstance(limit, str):
+                fact = f"No read ceiling is known on {{hosts}}: {limit}."
+            else:
+                fact = (
+                    f"Reads from `{disk}` on {{hosts}} are checked against {limit[1]} "
+                    f"({format_value(limit[0], 'B/s')})."
+                )
+                if row.value > limit[0]:
+                    fast.setdefault((str(disk), *limit), _Flags(axes)).add(row, row.value)
+            hosts = said.setdefault(fact, [])
+            if str(row.host) not in hosts:
+                hosts.append(str(row.host))
+        facts += [fact.format(hosts=", ".join(hosts)) for fact, hosts in said.items()]
         for (disk, ceiling, what), found in fast.items():
             flags += found.lines(
                 lambda values, _, d=disk, c=ceiling, w=what: (
                     f"{_span(values, lambda v: format_value(v, 'B/s'))} from `{d}`, faster "
-                    f"than {w} {format_value(c, 'B/s')}: served by a cache below the page "
+                    f"than {w} ({format_value(c, 'B/s')}): served by a cache below the page "
                     "cache (a virtual disk's host, a controller), not by the disk."
                 )
             )

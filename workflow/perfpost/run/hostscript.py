@@ -70,8 +70,10 @@ def drop_cache_script(workdir: str | None = None) -> str:
     Then the evidence that it was dropped, on a ``@perfpost-cache`` line: ``Cached`` of
     /proc/meminfo before and after (bytes), how much of the cell's files in ``workdir`` is
     still in the page cache (fincore, bytes resident and bytes in all; ``-`` without
-    fincore), and the disk holding them with lsblk's ROTA and TRAN (``-`` where unknown), so
-    reads faster than such a disk delivers can be flagged."""
+    fincore), and the device holding them (the disk of a partition) with lsblk's ROTA, TRAN
+    and TYPE (``-`` where unknown), so reads faster than such a disk delivers can be flagged:
+    TYPE says whether it is one disk (``disk``) or a volume of several (``lvm``, ``raid1``,
+    ``crypt``, ``loop``...), which may read faster than any one of them."""
     lines = [
         "cached() { awk '/^Cached:/ {printf \"%.0f\\n\", $2 * 1024}' /proc/meminfo; }",
         "if [ ! -w /proc/sys/vm/drop_caches ]; then",
@@ -86,7 +88,7 @@ def drop_cache_script(workdir: str | None = None) -> str:
         "after=$(cached)",
     ]
     if workdir is None:
-        lines.append(f'echo "{CACHE_MARKER} $before $after - - - - -"')
+        lines.append(f'echo "{CACHE_MARKER} $before $after - - - - - -"')
     else:
         w = _check_scratch(workdir)
         lines += [
@@ -101,18 +103,22 @@ def drop_cache_script(workdir: str | None = None) -> str:
             '[ -n "$disk" ] || disk=$(lsblk -ndo NAME "$dev" 2>/dev/null | tr -d " ")',
             'rota=$(lsblk -ndo ROTA "/dev/$disk" 2>/dev/null | tr -d " ")',
             'tran=$(lsblk -ndo TRAN "/dev/$disk" 2>/dev/null | tr -d " ")',
+            'kind=$(lsblk -ndo TYPE "/dev/$disk" 2>/dev/null | tr -d " ")',
             f'echo "{CACHE_MARKER} $before $after $res $all '
-            '${disk:--} ${rota:--} ${tran:--}"',
+            '${disk:--} ${rota:--} ${tran:--} ${kind:--}"',
         ]
     return "\n".join(lines) + "\n"
 
 
 def parse_cache_line(stdout: str) -> dict[str, Any] | None:
-    """The ``@perfpost-cache`` line of :func:`drop_cache_script` as facts (None: absent)."""
+    """The ``@perfpost-cache`` line of :func:`drop_cache_script` as facts (None: absent). A
+    line from before TYPE was printed has seven fields: its ``type`` is None, unknown."""
     for line in stdout.splitlines():
         if line.startswith(CACHE_MARKER + " "):
             parts = line.split()[1:]
-            if len(parts) != 7:
+            if len(parts) == 7:
+                parts.append("-")
+            if len(parts) != 8:
                 return None
 
             def num(text: str) -> int | None:
@@ -126,6 +132,7 @@ def parse_cache_line(stdout: str) -> dict[str, Any] | None:
                 "disk": None if parts[4] == "-" else parts[4],
                 "rotational": {"1": True, "0": False}.get(parts[5]),
                 "transport": None if parts[6] == "-" else parts[6],
+                "type": None if parts[7] == "-" else parts[7],
             }
     return None
 
