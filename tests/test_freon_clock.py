@@ -65,6 +65,23 @@ def test_a_run_too_short_for_a_window_keeps_the_whole_run_rate_and_its_lag():
     assert "rate_source_progress_window" not in tty
 
 
+def test_a_duration_run_is_timed_from_its_operations_start_to_freons_deadline():
+    # cmdw-duration.log (--duration=4s), lines 2, 9 and 17:
+    #   22,257 Progress: 0.00 % (0 out of 4)         freon's start: the deadline is 26,257
+    #   22,799 Running chunk write test: threads=2 ...  cmdw's set-up is done
+    #   Successful executions: 2656
+    # and the test began ("Executing test") at 22,210.
+    m = metrics("cmdw-duration.log")
+    assert m["rate_time"] == pytest.approx(26.257 - 22.799, abs=1e-3)
+    assert m["rate_operations"] == 2656
+    assert m["rate"] == pytest.approx(2656 / 3.458, rel=1e-4)  # 768 ops/s
+    assert m["startup"] == pytest.approx(22.799 - 22.210, abs=1e-3)
+    assert m["rate_lag"] == 0
+    assert m["rate_source_progress_window"] == 1
+    # Fewer operations than --number-of-tests is a duration run's outcome, not a failure.
+    assert m["failures"] == 0
+
+
 def test_progress_that_counts_seconds_is_no_window():
     """With --duration, freon's progress counts seconds, not operations ("3 out of 45"): the
     lines say nothing of the operations' rate."""
@@ -82,6 +99,7 @@ def test_progress_that_counts_seconds_is_no_window():
         "2026-11-23 05:00:45,900 [main] INFO freon.BaseFreonGenerator: Successful executions: 5000",
     ]
     log = parser._Log("\n".join(lines) + "\n", "d")
+    # No generator said when its operations began: its set-up would be in any phase.
     assert parser.window(log) is None
 
 
@@ -152,6 +170,11 @@ def test_the_method_says_which_clock_the_rates_used():
     text = " ".join(freon.describe({"params": {"subcommand": "dfsg"}}, whole))
     assert "No run was long enough for a measured phase" in text
     assert "up to 40% here (the shortest run took 2.5 s" in text
+    timed = {"params": {"subcommand": "cmdw", "options": {"duration": "3s"}}}
+    text = " ".join(freon.describe(timed, window))
+    assert "ran for a set time (`--duration`)" in text
+    assert "to freon's deadline" in text
+    assert "the generator's start-up)" in text
 
 
 def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache, tmp_path):
@@ -189,3 +212,38 @@ def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache
     # reporter's last second beside the operations the files timed.
     whole = {m.name: m.value for m in freon.parse_text(run.stderr, "dfsg")}["elapsed"]
     assert whole > 1.05 * (written[-1] - written[0])
+
+
+def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path):
+    """vapor cmdw --duration=3s with one file per chunk of 1 MiB: each chunk file's mtime is
+    the file system's record of its write. The run wrote one file per operation it counted,
+    the first after cmdw said its operations began, the last within 1% of the phase of
+    freon's deadline, and their span is the phase's time to 1%."""
+    _, launcher = ozone_cache
+    data = tmp_path / "dn"
+    run = subprocess.run(
+        [str(launcher), "vapor", "-D", f"hdds.datanode.dir={data}",
+         "-D", f"ozone.metadata.dirs={tmp_path / 'meta'}",
+         "-D", "hdds.datanode.container.schema.v3.enabled=false",
+         "-D", "hdds.datanode.volume.min.free.space=1MB",
+         "-D", "hdds.datanode.volume.min.free.space.percent=0",
+         "-D", "hdds.datanode.volume.min.free.space.hard.limit.percent=0",
+         "cmdw", "-n", "100000000", "-s", "1048576", "-t", "2", "-l", "FILE_PER_CHUNK",
+         "--duration=3s"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OZONE_OPTS": "-Xmx256m"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    log = parser._Log(run.stderr, "cmdw")
+    phase = parser.window(log)
+    assert phase is not None
+    chunks = sorted(
+        p.stat().st_mtime_ns / 1e9
+        for p in data.rglob("*")
+        if p.is_file() and p.parent.name == "chunks"
+    )
+    assert len(chunks) == log.success == phase.operations
+    deadline = log.progress[0][0] + 3
+    assert chunks[0] >= log.ops_ts
+    assert abs(chunks[-1] - deadline) <= 0.01 * phase.seconds
+    assert abs((chunks[-1] - chunks[0]) - phase.seconds) <= 0.01 * phase.seconds

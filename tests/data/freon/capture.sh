@@ -32,6 +32,9 @@ echo "cmdw-oldpattern exit $?"
 # On a terminal: progress bar redrawn with \r, a "-- Timers --" block, bare summary lines.
 script -qec "$ozone vapor ${dn[*]} ${schema[*]} cmdw -n 30000 -s 1024 -t 2 -l FILE_PER_BLOCK" \
   /dev/null > cmdw.tty.log; echo "cmdw tty exit $?"
+# A --duration run: progress counts seconds ("1 out of 4"), the run stops at its deadline.
+"$ozone" vapor "${dn[@]}" "${schema[@]}" cmdw -n 100000000 -s 1048576 -t 2 -l FILE_PER_CHUNK \
+  --duration=4s 2> cmdw-duration.log; echo "cmdw-duration exit $?"
 # Cut off mid-run: killed before its summary.
 "$ozone" vapor "${dn[@]}" "${schema[@]}" cmdw -n 100000000 -s 1024 -t 2 -l FILE_PER_CHUNK \
   2> cmdw-killed.log & p=$!

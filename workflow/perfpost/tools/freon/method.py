@@ -76,24 +76,39 @@ def _whole_run(by_cell: dict[str, dict[str, int]], intro: str) -> str:
     )
 
 
-def _rate_sentence(results: Any) -> str:
-    """Which clock each rate came from: the progress window where the log gives one, else
-    the whole run's time, per cell where the runs differ."""
+DURATION_WINDOW = (
+    "The runs ran for a set time (`--duration`), and the rate is over each run's measured "
+    "phase: every operation, from the moment the generator said its operations begin (its "
+    "set-up done) to freon's deadline, its start plus the duration, after which its threads "
+    "take no operation. Both are freon's own stamps, to the millisecond, so neither the "
+    "set-up nor the progress reporter's last second is in it"
+)
+
+
+def _rate_sentence(results: Any, timed: bool = False) -> str:
+    """Which clock each rate came from: the progress window where the log gives one (for a
+    ``--duration`` run, ``timed``, its operations' start to its deadline), else the whole
+    run's time, per cell where the runs differ."""
     window = (
-        "The rate is over each run's measured phase, read from freon's own progress lines: "
-        "the operations completed between the first progress line that counts an operation "
-        "and the last one before the count reached its total, over the time between their "
-        "millisecond stamps. The client's start-up and the progress reporter's last second "
-        "lie outside it, so the rate is the operations' throughput, diluted by neither; its "
-        "time is exact to the millisecond, its count to the operations in flight at either "
-        "end (at most one per thread)"
+        DURATION_WINDOW
+        if timed
+        else (
+            "The rate is over each run's measured phase, read from freon's own progress lines: "
+            "the operations completed between the first progress line that counts an operation "
+            "and the last one before the count reached its total, over the time between their "
+            "millisecond stamps. The client's start-up and the progress reporter's last second "
+            "lie outside it, so the rate is the operations' throughput, diluted by neither; its "
+            "time is exact to the millisecond, its count to the operations in flight at either "
+            "end (at most one per thread)"
+        )
     )
     by_cell = rate_sources(results)
     used = {m for counts in by_cell.values() for m in counts}
     startup = _span(results, "startup")
     before = (
         f" The phase began {startup} after the test started (the `startup` column: the "
-        "client's start-up and its first operations)."
+        f"{'generator' if timed else 'client'}'s start-up"
+        f"{'' if timed else ' and its first operations'})."
         if startup
         else ""
     )
@@ -166,7 +181,7 @@ def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
         f"Each run is `ozone {program} {sub}` with the options in the commands below; "
         "generic settings (`-D`) go before the subcommand."
     ]
-    lines.append(_rate_sentence(results))
+    lines.append(_rate_sentence(results, "duration" in p.get("options", {})))
     tick = _tick_sentence(results)
     if tick:
         lines.append(tick)

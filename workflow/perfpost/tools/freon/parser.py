@@ -42,15 +42,19 @@ _EXPECTED = re.compile(
 )
 _EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests " + _INT)
 _FAILED = "One or more freon test is failed."
+# What a generator logs right before its operations begin, where it logs anything: vapor
+# cmdw's "Running chunk write test: threads=...". The measured phase of a --duration run
+# starts there (its set-up, a chunk manager and one container per thread, is before it).
+_OPS_BEGIN = "Running chunk write test"
 # Every logged message the parser reads contains one of these; a line with none (most of a
 # chatty datanode's log) is passed over without the eight searches below.
 _KEYWORDS = re.compile(
     r"Executing test with prefix|Progress: |type=|Total execution time|Failures: "
-    r"|Successful executions: |number-of-tests objects!|" + re.escape(_FAILED)
+    r"|Successful executions: |number-of-tests objects!|" + re.escape(_FAILED) + "|" + _OPS_BEGIN
 )
 # The lines the whole-text scan leaves to _line: ones with a keyword other than Progress
 # ("xecut" is in Executing, execution(s) and executed), a redraw, or a metric.
-_RARE = ("xecut", "Failures: ", _FAILED, "\r")
+_RARE = ("xecut", "Failures: ", _FAILED, "\r", _OPS_BEGIN)
 _METRIC_HINT = re.compile(r"type=[A-Z]+, name=")
 # A plain log4j line: the reference _LOGGED form narrowed (ASCII digits, spaces, a
 # "yyyy-MM-dd HH:mm:ss" date, no ERROR or FATAL), so that _LOGGED reads it the same way. The
@@ -112,7 +116,8 @@ CONSOLE_NAMES = {
 RATE_SOURCES = {
     "rate_source_progress_window": "freon's own progress lines: the operations completed "
     "between the first progress line after the first operation and the last one before the "
-    "run's end, over the time between their millisecond stamps",
+    "run's end, over the time between their millisecond stamps; for a --duration run, every "
+    "operation, from the generator's start of operations to freon's deadline",
     "rate_source_freon_timestamps": "freon's millisecond log timestamps (start of the test "
     "to its summary)",
     "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
@@ -121,9 +126,9 @@ RATE_SOURCES = {
 
 @dataclass(frozen=True)
 class Window:
-    """The measured phase of a run, from two of its progress lines: ``start`` s after the
-    test began (the client's start-up and first operations lie before it), ``seconds`` long,
-    ``operations`` completed in it."""
+    """The measured phase of a run (two of its progress lines, or a duration run's start of
+    operations and deadline): ``start`` s after the test began (the client's start-up lies
+    before it), ``seconds`` long, ``operations`` completed in it."""
 
     start: float
     seconds: float
@@ -145,6 +150,7 @@ class _Log:
         self.bare: list[tuple[int, str]] = []
         self.total = self.failures = self.success = self.expected = None
         self.start_ts = self.end_ts = None
+        self.ops_ts: float | None = None  # when the generator said its operations begin
         self.precise_ts = False
         self.unit_errors: list[tuple[int, str]] = []  # units no conversion knows, by line
         self.failed_marker = 0
@@ -253,6 +259,9 @@ class _Log:
         if logged and not _KEYWORDS.search(msg):
             return None, None
         ts = log4j.timestamp(line) if logged else None
+        if _OPS_BEGIN in msg and self.ops_ts is None:
+            self.ops_ts = ts
+            return None, None
         if m := _EXECUTING.search(msg):
             self.start_ts = ts
             self.precise_ts = bool(logged and re.match(r"^\S+ \d{2}:\d{2}:\d{2}[,.]\d", line))
@@ -388,9 +397,9 @@ def error_reason(texts: Mapping[str, str]) -> str | None:
 def window(log: _Log) -> Window | None:
     """The run's measured phase: from the first progress line that counts an operation to
     the last one before the count reached its total, when the log stamps them to the
-    millisecond and they are two different moments; None otherwise (a run of a second or two,
-    the terminal form's whole-second bar, a ``--duration`` run whose progress counts
-    seconds, not operations).
+    millisecond and they are two different moments; for a ``--duration`` run, whose progress
+    counts seconds, see :func:`deadline_window`. None otherwise (a run of a second or two,
+    the terminal form's whole-second bar).
 
     Each end is a moment at which freon printed how many operations had completed, so the
     window's time is exact to the stamps' millisecond and its count to the operations in
@@ -402,7 +411,7 @@ def window(log: _Log) -> Window | None:
         return None
     total = points[-1][2]
     if log.expected is not None and total != log.expected:
-        return None  # progress in seconds (--duration), not in operations
+        return deadline_window(log, points)
     inside = [(t, done) for t, done, of in points if 0 < done < of]
     if len(inside) < 2:
         return None
@@ -411,6 +420,26 @@ def window(log: _Log) -> Window | None:
         return None
     began = log.start_ts if log.start_ts is not None else points[0][0]
     return Window(start=t_a - began, seconds=t_b - t_a, operations=c_b - c_a)
+
+
+def deadline_window(log: _Log, points: list[tuple[float, int, int]]) -> Window | None:
+    """The measured phase of a ``--duration`` run: from the moment the generator says its
+    operations begin (vapor cmdw's "Running chunk write test") to freon's deadline, its
+    start plus the duration. Its progress lines count the seconds since that start ("3 out
+    of 4") and its threads take no operation past the deadline, so the phase's end is freon's
+    own clock, not the summary's; the start is the first progress line (printed as freon
+    takes its start time), the duration its total. A generator that says nothing when its
+    operations begin has no such phase: its set-up would be inside it."""
+    if log.ops_ts is None or log.success is None:
+        return None
+    t0, done0, seconds = points[0]
+    if done0 != 0 or seconds <= 0:
+        return None
+    end = t0 + seconds
+    if end <= log.ops_ts:
+        return None
+    began = log.start_ts if log.start_ts is not None else t0
+    return Window(start=log.ops_ts - began, seconds=end - log.ops_ts, operations=log.success)
 
 
 def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
@@ -432,7 +461,10 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
         )
     # Libraries log ERRORs that do not fail a run (a hostname that does not resolve): the
     # outcome is freon's own count; an ERROR only explains a failure.
-    short = log.expected is not None and log.success < log.expected
+    # A --duration run stops at its deadline, not at its --number-of-tests: its progress
+    # counts seconds ("3 out of 4"), and fewer operations than that number is its outcome.
+    timed = bool(log.progress) and log.progress[-1][2] != log.expected
+    short = log.expected is not None and log.success < log.expected and not timed
     if log.failed_marker or (log.failures or 0) > 0 or short:
         reason = error_reason({source: text}) or f"{log.failures} failures"
         if short:
