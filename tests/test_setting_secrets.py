@@ -259,6 +259,20 @@ def test_a_clusters_state_keeps_no_secret_and_its_cells_still_get_theirs(tmp_pat
     assert lease.client_site()["ozone-site"]["ozone.om.address"] == "a:1"
 
 
+def test_a_cells_client_configuration_keeps_an_empty_site_file(tmp_path):
+    """A cluster's client configuration has a core-site with no keys: Hadoop's FsShell
+    (`hdfs dfs`) refuses to start without a core-site.xml ("core-site.xml not found"), so the
+    cell's configuration must still hold the (empty) file after the state's round trip."""
+    state = _state({"hdfs-site": {}}, {"core-site": {}, "hdfs-site": {"dfs.replication": "3"}})
+    sdir = tmp_path / "start-1"
+    sdir.mkdir()
+    deploy._write_state(sdir, state)
+    kept = json.loads((sdir / "state.json").read_text())
+    spec = ClusterSpec.from_dict(state["deployment"]["spec"])
+    lease = deploy.Lease([deploy.Held(spec, 1, kept)])
+    assert lease.client_site() == {"core-site": {}, "hdfs-site": {"dfs.replication": "3"}}
+
+
 def test_compare_says_a_secret_setting_changed_and_shows_neither_value(tmp_path):
     secrets = {"a": "s3-" + uuid.uuid4().hex, "b": "s3-" + uuid.uuid4().hex}
     runs = {}

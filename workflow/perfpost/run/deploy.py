@@ -335,10 +335,12 @@ class Lease:
             scope = Deployment.from_state(h.state["deployment"]).scope
             real = fill_id(h.spec.site, scope)
             for name, keys in h.state["deployment"].get("client", {}).items():
+                # An empty file is kept: FsShell will not start without a core-site.xml.
+                site = out.setdefault(name, {})
                 for key, value in keys.items():
                     if hostenv.secret_setting(key) and key in real.get(name, {}):
                         value = real[name][key]
-                    out.setdefault(name, {})[key] = value
+                    site[key] = value
         return out
 
     def records(self) -> list[dict[str, Any]]:
