@@ -267,6 +267,42 @@ def test_a_host_that_goes_down_while_authenticating_is_lost_not_refused(tmp_path
     assert "lost during authentication" in str(e.value)
 
 
+def test_a_host_that_goes_down_during_key_exchange_is_lost(tmp_path):
+    """A server that sends its banner and closes once the client's arrives, as a host going
+    down mid-handshake does: paramiko re-raises a bare EOFError from its transport thread (a
+    CI run saw "internal error: EOFError()" as a cell's reason). The reason names the lost
+    connection, like any other."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        conn.recv(256)  # the client's banner; the host goes down here
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    (tmp_path / "known_hosts").write_text("")
+    spec = {
+        "name": "gone",
+        "address": "127.0.0.1",
+        "port": port,
+        "user": "perfpost",
+        "key": str(tmp_path / "no-key"),
+        "known_hosts": str(tmp_path / "known_hosts"),
+    }
+    host = RemoteHost(spec)
+    try:
+        with pytest.raises(HostError) as e:
+            host.run("true", 10)
+    finally:
+        host.close()
+        listener.close()
+    assert str(e.value).startswith(f"connection to perfpost@127.0.0.1:{port} lost")
+
+
 def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, tmp_path):
     """run-cell closes its connection after the record is written. A host that died during
     the cell must not turn that close into a failed job: Snakemake deletes a failed job's

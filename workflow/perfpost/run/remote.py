@@ -334,6 +334,13 @@ class RemoteHost:
                     "closed it (the host went down, or its sshd dropped the connection)"
                 ) from None
             raise HostError(f"authentication failed for {self.where}: {e}") from None
+        except EOFError:
+            # paramiko re-raises its transport thread's EOFError when the server closes the
+            # connection during key exchange: the host is going down.
+            raise HostError(
+                f"connection to {self.where} lost during key exchange: the server closed it "
+                "(the host went down, or its sshd dropped the connection)"
+            ) from None
         except NoValidConnectionsError as e:
             raise HostError(f"unreachable: {self.where}: {_first_error(e)}") from None
         except TimeoutError:
