@@ -202,7 +202,7 @@ def test_rerun_runs_only_failed_cells_and_never_finished_ones(run):
     sessions = {r["session"] for r in after.values() if r["status"] == "done"}
     assert len(sessions) == 2
     assert "**Sessions.** The runs came from 2 runs of perfpost (started " in post
-    assert "0 cell(s) have runs from more than one" in post
+    assert "No cell has runs from more than one." in post
     assert planned_records(work) == []
 
 
