@@ -82,6 +82,17 @@ def test_a_duration_run_is_timed_from_its_operations_start_to_freons_deadline():
     assert m["failures"] == 0
 
 
+def test_a_duration_run_whose_progress_bar_read_no_start_time_keeps_its_deadline():
+    """freon starts its progress bar before it sets its start time, so the bar's first line
+    can count the JVM's uptime ("Progress: 351000.00 % (10530 out of 3)") and the bar then
+    stops. Its stamp is still freon's start: cmdw-duration-race.log (--duration=3s, from a
+    default run): the line at 56,641, cmdw's start of operations at 57,232, 2,272 chunks."""
+    m = metrics("cmdw-duration-race.log")
+    assert m["rate_time"] == pytest.approx(56.641 + 3 - 57.232, abs=1e-3)
+    assert m["rate"] == pytest.approx(2272 / 2.409, rel=1e-4)
+    assert m["rate_lag"] == 0
+
+
 def test_progress_that_counts_seconds_is_no_window():
     """With --duration, freon's progress counts seconds, not operations ("3 out of 45"): the
     lines say nothing of the operations' rate."""
@@ -218,7 +229,9 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     """vapor cmdw --duration=3s with one file per chunk of 1 MiB: each chunk file's mtime is
     the file system's record of its write. The run wrote one file per operation it counted,
     the first after cmdw said its operations began, the last within 1% of the phase of
-    freon's deadline, and their span is the phase's time to 1%."""
+    freon's deadline, and their span is the phase's time to 2%: a file's mtime is its write's
+    end, so the first file is stamped one (cold, first) write after the phase began; a CI run
+    saw 21 ms of 1.99 s there."""
     _, launcher = ozone_cache
     data = tmp_path / "dn"
     run = subprocess.run(
@@ -246,4 +259,4 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     deadline = log.progress[0][0] + 3
     assert chunks[0] >= log.ops_ts
     assert abs(chunks[-1] - deadline) <= 0.01 * phase.seconds
-    assert abs((chunks[-1] - chunks[0]) - phase.seconds) <= 0.01 * phase.seconds
+    assert abs((chunks[-1] - chunks[0]) - phase.seconds) <= 0.02 * phase.seconds

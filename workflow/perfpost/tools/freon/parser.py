@@ -432,8 +432,11 @@ def deadline_window(log: _Log, points: list[tuple[float, int, int]]) -> Window |
     operations begin has no such phase: its set-up would be inside it."""
     if log.ops_ts is None or log.success is None:
         return None
-    t0, done0, seconds = points[0]
-    if done0 != 0 or seconds <= 0:
+    # The first line's count may be nonsense: its thread can read freon's start time before
+    # freon sets it, print the JVM's uptime in seconds ("10530 out of 3") and stop. Its stamp
+    # is still the moment freon starts.
+    t0, _, seconds = points[0]
+    if seconds <= 0:
         return None
     end = t0 + seconds
     if end <= log.ops_ts:
