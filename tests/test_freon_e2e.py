@@ -150,7 +150,7 @@ def test_freon_metrics_series_and_post(freon_run):
     series = pd.read_csv(work / "results" / "cmdw" / "series.csv")
     assert set(series["host"]) == {"localhost", "h1"}
     assert (series.groupby(["cell", "host"])["completed"].max() == 3000).all()
-    # These runs take seconds: far fewer than the 45 rates a steady-state verdict needs.
+    # These runs take seconds: far fewer than the 50 rates a steady-state verdict needs.
     found = steady.read(work / "results" / "cmdw" / "steady.csv")
     runs = series[["cell", "host", "repeat"]].drop_duplicates()
     assert len(found) == len(runs)
