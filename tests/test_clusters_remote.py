@@ -253,7 +253,8 @@ def test_the_namenode_has_three_live_datanodes_and_files_have_replication_3(clus
     # `-ls` lines: permissions, replication, owner, group, size, date, time, path.
     files = [line.split() for line in (out / "ls.txt").read_text().splitlines()]
     files = [f for f in files if f and f[0].startswith("-")]
-    assert len(files) == N, (out / "ls.txt").read_text()[-2000:] + (out / "ls.err").read_text()[-3000:]
+    listing = (out / "ls.txt").read_text()[-2000:] + (out / "ls.err").read_text()[-3000:]
+    assert len(files) == N, listing
     assert {f[1] for f in files} == {"3"}
     assert {f[4] for f in files} == {"4096"}
 
