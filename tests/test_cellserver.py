@@ -201,6 +201,27 @@ def test_the_server_goes_with_its_run(server):
     assert not os.path.exists(os.path.dirname(sock))
 
 
+def test_a_killed_runs_locks_go_at_once_though_its_cells_still_run(tmp_path, server):
+    """Snakemake checks its locks before anything of perfpost runs, so a run started right
+    after one was killed failed ("Directory cannot be locked") while the killed run's last
+    cell was still ending: the watcher removed the locks only after its cells."""
+    sock, _, run = server
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("")
+    spec, out = cell(tmp_path, LONG)
+    job = run_cell(tmp_path, spec, out, sock)
+    try:
+        assert _wait_for(lambda: _dd_of(tmp_path), 30), "dd never started"
+        run.kill()
+        run.wait()
+        assert _wait_for(lambda: not list(locks.iterdir()), 10), "the locks stayed"
+        assert _dd_of(tmp_path), "the cell ended first: this shows nothing"
+    finally:
+        job.send_signal(signal.SIGTERM)
+        job.wait(timeout=30)
+
+
 def test_a_request_carries_any_argument_variable_and_directory():
     # Empty arguments, '=' in arguments and values, bytes that are not UTF-8 (a variable
     # holding a Latin-1 path): the cell gets what the job had, as Python's os would give it.

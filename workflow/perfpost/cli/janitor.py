@@ -19,9 +19,11 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def serve_cells(sock: str, pid: int, start: str) -> None:
+def serve_cells(sock: str, pid: int, start: str, workdir: str) -> None:
     """Serve the cells of the run ``pid`` (started at ``start``) on ``sock`` with perfpost's
-    command line; return once the run and the cells served have ended."""
+    command line; return once the run and the cells served have ended. A killed run's locks
+    are removed the moment it ends, not after its cells: the next run can start at once (it
+    waits for those cells itself)."""
     from perfpost.run import cellserver
 
     run_fd = lifeline.run_pidfd(pid, start)
@@ -30,7 +32,13 @@ def serve_cells(sock: str, pid: int, start: str) -> None:
     # Stopped (SIGTERM) while serving: the socket and its directory go with it; the cells
     # it forked are stopped by their kernel-sent SIGTERM (cellserver._die_with).
     signal.signal(signal.SIGTERM, _stop)
-    cellserver.serve(sock, run_fd, _perfpost, cellserver.inherited())
+    cellserver.serve(
+        sock,
+        run_fd,
+        _perfpost,
+        cellserver.inherited(),
+        on_run_end=lambda: lifeline.remove_stale_locks(workdir),
+    )
 
 
 def _perfpost() -> Callable[[list[str]], int]:
@@ -46,7 +54,7 @@ def _perfpost() -> Callable[[list[str]], int]:
 def main(argv: list[str]) -> None:
     pid, start, workdir, sock = lifeline.watcher_args(argv)
     if sock:
-        serve_cells(sock, pid, start)
+        serve_cells(sock, pid, start, workdir)
     lifeline.janitor(pid, start, workdir)
     if not (Path(workdir) / paths.CLUSTERS_DIR).is_dir():
         return  # no cluster was ever deployed here: nothing of deploy's to import or run

@@ -211,13 +211,18 @@ def inherited(fd: int = 0) -> socket.socket | None:
 
 
 def serve(
-    path: str, run_fd: int, load: Callable[[], Main], listener: socket.socket | None = None
+    path: str,
+    run_fd: int,
+    load: Callable[[], Main],
+    listener: socket.socket | None = None,
+    on_run_end: Callable[[], object] | None = None,
 ) -> None:
     """Serve cells on the Unix socket ``path`` (``listener`` if it is listening there
     already) until the run ends (``run_fd``, its pidfd, becomes readable), each forked child
     calling the ``main`` that ``load()`` imports (perfpost's command line) with the job's
-    arguments; return once every cell forked has ended too. Removes the socket and its
-    directory; closes ``run_fd``.
+    arguments; return once every cell forked has ended too. ``on_run_end`` is called as soon
+    as the run ends, before its cells have (a killed run's locks go at once). Removes the
+    socket and its directory; closes ``run_fd``.
 
     The socket listens before anything is imported (``load`` and :func:`_warm`, 0.1 to 0.2 s
     of a 2-core machine): the run's first jobs, which start at once, wait in the backlog for
@@ -229,7 +234,7 @@ def serve(
     try:
         main = load()
         _warm()
-        _loop(listener, path, run_fd, main)
+        _loop(listener, path, run_fd, main, on_run_end)
     finally:
         os.close(run_fd)
         if listener.fileno() != -1:
@@ -237,7 +242,13 @@ def serve(
         _unlink(path)
 
 
-def _loop(listener: socket.socket, path: str, run_fd: int, main: Main) -> None:
+def _loop(
+    listener: socket.socket,
+    path: str,
+    run_fd: int,
+    main: Main,
+    on_run_end: Callable[[], object] | None = None,
+) -> None:
     uid = os.getuid()
     cells: dict[int, _Cell] = {}  # by the fd it is watched through (its pidfd or its client)
     poller = select.poll()
@@ -252,6 +263,8 @@ def _loop(listener: socket.socket, path: str, run_fd: int, main: Main) -> None:
                 poller.unregister(listener)
                 listener.close()
                 _unlink(path)
+                if on_run_end is not None:
+                    on_run_end()
             elif run_alive and fd == listener.fileno():
                 _accept(listener, uid, cells, poller, [listener, run_fd], main)
             elif fd in cells:
