@@ -349,3 +349,10 @@ def test_the_post_section_has_medians_per_cell_and_the_cost_as_a_ratio_of_median
     assert got["most"].startswith(
         "`write` took the most time in every instrumented cell (up to 2 s"
     )
+    assert got["without"] is True
+    # With every cell instrumented, there is no cost to state, and the post must not point
+    # at `instrument=off` cells that do not exist.
+    only_on = [r for r in rows if r["instrument"] == "on"]
+    experiment["axes"]["instrument"] = {"on": ["output"]}
+    got = instrumented.section(pd.DataFrame(only_on), experiment)
+    assert (got["without"], got["cost"]) == (False, [])

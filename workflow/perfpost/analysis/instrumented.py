@@ -44,6 +44,11 @@ def _is_off(experiment: Mapping[str, Any], label: str) -> bool:
     return label == instrument.OFF
 
 
+def _labels(experiment: Mapping[str, Any]) -> list[Any]:
+    value = experiment["axes"].get(instrument.AXIS, {})
+    return list(value) if isinstance(value, Mapping | list | tuple) else [value]
+
+
 def section(tidy_df: pd.DataFrame, experiment: Mapping[str, Any]) -> dict[str, Any] | None:
     """The section's content, or None when the experiment instruments nothing."""
     if instrument.AXIS not in experiment["axes"] or instrument.AXIS not in tidy_df.columns:
@@ -65,6 +70,8 @@ def section(tidy_df: pd.DataFrame, experiment: Mapping[str, Any]) -> dict[str, A
         # Ops a shipped rule set counts that the client never called: no column, said so.
         "uncalled": [o for r in rules for o in SET_OPS.get(r, ()) if o not in ops],
         "most": None,
+        # Whether any cell ran without the agent: only then is its cost measured.
+        "without": any(_is_off(experiment, str(label)) for label in _labels(experiment)),
     }
     if done.empty:
         return out
