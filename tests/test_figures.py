@@ -1,6 +1,7 @@
 """Figures as a reader sees them, drawn by the workflow's own step (`perfpost figures`):
-the onefile post's rate figure (default config) has one series per layout with the zipped
-chunk count travelling with the size, legends lie inside the image, the note names only what
+the onefile post's rate figure (the reference post's four chunk sizes, each with its chunk
+count zipped to it) has one series per layout with the zipped chunk count travelling with
+the size, legends lie inside the image, the note names only what
 is drawn, and rates spanning decades get a log axis."""
 
 import json
@@ -11,7 +12,7 @@ import yaml
 from perfpost import cli
 from perfpost.analysis import plots, tidy
 from perfpost.glue import experiment_json
-from perfpost.plan.config import build_plan, load_plan
+from perfpost.plan.config import build_plan
 from tests.conftest import ROOT
 
 # Rates (chunk writes per second) from the reference post "Writing one file per chunks vs.
@@ -64,8 +65,25 @@ def _draw(tmp_path, plan, name, records, series=None):
     return json.loads((out / "figures" / "figures.json").read_text())
 
 
+def _onefile_plan():
+    """The default config's onefile experiment at the reference post's shape: four chunk
+    sizes, a chunk count zipped to each, two repeats."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    onefile = cfg["experiments"]["onefile"]
+    onefile["params"]["options"] = {"n": "{chunks}", "s": "{size}", "t": 2, "l": "{layout}"}
+    onefile["axes"] = {
+        "layout": ["FILE_PER_CHUNK", "FILE_PER_BLOCK"],
+        "size": {"1k": 1024, "10k": 10240, "100k": 102400, "1M": 1048576},
+        "chunks": [20000, 10000, 2500, 300],
+    }
+    onefile["zip"] = [["size", "chunks"]]
+    onefile["repeats"] = 2
+    onefile.pop("compare", None)
+    return build_plan({"experiments": {"onefile": onefile}})
+
+
 def _onefile(tmp_path, figures, series=None):
-    plan = load_plan(ROOT / "config" / "config.yaml")
+    plan = _onefile_plan()
     records = _records(
         plan,
         "onefile",
@@ -155,7 +173,7 @@ def test_legends_lie_inside_the_image(tmp_path, figures):
         plan, "long", lambda labels, r: 1e8 * (1 + r / 10), metric="throughput", unit="B/s"
     )
     _draw(tmp_path, plan, "long", records)
-    cells = [c.id for c in load_plan(ROOT / "config" / "config.yaml").experiments["onefile"].cells]
+    cells = [c.id for c in _onefile_plan().experiments["onefile"].cells]
     series = pd.DataFrame(
         [
             {"experiment": "onefile", "cell": cell, "host": "localhost", "repeat": 1}
