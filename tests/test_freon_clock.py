@@ -112,6 +112,18 @@ def test_progress_that_counts_seconds_is_no_window():
     log = parser._Log("\n".join(lines) + "\n", "d")
     # No generator said when its operations began: its set-up would be in any phase.
     assert parser.window(log) is None
+    # Nor are they a rate over time: the default run's onefile figure drew "1 operation/s"
+    # for every duration run, and the steady-state check read them as its rates.
+    assert freon.parse_series({"d": "\n".join(lines) + "\n"}) == []
+
+
+def test_a_duration_runs_progress_is_no_series_and_a_counted_runs_is():
+    """cmdw-duration.log: 4 lines "n out of 4" (seconds) over 100,000,000 tests: no series.
+    dfsg-warmup.log counts its files: every one of its stamped progress lines is a point."""
+    assert freon.parse_series({"x": (DATA / "cmdw-duration.log").read_text()}) == []
+    text = (DATA / "dfsg-warmup.log").read_text()
+    stamped = [ln for ln in text.splitlines() if "freon.ProgressBar: Progress:" in ln]
+    assert len(freon.parse_series({"x": text})) == len(stamped) > 0
 
 
 def lagged(rows):

@@ -211,6 +211,13 @@ class _Log:
             self.last_line = no + text.count("\n", counted)
 
     @property
+    def counts_seconds(self) -> bool:
+        """A ``--duration`` run's progress lines count seconds ("3 out of 4"), not operations:
+        their total is not the run's number of tests."""
+        progress = self.progress
+        return bool(progress) and self.expected is not None and progress[-1][2] != self.expected
+
+    @property
     def progress(self) -> list[tuple[float | None, int, int]]:
         """Progress as (timestamp or bar time, completed, total), in the log's order."""
         if self._text:
@@ -466,7 +473,7 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
     # outcome is freon's own count; an ERROR only explains a failure.
     # A --duration run stops at its deadline, not at its --number-of-tests: its progress
     # counts seconds ("3 out of 4"), and fewer operations than that number is its outcome.
-    timed = bool(log.progress) and log.progress[-1][2] != log.expected
+    timed = log.counts_seconds
     short = log.expected is not None and log.success < log.expected and not timed
     if log.failed_marker or (log.failures or 0) > 0 or short:
         reason = error_reason({source: text}) or f"{log.failures} failures"
@@ -529,6 +536,8 @@ def parse_series(logs: Mapping[str, str]) -> list[dict[str, float | None]]:
     rows: list[dict[str, float]] = []
     for source, text in logs.items():
         log = _Log(text, source)
+        if log.counts_seconds:
+            continue  # "3 out of 4" are seconds: no operations' rate over time
         t0 = (
             log.start_ts
             if log.start_ts is not None
