@@ -364,6 +364,37 @@ def test_an_ssh_config_alias_with_proxyjump_reaches_its_host(testbed, tmp_path):
         host.close()
 
 
+def test_a_clusters_daemons_on_an_ssh_config_alias_bind_its_hostname(testbed, tmp_path):
+    """A host named in the inventory by an ssh_config alias ("bh2", HostName h2's address):
+    the alias is a name only this machine's ssh knows, so choosing the daemons' ports there
+    failed ("choosing free ports on bh2 failed: Name or service not known"). They bind, and
+    clients reach them at, the HostName."""
+    from perfpost.clusters.base import ClusterSpec, Deployment
+    from perfpost.run.hosts import open_host
+
+    h2 = testbed.host("h2")
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host bh2\n  HostName {h2.address}\n  Port {h2.port}\n  User {testbed.user}\n"
+        f"  IdentityFile {testbed.key}\n"
+    )
+    spec = {"name": "bh2", "ssh_config": str(config), "known_hosts": testbed.known_hosts}
+    cluster = ClusterSpec(
+        name="c", kind="hdfs", version="3.4.2", roles={"namenode": ["bh2"]}, dir="/tmp"
+    )
+    dep = Deployment(spec=cluster, hosts={"bh2": spec}, opener=open_host)
+    try:
+        assert dep.address("namenode") == h2.address
+        dep.free_ports("bh2", ["nn.rpc", "nn.http"])
+        assert len({dep.ports["nn.rpc"], dep.ports["nn.http"]}) == 2
+    finally:
+        dep.close()
+    # An address the inventory gives is still the one used.
+    given = Deployment(spec=cluster, hosts={"bh2": {**spec, "address": "10.9.9.9"}})
+    given.opener = open_host
+    assert given.address("namenode") == "10.9.9.9"
+
+
 def test_a_proxyjump_hop_with_an_unknown_key_is_refused(testbed, tmp_path):
     config = _ssh_config(testbed, tmp_path / "ssh_config")
     h2 = testbed.host("h2")

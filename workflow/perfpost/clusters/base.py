@@ -167,10 +167,11 @@ class Node:
 
     @property
     def address(self) -> str:
-        """Where daemons bind and clients reach them: loopback for ``localhost``."""
+        """Where daemons bind and clients reach them: loopback for ``localhost``; else the
+        inventory's address, or the one SSH resolved (an ssh_config alias's HostName)."""
         if self.name == LOCALHOST:
             return "127.0.0.1"
-        return str(self.spec.get("address") or self.name)
+        return str(self.spec.get("address") or getattr(self.host, "address", None) or self.name)
 
     def sh(self, script: str, timeout: float = 120.0, what: str = "") -> str:
         """Run ``script``; its standard output, or :class:`ClusterError` with its output."""

@@ -290,6 +290,12 @@ class RemoteHost:
     def where(self) -> str:
         return f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
 
+    @property
+    def address(self) -> str:
+        """The host's address as SSH reaches it: an ssh_config alias's HostName, which its
+        daemons bind and advertise (the alias is a name only this machine's ssh knows)."""
+        return str(self.conn.host)
+
     def _verify_keys(self, conn: Any) -> None:
         from paramiko import RejectPolicy
 
