@@ -4,6 +4,7 @@ and a killed run's locks are removed by the watcher that outlives it by moments 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -208,6 +209,39 @@ def test_a_killed_runs_locks_are_removed_by_its_watcher(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_locks_older_than_every_snakemake_here_are_removed_and_a_live_runs_are_kept(tmp_path):
+    """The next run, started at once after a run was killed, can be working in the directory
+    before the killed run's watcher wakes: it started after those locks were made, so they
+    are not its own (a CI run saw them kept, and that run fail: "Directory cannot be
+    locked"). A Snakemake that started before them may hold them: they stay."""
+    from perfpost.run import lifeline
+
+    work = tmp_path / "w"
+    locks = work / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    fake = tmp_path / "snakemake"  # a process named as Snakemake is, working in `work`
+    fake.symlink_to(shutil.which("sleep"))
+
+    def snakemake_here() -> subprocess.Popen:
+        proc = subprocess.Popen([str(fake), "300"], cwd=work)
+        time.sleep(0.2)  # past a clock tick of its start
+        return proc
+
+    (locks / "0.output.lock").write_text("results/w/tidy.csv\n")
+    time.sleep(0.2)
+    later = snakemake_here()
+    try:
+        assert lifeline.other_snakemakes(str(work)) == [later.pid]
+        assert lifeline.remove_stale_locks(str(work))
+        assert not list(locks.iterdir())
+        (locks / "0.output.lock").write_text("results/w/tidy.csv\n")  # `later`'s own
+        assert lifeline.remove_stale_locks(str(work)) == []
+        assert (locks / "0.output.lock").exists()
+    finally:
+        later.kill()
+        later.wait()
 
 
 @pytest.mark.e2e

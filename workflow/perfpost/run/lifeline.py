@@ -147,6 +147,17 @@ def _read(pid: int, name: str) -> bytes | None:
         return None
 
 
+def _started_at(pid: int) -> float | None:
+    """When the process started, in seconds since the epoch: its start since boot (to the
+    clock tick) moved to the wall clock by how long ago that was (the boot time /proc/stat
+    gives is whole seconds, and off by the clock's corrections since)."""
+    ticks = starttime(pid)
+    if ticks is None:
+        return None
+    ago = time.clock_gettime(time.CLOCK_BOOTTIME) - int(ticks) / os.sysconf("SC_CLK_TCK")
+    return time.time() - ago
+
+
 def _cwd(pid: int) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/cwd")
@@ -340,7 +351,16 @@ def remove_stale_locks(workdir: str) -> list[str]:
     a run that no longer exists. Returns what was done."""
     lockdir = Path(workdir, ".snakemake", "locks")
     stale = sorted(lockdir.glob("*.lock")) if lockdir.is_dir() else []
-    if not stale or other_snakemakes(workdir):
+    if not stale:
+        return []
+    try:
+        made = max(f.stat().st_mtime for f in stale)
+    except OSError:
+        return []
+    # A Snakemake that started after the locks were made does not hold them (it locks once
+    # it has started): the next run, started before this watcher woke. Counting it left the
+    # killed run's locks in place, and that next run failed on them.
+    if any((_started_at(pid) or 0.0) <= made for pid in other_snakemakes(workdir)):
         return []
     for f in stale:
         f.unlink(missing_ok=True)
