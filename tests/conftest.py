@@ -102,6 +102,17 @@ def ozone_cache(tool_cache):
 
 
 @pytest.fixture(scope="session")
+def hdfs_cache(ozone_cache):
+    """The session's tool cache with HDFS 3.4.2 provisioned beside freon (the cells' client)."""
+    from perfpost import provision
+    from perfpost.clusters import hdfs
+
+    cache, _ = ozone_cache
+    provision.install(hdfs.RUNTIME, "3.4.2", str(cache), str(cache / "hdfs.log"))
+    return cache
+
+
+@pytest.fixture(scope="session")
 def single_yarn(tool_cache, tmp_path_factory):
     """A real single-node YARN 3.4.2 (ResourceManager + NodeManager) on loopback ports."""
     from types import SimpleNamespace

@@ -38,17 +38,6 @@ RUN_TIMEOUT = 480.0
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture(scope="session")
-def hdfs_cache(ozone_cache):
-    """The session's tool cache with HDFS provisioned beside freon (the cells' client)."""
-    from perfpost import provision
-    from perfpost.clusters import hdfs
-
-    cache, _ = ozone_cache
-    provision.install(hdfs.RUNTIME, HDFS_VERSION, str(cache), str(cache / "hdfs.log"))
-    return cache
-
-
 def daemons(under: Path) -> dict[int, str]:
     """Every process whose command line names a directory under ``under``: the daemons of
     this test's clusters (and nothing of another test's or another run's)."""

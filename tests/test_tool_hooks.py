@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfpost import tools
-from perfpost.glue import provision_patterns
+from perfpost.glue import provision_outcome, provision_rules
 from perfpost.plan.config import build_plan
 
 FREON = {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/data"}}
@@ -89,11 +89,19 @@ def test_without_a_version_the_tool_folders_own_is_used(tmp_path, tool, runtime)
 
 
 def test_the_provisioning_rule_covers_every_configured_cache_and_the_default(tmp_path):
+    import hashlib
+
     p = plan(tmp_path, FREON, tool_settings={"ozone": {"cache": str(tmp_path / "c")}})
-    patterns = provision_patterns(p)
-    assert str(tmp_path / "c" / "{tool}-{version}" / "COMPLETE-{pom}") in patterns
-    assert len(patterns) == 2  # and the default cache, where the others live
-    assert all(Path(x).name == "COMPLETE-{pom}" for x in patterns)
+    rules = dict((cache, pattern) for pattern, cache in provision_rules(p))
+    assert len(rules) == 2  # and the default cache, where the others live
+    # One outcome per runtime, version, pom and cache: the cache by sha256 of its path.
+    tag = hashlib.sha256(str(tmp_path / "c").encode()).hexdigest()[:8]
+    assert rules[str(tmp_path / "c")] == f"results/tools/{{tool}}-{{version}}-{{pom}}.{tag}.json"
+    # A cell waits for the outcome of the provisioning that leaves its marker.
+    marker = p.provisioned_marker("e", "localhost")
+    assert str(provision_outcome(marker)) == (
+        f"results/tools/ozone-{tools.get('freon').VERSION}-{pom_hash('freon')}.{tag}.json"
+    )
 
 
 def pom_hash(tool):

@@ -203,7 +203,7 @@ def cell_inputs(plan: Plan) -> Any:
         for name, exp in plan.experiments.items()
         for host in exp.hosts
     )
-    return (lambda wc: cell_tools(plan, wc.experiment, [wc.host])) if needs else []
+    return (lambda wc: cell_tools(plan, wc.experiment, [wc.host], wc.cell)) if needs else []
 
 
 def resource_name(host: str) -> str:
@@ -300,26 +300,76 @@ def _finished(record: dict[str, Any] | None) -> bool:
     return record is not None and record["status"] in (records.DONE, records.SKIPPED)
 
 
-def cell_tools(plan: Plan, experiment: str, hosts: list[str]) -> list[Any]:
-    """Tools a cell needs provisioned first (freon on localhost). Marked ancient: provisioning
-    again, or a newer install, is no reason to re-run finished cells."""
+def cell_tools(plan: Plan, experiment: str, hosts: list[str], cell: str | None = None) -> list[Any]:
+    """The provisioning outcomes a cell waits for: its tool's runtime (freon on localhost),
+    its own clusters' and the agent's. Only what the cell uses: a runtime that cannot be
+    provisioned fails its cells, not its neighbours'. Marked ancient: provisioning again, or
+    a newer install, is no reason to re-run finished cells."""
     from snakemake.io import ancient
 
     markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
-    markers |= set(plan.cluster_markers(experiment))
+    markers |= set(plan.cluster_markers(experiment, cell))
     markers |= set(plan.instrument_markers(experiment))
-    return [ancient(m) for m in sorted(markers)]
+    return [ancient(provision_outcome(m)) for m in sorted(markers)]
 
 
-def provision_patterns(plan: Plan) -> list[str]:
-    """Output patterns of the provisioning rule, <cache>/{tool}-{version}/COMPLETE, one per
-    cache the config names (the tools may share one)."""
+def _cache_tag(cache: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(str(cache).encode()).hexdigest()[:8]
+
+
+def provision_outcome(marker: str) -> str:
+    """The outcome file of the provisioning that leaves ``marker``
+    (<cache>/<tool>-<version>/COMPLETE-<pom>; no runtime's name has a dash)."""
+    m = Path(marker)
+    tool, version = m.parent.name.split("-", 1)
+    pom = m.name.split("-", 1)[1]
+    return paths.fill(
+        paths.PROVISION, tool=tool, version=version, pom=pom, cache=_cache_tag(m.parents[1])
+    )
+
+
+def provision_rules(plan: Plan) -> list[tuple[str, str]]:
+    """(output pattern, cache) of each provisioning rule, one per cache the config names
+    (the tools may share one)."""
     from perfpost import provision
 
     # The default cache is always one: runtimes no experiment configures live there.
     caches = {provision.cache_dir(None)}
     caches |= {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in plan.tools}
-    return sorted(str(c / "{tool}-{version}" / (provision.COMPLETE + "-{pom}")) for c in caches)
+    out = []
+    for c in sorted(caches):
+        pattern = paths.PROVISION.replace("{cache}", _cache_tag(c))
+        out.append((pattern, str(c)))
+    return out
+
+
+def provision_again_param(cache: str) -> Any:
+    """The provisioning rule's ``again`` param for the rules of ``cache``."""
+
+    def again(wildcards: Any, output: Any) -> str:
+        return provision_again(output[0], cache, wildcards)
+
+    return again
+
+
+def provision_again(outcome: str, cache: str, wildcards: Any) -> str:
+    """A param of the provisioning rule that changes when its outcome must be made again
+    (Snakemake re-runs a job whose params changed): after a failure, and when the install it
+    made is gone. Empty otherwise, as it was when the first outcome was made."""
+    try:
+        said = json.loads(Path(outcome).read_text())
+    except (OSError, ValueError):
+        return ""
+    if said.get("status") == "failed":
+        return f"failed at {os.stat(outcome).st_mtime_ns}"
+    from perfpost import provision
+
+    home = Path(cache) / f"{wildcards.tool}-{wildcards.version}"
+    if not (home / f"{provision.COMPLETE}-{wildcards.pom}").exists():
+        return "install gone"
+    return ""
 
 
 def provisioned_names() -> str:
@@ -337,11 +387,6 @@ def runtimes() -> dict[str, Any]:
         runtime = clusters.get(kind).RUNTIME
         out[runtime.name] = runtime
     return out
-
-
-def cache_of(marker: str) -> str:
-    """The cache directory of a provisioned install's marker (<cache>/<tool>/COMPLETE-<pom>)."""
-    return str(Path(marker).parents[1])
 
 
 def wanted_attempt(
@@ -532,7 +577,7 @@ class Together:
         self.resources = {resource_name(h): 1 for h in {*self.exp.hosts, *served}}
 
     def tools(self, wildcards: Any) -> list[Any]:
-        return cell_tools(self.plan, self.exp.name, self.exp.hosts)
+        return cell_tools(self.plan, self.exp.name, self.exp.hosts, wildcards.cell)
 
     def specs(self, wildcards: Any) -> str:
         return json.dumps(

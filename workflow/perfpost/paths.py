@@ -63,6 +63,11 @@ CLUSTER_START_DIR = CLUSTER_DIR + "/start-{start}"
 # The cells of this run still to come, per cluster: the last one stops its cluster.
 CLUSTERS_PENDING = CLUSTERS_DIR + "/pending.json"
 
+# A runtime's provisioning: its log, and its outcome (done, or failed with the reason) per
+# cache (a short hash of the cache's path), which the cells that need the runtime wait for.
+PROVISION_LOG = RESULTS + "/tools/{tool}-{version}-{pom}.log"
+PROVISION = RESULTS + "/tools/{tool}-{version}-{pom}.{cache}.json"
+
 # What the wildcards may match; ids are checked at config time to fit these.
 WILDCARDS = {
     "experiment": r"[A-Za-z0-9][A-Za-z0-9._+-]*",

@@ -110,10 +110,53 @@ def _mvn(args: list[str], log: Any) -> None:
     log.write(re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr))
     log.flush()
     if result.returncode != 0:
+        said = _maven_error(result.stdout + result.stderr)
         raise PerfpostError(
-            f"mvn {args[-1] if args else ''} failed (exit "
-            f"{result.returncode}); see {getattr(log, 'name', 'the log')}"
+            f"mvn {args[-1] if args else ''} failed (exit {result.returncode})"
+            + (f": {said}" if said else "")
+            + f"; see {getattr(log, 'name', 'the log')}"
         )
+
+
+def _maven_error(text: str) -> str:
+    """Maven's first ERROR line, the one that names what it could not get."""
+    for line in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines():
+        if line.startswith("[ERROR]") and line[7:].strip():
+            said = line[7:].strip()
+            return said if len(said) <= 400 else said[:400] + "..."
+    return ""
+
+
+# A provisioning step's outcome, written where the workflow waits for it (paths.PROVISION):
+# cells read it, so a runtime that cannot be provisioned fails the cells that need it, each
+# with a record and the reason, and the rest of the run goes on.
+OUTCOME_SCHEMA = 1
+
+
+def write_outcome(path: str | Path, **fields: Any) -> None:
+    """Write an outcome (``status``: done or failed, ``reason``, ...) in one rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"schema_version": OUTCOME_SCHEMA, **fields}, indent=1) + "\n")
+    os.replace(tmp, target)
+
+
+def failed_outcomes(paths_: list[str]) -> str | None:
+    """Why a cell cannot run, from the outcomes it waits for: None when every runtime it
+    needs was provisioned (or a path is no outcome: an older perfpost's marker)."""
+    reasons = []
+    for path in paths_:
+        if not path.endswith(".json"):
+            continue
+        try:
+            outcome = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            continue
+        if outcome.get("status") == "failed":
+            what = f"{outcome.get('tool', '?')} {outcome.get('version', '')}".strip()
+            reasons.append(f"provisioning {what} failed: {outcome.get('reason', '')}")
+    return "; ".join(reasons) or None
 
 
 def _small_files(runtime: Runtime) -> dict[str, Path]:

@@ -23,7 +23,7 @@ rule cell:
         spec=glue.unrecorded(lambda wc: glue.cell_spec(PLAN, wc).param_json()),
     shell:
         PERFPOST_CELL
-        + " run-cell --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        + " run-cell --spec {params.spec:q} --out {output:q} --needs {input:q} > {log:q} 2>&1"
 
 
 # repeats with a precision target: after each round of a cell's runs on a host, a decision
@@ -90,12 +90,15 @@ for group in glue.together(PLAN):
             specs=glue.unrecorded(group.specs),
         shell:
             PERFPOST_CELL
-            + " run-together --specs {params.specs:q} --outs {output:q} > {log:q} 2>&1"
+            + " run-together --specs {params.specs:q} --outs {output:q} --needs {input:q}"
+            + " > {log:q} 2>&1"
 
 
 # Runtimes from Maven Central (Ozone's freon and vapor, a Hadoop client for teragen), for
 # hosts that have none installed: localhost by default.
-for i, pattern in enumerate(glue.provision_patterns(PLAN)):
+# A failed provisioning is an outcome too (exit 0): the cells that need the runtime fail with
+# its reason, each with a record, and the rest of the run goes on; the next run tries again.
+for i, (pattern, cache) in enumerate(glue.provision_rules(PLAN)):
 
     rule:
         name:
@@ -103,7 +106,7 @@ for i, pattern in enumerate(glue.provision_patterns(PLAN)):
         output:
             pattern,
         log:
-            "results/tools/{tool}-{version}-{pom}.log",
+            paths.PROVISION_LOG,
         wildcard_constraints:
             tool=glue.provisioned_names(),
             pom="[0-9a-f]{16}",
@@ -116,7 +119,8 @@ for i, pattern in enumerate(glue.provision_patterns(PLAN)):
         resources:
             **CONTROLLER,
         params:
-            cache=lambda wildcards, output: glue.cache_of(output[0]),
+            cache=cache,
+            again=glue.provision_again_param(cache),
         shell:
             "perfpost provision {wildcards.tool:q} --version {wildcards.version:q}"
-            " --cache {params.cache:q} --log {log:q} > /dev/null"
+            " --cache {params.cache:q} --log {log:q} --outcome {output:q} > /dev/null"

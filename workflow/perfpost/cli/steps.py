@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,13 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     if spec.params.get("launcher"):
         provision.refresh_launcher(spec.params["launcher"], runtimes())
     (env,), redactor = _secret_guard([spec])
+    unmet = provision.failed_outcomes(args.needs)
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
+        if unmet:  # a runtime it needs could not be provisioned: a record saying so
+            record = record_failure(spec, outs[0], unmet, redactor)
+            print(f"{spec.experiment} {spec.cell} {spec.host['name']}: failed ({unmet})")
+            return [record]
         hosts = open_hosts([spec], [env])
         try:
             record = run_cell(spec, outs[0], hosts[0], redactor)
@@ -123,8 +129,11 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     if _finished_already(specs, list(args.outs)):
         return _keep(list(args.outs))
     envs, redactor = _secret_guard(specs)
+    unmet = provision.failed_outcomes(args.needs)
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
+        if unmet:  # a runtime they need could not be provisioned: a record each saying so
+            return [record_failure(s, o, unmet, redactor) for s, o in zip(specs, outs, strict=True)]
         hosts = open_hosts(specs, envs)
         try:
             done = run_together(specs, outs, hosts, redactor)
@@ -324,7 +333,20 @@ def _cmd_provision(args: argparse.Namespace) -> int:
             f"no runtime {args.tool!r} to provision (known: {', '.join(sorted(known))})"
         )
     runtime = known[args.tool]
-    print(provision.install(runtime, args.version or runtime.version, args.cache or None, args.log))
+    version = args.version or runtime.version
+    what = {"tool": args.tool, "version": version, "cache": str(provision.cache_dir(args.cache))}
+    try:
+        launcher = provision.install(runtime, version, args.cache or None, args.log)
+    except (PerfpostError, OSError, subprocess.SubprocessError) as e:
+        if not args.outcome:
+            raise
+        # The run goes on: the cells that need this runtime fail with this reason.
+        provision.write_outcome(args.outcome, status="failed", reason=str(e), **what)
+        print(f"perfpost: provisioning {args.tool} {version} failed: {e}", file=sys.stderr)
+        return 0
+    if args.outcome:
+        provision.write_outcome(args.outcome, status="done", launcher=str(launcher), **what)
+    print(launcher)
     return 0
 
 
@@ -342,18 +364,29 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--version", help="default: the version perfpost was verified with")
     s.add_argument("--cache", help="default ~/.cache/perfpost or $PERFPOST_CACHE")
     s.add_argument("--log")
+    s.add_argument(
+        "--outcome",
+        help="write done/failed (with the reason) here as JSON and exit 0 either way: the "
+        "cells that need the runtime read it",
+    )
     s.set_defaults(func=_cmd_provision)
 
     s = sub.add_parser("run-cell", help="(workflow step) run one cell, write its record")
     s.add_argument("--spec", required=True, help="the cell spec as JSON")
     s.add_argument("--out", required=True, help="record path")
     s.add_argument("--retries", type=int, default=retries, help=retries_help)
+    s.add_argument(
+        "--needs", nargs="*", default=[], help="provisioning outcomes the cell waits for"
+    )
     s.set_defaults(func=_cmd_run_cell)
 
     s = sub.add_parser("run-together", help="(workflow step) run one cell on all its hosts at once")
     s.add_argument("--specs", required=True, help="the cell specs (one per host) as JSON")
     s.add_argument("--outs", required=True, nargs="+", help="record paths, in the same order")
     s.add_argument("--retries", type=int, default=retries, help=retries_help)
+    s.add_argument(
+        "--needs", nargs="*", default=[], help="provisioning outcomes the cell waits for"
+    )
     s.set_defaults(func=_cmd_run_together)
 
     s = sub.add_parser("env", help="(workflow step) capture a host's environment")

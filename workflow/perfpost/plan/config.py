@@ -249,12 +249,15 @@ class Plan:
         host_spec = {"name": host, **self.hosts[host]}
         return tools.get(exp.tool).install_marker(exp.params, host_spec, self.tools)
 
-    def cluster_markers(self, experiment: str) -> list[str]:
-        """The installs the experiment's clusters run from, when perfpost provisions them."""
+    def cluster_markers(self, experiment: str, cell: str | None = None) -> list[str]:
+        """The installs the experiment's clusters (``cell``'s alone, if given) run from,
+        when perfpost provisions them."""
         from perfpost import provision
 
         out = set()
-        for specs in self.experiments[experiment].cluster_specs.values():
+        per_cell = self.experiments[experiment].cluster_specs
+        chosen = [per_cell.get(cell, [])] if cell is not None else list(per_cell.values())
+        for specs in chosen:
             for c in specs:
                 if c.get("home"):
                     continue
