@@ -65,9 +65,10 @@ def _draw(tmp_path, plan, name, records, series=None):
     return json.loads((out / "figures" / "figures.json").read_text())
 
 
-def _onefile_plan():
+def _onefile_plan(compare: bool = False):
     """The default config's onefile experiment at the reference post's shape: four chunk
-    sizes, a chunk count zipped to each, two repeats."""
+    sizes, a chunk count zipped to each, two repeats; its comparison (on the rate) if
+    ``compare``."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     onefile = cfg["experiments"]["onefile"]
     onefile["params"]["options"] = {"n": "{chunks}", "s": "{size}", "t": 2, "l": "{layout}"}
@@ -78,7 +79,11 @@ def _onefile_plan():
     }
     onefile["zip"] = [["size", "chunks"]]
     onefile["repeats"] = 2
-    onefile.pop("compare", None)
+    if compare:
+        for c in onefile["compare"]:
+            c["metric"] = "rate"
+    else:
+        onefile.pop("compare", None)
     return build_plan({"experiments": {"onefile": onefile}})
 
 
@@ -131,6 +136,26 @@ def test_the_onefile_rates_get_a_log_axis(tmp_path, figures):
     # 975 to 395,181 chunks/s: 2.6 decades; linear, everything under 10,000 is flat.
     assert ax.get_yscale() == "log"
     assert "log scale" in ax.get_ylabel()
+
+
+def test_a_comparison_of_groups_decades_apart_gets_a_log_axis(tmp_path, figures):
+    """The default onefile post compares the layouts at 1 KiB and 1 MiB chunks: on a linear
+    axis from zero the 1 MiB runs (975 chunks/s here) were a line along the bottom under the
+    1 KiB ones (up to 395,181)."""
+    plan = _onefile_plan(compare=True)
+    records = _records(
+        plan,
+        "onefile",
+        lambda labels, repeat: ONEFILE_RATES[labels["layout"], labels["size"]][repeat - 1],
+    )
+    _draw(tmp_path, plan, "onefile", records)
+    fig = next(f for f in figures if "one file per block vs" in f.get_suptitle())
+    left = fig.axes[0]
+    assert left.get_yscale() == "log"
+    assert "log scale" in left.get_ylabel()
+    low, high = left.get_ylim()
+    assert low < 974.7  # every run inside
+    assert high > 395181.4
 
 
 def _inside(fig) -> list[str]:

@@ -662,8 +662,12 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
         ax.set_xlim(-0.6, len(groups) - 0.4)
     left.set_xticks(range(len(groups)))
     left.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
-    left.set_ylabel(f"{metric_label(rows[0].metric)} ({unit_name})")
-    left.set_ylim(bottom=0)
+    # Groups decades apart (1 KiB and 1 MiB chunks) on a log axis, as in the metric's figure:
+    # linear, the small group is a line along the bottom.
+    log = _scale_y(left, [v / factor for r in rows for v in (*r.base_values, *r.cand_values)])
+    left.set_ylabel(
+        f"{metric_label(rows[0].metric)} ({unit_name}" + (", log scale)" if log else ")")
+    )
     left.grid(axis="y", alpha=0.3)
     left.legend(fontsize=8, frameon=False, title="bars: medians", title_fontsize=8)
     for i, r in enumerate(rows):
