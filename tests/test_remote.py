@@ -208,6 +208,19 @@ def test_unreachable_and_authentication_failures_say_so(testbed, tmp_path):
         nobody.run("true", 10)
 
 
+def _failure_against(spec: dict, listener: socket.socket) -> str:
+    """The HostError a command gets from the host ``spec`` names (a test server on
+    ``listener``, closed after)."""
+    host = RemoteHost(spec)
+    try:
+        with pytest.raises(HostError) as e:
+            host.run("true", 10)
+    finally:
+        host.close()
+        listener.close()
+    return str(e.value)
+
+
 def test_a_host_that_goes_down_while_authenticating_is_lost_not_refused(tmp_path):
     # A server that closes the connection once the client asks to log in, as a host going
     # down mid-handshake does: paramiko says "Authentication failed: transport shut down or
@@ -256,15 +269,9 @@ def test_a_host_that_goes_down_while_authenticating_is_lost_not_refused(tmp_path
         "key": str(tmp_path / "client"),
         "known_hosts": str(known),
     }
-    host = RemoteHost(spec)
-    try:
-        with pytest.raises(HostError) as e:
-            host.run("true", 10)
-    finally:
-        host.close()
-        listener.close()
-    assert str(e.value).startswith("connection to perfpost@127.0.0.1")
-    assert "lost during authentication" in str(e.value)
+    error = _failure_against(spec, listener)
+    assert error.startswith("connection to perfpost@127.0.0.1")
+    assert "lost during authentication" in error
 
 
 def test_a_host_that_goes_down_during_key_exchange_is_lost(tmp_path):
@@ -293,14 +300,9 @@ def test_a_host_that_goes_down_during_key_exchange_is_lost(tmp_path):
         "key": str(tmp_path / "no-key"),
         "known_hosts": str(tmp_path / "known_hosts"),
     }
-    host = RemoteHost(spec)
-    try:
-        with pytest.raises(HostError) as e:
-            host.run("true", 10)
-    finally:
-        host.close()
-        listener.close()
-    assert str(e.value).startswith(f"connection to perfpost@127.0.0.1:{port} lost")
+    assert _failure_against(spec, listener).startswith(
+        f"connection to perfpost@127.0.0.1:{port} lost"
+    )
 
 
 def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, tmp_path):
