@@ -200,6 +200,20 @@ def test_the_method_says_which_clock_the_rates_used():
     assert "the generator's start-up)" in text
 
 
+def _real_run(argv: list[str], name: str):
+    """A real freon or vapor run (256 MiB heap): the finished process, its log read as
+    perfpost reads it, and the measured phase perfpost finds in it."""
+    run = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OZONE_OPTS": "-Xmx256m"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    log = parser._Log(run.stderr, name)
+    phase = parser.window(log)
+    assert phase is not None
+    return run, log, phase
+
+
 def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache, tmp_path):
     """freon dfsg writes 1,500 files of 10 KB to file://; each file's mtime is the file
     system's own record of when its last byte was written. At each end of the window, the
@@ -208,16 +222,10 @@ def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache
     1% of it (here about 10 s: 0.1 s)."""
     _, launcher = ozone_cache
     out = tmp_path / "out"
-    run = subprocess.run(
+    run, log, phase = _real_run(
         [str(launcher), "freon", "dfsg", "-n", "1500", "-s", "10240", "-t", "2",
-         "--path", f"file://{out}"],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "OZONE_OPTS": "-Xmx256m"},
+         "--path", f"file://{out}"], "dfsg",
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    log = parser._Log(run.stderr, "dfsg")
-    phase = parser.window(log)
-    assert phase is not None
     points = [(t, done) for t, done, total in log.progress if 0 < done < total]
     (t_a, c_a), (t_b, c_b) = points[0], points[-1]
     written = sorted(
@@ -246,7 +254,7 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     saw 21 ms of 1.99 s there."""
     _, launcher = ozone_cache
     data = tmp_path / "dn"
-    run = subprocess.run(
+    _, log, phase = _real_run(
         [str(launcher), "vapor", "-D", f"hdds.datanode.dir={data}",
          "-D", f"ozone.metadata.dirs={tmp_path / 'meta'}",
          "-D", "hdds.datanode.container.schema.v3.enabled=false",
@@ -254,14 +262,8 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
          "-D", "hdds.datanode.volume.min.free.space.percent=0",
          "-D", "hdds.datanode.volume.min.free.space.hard.limit.percent=0",
          "cmdw", "-n", "100000000", "-s", "1048576", "-t", "2", "-l", "FILE_PER_CHUNK",
-         "--duration=3s"],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "OZONE_OPTS": "-Xmx256m"},
+         "--duration=3s"], "cmdw",
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    log = parser._Log(run.stderr, "cmdw")
-    phase = parser.window(log)
-    assert phase is not None
     chunks = sorted(
         p.stat().st_mtime_ns / 1e9
         for p in data.rglob("*")
