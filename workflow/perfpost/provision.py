@@ -107,10 +107,11 @@ def _mvn(args: list[str], log: Any) -> None:
         [mvn, "-B", "-q", *args], capture_output=True, text=True, errors="replace", check=False
     )
     # Maven 3.8 prints colour resets even in batch mode; the log is for reading.
-    log.write(re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    log.write(text)
     log.flush()
     if result.returncode != 0:
-        said = _maven_error(result.stdout + result.stderr)
+        said = _maven_error(text)
         raise PerfpostError(
             f"mvn {args[-1] if args else ''} failed (exit {result.returncode})"
             + (f": {said}" if said else "")
@@ -119,8 +120,9 @@ def _mvn(args: list[str], log: Any) -> None:
 
 
 def _maven_error(text: str) -> str:
-    """Maven's first ERROR line, the one that names what it could not get."""
-    for line in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines():
+    """Maven's first ERROR line (of its output, colour codes removed): the one that names
+    what it could not get."""
+    for line in text.splitlines():
         if line.startswith("[ERROR]") and line[7:].strip():
             said = line[7:].strip()
             return said if len(said) <= 400 else said[:400] + "..."

@@ -74,6 +74,15 @@ def _keep(outs: list[str]) -> int:
     return 0
 
 
+def _say(rec: dict[str, Any]) -> None:
+    """The job log's line for a record: which run, which attempt, how it ended and why."""
+    line = (
+        f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']} "
+        f"attempt {rec['attempt']}: {rec['status']}"
+    )
+    print(line + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
+
+
 def _cmd_run_cell(args: argparse.Namespace) -> int:
     import traceback
 
@@ -93,19 +102,16 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     def run(outs: list[str]) -> list[dict[str, Any]]:
         if unmet:  # a runtime it needs could not be provisioned: a record saying so
             record = record_failure(spec, outs[0], unmet, redactor)
-            print(f"{spec.experiment} {spec.cell} {spec.host['name']}: failed ({unmet})")
-            return [record]
-        hosts = open_hosts([spec], [env])
-        try:
-            record = run_cell(spec, outs[0], hosts[0], redactor)
-        except Exception as e:
-            traceback.print_exc()
-            record = record_failure(spec, outs[0], unforeseen(e), redactor)
-        finally:
-            close_all(hosts)
-        line = f"{spec.experiment} {spec.cell} {spec.host['name']} r{spec.repeat}"
-        line += f" attempt {record['attempt']}: {record['status']}"
-        print(line + (f" ({record['reason']})" if record["reason"] else ""), flush=True)
+        else:
+            hosts = open_hosts([spec], [env])
+            try:
+                record = run_cell(spec, outs[0], hosts[0], redactor)
+            except Exception as e:
+                traceback.print_exc()
+                record = record_failure(spec, outs[0], unforeseen(e), redactor)
+            finally:
+                close_all(hosts)
+        _say(record)
         return [record]
 
     run_attempts([args.out], run, args.retries)
@@ -133,24 +139,21 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
         if unmet:  # a runtime they need could not be provisioned: a record each saying so
-            return [record_failure(s, o, unmet, redactor) for s, o in zip(specs, outs, strict=True)]
-        hosts = open_hosts(specs, envs)
-        try:
-            done = run_together(specs, outs, hosts, redactor)
-        except Exception as e:
-            traceback.print_exc()
-            done = [
-                record_failure(s, o, unforeseen(e), redactor)
-                for s, o in zip(specs, outs, strict=True)
-            ]
-        finally:
-            close_all(hosts)
+            done = [record_failure(s, o, unmet, redactor) for s, o in zip(specs, outs, strict=True)]
+        else:
+            hosts = open_hosts(specs, envs)
+            try:
+                done = run_together(specs, outs, hosts, redactor)
+            except Exception as e:
+                traceback.print_exc()
+                done = [
+                    record_failure(s, o, unforeseen(e), redactor)
+                    for s, o in zip(specs, outs, strict=True)
+                ]
+            finally:
+                close_all(hosts)
         for rec in done:
-            line = (
-                f"{rec['experiment']} {rec['cell']} {rec['host']} r{rec['repeat']} "
-                f"attempt {rec['attempt']}: {rec['status']}"
-            )
-            print(line + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
+            _say(rec)
         skew = done[0].get("start_skew")
         if skew is not None:
             print(f"start skew between hosts: {skew * 1000:.1f} ms", flush=True)
