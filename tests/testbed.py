@@ -2,7 +2,9 @@
 
 Each host is its own ``sshd`` with its own host key. As root, every host lives in a network
 namespace of its own (a veth pair on a private bridge, an address in 10.200.X.0/24, port 22)
-and sees a private, empty /tmp; otherwise the hosts listen on loopback ports. ``start`` writes
+and has its own /tmp, /var/tmp, /opt, /root and home (directories of its own disk, bound over
+this machine's; the checkout hidden), so nothing reaches it through a shared path; otherwise
+the hosts listen on loopback ports and share this machine's files. ``start`` writes
 ``inventory.yaml`` (perfpost's ``hosts:`` and ``ssh:`` config) and ``known_hosts`` into the
 testbed directory; ``stop`` kills every process it started and removes every interface.
 
@@ -52,6 +54,10 @@ class TestHost:
     pid: int = 0
     netns: str | None = None
     veth: str | None = None
+    # The host's own disk (netns mode): its /tmp, /var/tmp, /opt, /root and the login user's
+    # home are directories here, bound over the shared ones, kept across a host's down/up.
+    disk: str | None = None
+    home: str | None = None  # the login user's home, private to the host
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Testbed:
     hosts: list[TestHost]
     bridge: str | None = None
     authorized_keys: str | None = None
+    own_disks: bool = True  # the disks are the testbed's own (removed by stop)
 
     def host(self, name: str) -> TestHost:
         return next(h for h in self.hosts if h.name == name)
@@ -129,6 +136,10 @@ class Testbed:
             _ip("link", "del", self.bridge, check=False)
         if self.authorized_keys:
             Path(self.authorized_keys).unlink(missing_ok=True)
+        if self.own_disks:
+            for h in self.hosts:
+                if h.disk:
+                    shutil.rmtree(h.disk, ignore_errors=True)
         Path(self.dir, STATE).unlink(missing_ok=True)
 
 
@@ -198,18 +209,46 @@ def _keygen(path: Path) -> str:
     return Path(f"{path}.pub").read_text().strip()
 
 
+# Where a host's own disk goes over the controller's directories (name in the disk, mode).
+PRIVATE = (("/tmp", "tmp"), ("/var/tmp", "var_tmp"), ("/opt", "opt"), ("/root", "root"))
+MODES = {"tmp": 0o1777, "var_tmp": 0o1777, "opt": 0o755, "root": 0o700, "home": 0o755}
+# The checkout (and its .venv) is the controller's: hidden on every host.
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def _make_disk(disk: Path, user: str) -> None:
+    """A host's disk: one directory per private mount, the home owned by the login user."""
+    import pwd
+
+    for name, mode in MODES.items():
+        p = disk / name
+        p.mkdir(parents=True, exist_ok=True)
+        p.chmod(mode)
+    pw = pwd.getpwnam(user)
+    os.chown(disk / "home", pw.pw_uid, pw.pw_gid)
+
+
 def _spawn_sshd(h: TestHost) -> int:
     argv = [_sshd(), "-D", "-e", "-f", h.config]
     if h.netns:
-        # Private mounts with an empty /tmp, its own processes and hostname, as separate
-        # machines have. The testbed's own files (sshd_config, keys) may live
-        # under /tmp: they are carried over into the new /tmp at the same path.
-        d = shlex.quote(str(Path(h.config).parent.parent))
+        # Private mounts, its own processes and hostname, as separate machines have: /tmp,
+        # /var/tmp, /opt, /root and the login user's home are the host's own disk, the
+        # checkout is hidden. The testbed's own files (sshd_config, keys) and the disk may
+        # live under what gets covered: both are held at a stash first, the testbed's carried
+        # back to its path once everything is covered.
+        q = shlex.quote
+        d = q(str(Path(h.config).parent.parent))
+        covers = [(path, name) for path, name in PRIVATE]
+        if h.home and h.home not in {p for p, _ in covers}:
+            covers.append((h.home, "home"))
+        binds = "".join(f" mount --bind $j/{name} {q(path)};" for path, name in covers)
         inner = (
             "set -e; mkdir -p /run/perfpost-testbed; k=$(mktemp -d /run/perfpost-testbed/XXXXXX);"
-            f" mount --bind {d} $k; mount -t tmpfs -o size=4g perfpost-tmp /tmp;"
-            f" mkdir -p {d}; mount --bind $k {d}; umount $k; rmdir $k;"
-            f" mount --bind {shlex.quote(str(Path(h.config).parent / 'hosts'))} /etc/hosts;"
+            " j=$(mktemp -d /run/perfpost-testbed/XXXXXX);"
+            f" mount --bind {d} $k; mount --bind {q(str(h.disk))} $j;{binds}"
+            f" mount -t tmpfs -o size=1m,mode=755 perfpost-hidden {q(str(CHECKOUT))};"
+            f" mkdir -p {d}; mount --bind $k {d}; umount $k $j; rmdir $k $j;"
+            f" mount --bind {q(str(Path(h.config).parent / 'hosts'))} /etc/hosts;"
             f" hostname {h.name}; exec {shlex.join(argv)}"
         )
         argv = [
@@ -316,9 +355,12 @@ def start(
     mode: str = "auto",
     user: str | None = None,
     sftp: bool = True,
+    disks: str | Path | None = None,
 ) -> Testbed:
     """Start ``n`` sshd hosts named h1..hN; returns the testbed (also saved in ``directory``).
-    With ``sftp=False`` the hosts offer no SFTP subsystem, as hardened servers do."""
+    With ``sftp=False`` the hosts offer no SFTP subsystem, as hardened servers do. As root,
+    each host's own disk is ``<disks>/hN`` (default: in the testbed directory, removed by
+    ``stop``); a ``disks`` directory given is kept, as machines keep theirs between runs."""
     root = os.geteuid() == 0
     if mode == "auto":
         mode = "netns" if root and shutil.which("ip") else "loopback"
@@ -356,7 +398,12 @@ def start(
         inventory=str(d / "inventory.yaml"),
         hosts=[],
         authorized_keys=str(authorized),
+        own_disks=disks is None,
     )
+    disk_root = Path(disks).resolve() if disks is not None else d / "disks"
+    import pwd
+
+    home = pwd.getpwnam(user).pw_dir
     try:
         if mode == "netns":
             k = _subnet()
@@ -382,7 +429,10 @@ def start(
                     str(hdir / "sshd.log"),
                     netns=f"pp-{tag}-h{i}",
                     veth=f"pp{tag}{i}a",
+                    disk=str(disk_root / f"h{i}"),
+                    home=home,
                 )
+                _make_disk(Path(h.disk), user)
                 _ip("netns", "add", h.netns)
                 _ip("link", "add", h.veth, "type", "veth", "peer", "name", f"pp{tag}{i}b")
                 _ip("link", "set", h.veth, "master", bed.bridge)
@@ -441,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--mode", choices=["auto", "netns", "loopback"], default="auto")
     s.add_argument("--user", help="login user (default: you)")
     s.add_argument("--no-sftp", action="store_true", help="hosts without the SFTP subsystem")
+    s.add_argument("--disks", help="keep the hosts' own disks here (default: removed by stop)")
     s = sub.add_parser("stop", help="stop the hosts and remove their interfaces")
     s.add_argument("--dir", default=".testbed")
     for name in ("down", "up"):
@@ -450,7 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "start":
-            bed = start(args.n, args.dir, args.mode, args.user, sftp=not args.no_sftp)
+            bed = start(
+                args.n, args.dir, args.mode, args.user, sftp=not args.no_sftp, disks=args.disks
+            )
             for h in bed.hosts:
                 print(
                     f"{h.name}: {bed.user}@{h.address}:{h.port}"

@@ -28,6 +28,7 @@ import shlex
 import socket
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -530,6 +531,29 @@ class RemoteHost:
             return None
         raise HostError(f"cannot copy {remote_path} from {self.where}: exit code {code}: {said}")
 
+    @contextlib.contextmanager
+    def stream(self, script: str) -> Iterator[Stream]:
+        """``script`` run by ``sh`` on an exec channel of its own, for a conversation: its
+        output read line by line, bytes (a tar) written to its input. No SFTP, no argv limit
+        on what is sent. A socket or SSH failure is :class:`HostError`."""
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt("interrupted")
+        self._connect()
+        try:
+            channel = self._session()
+            channel.settimeout(READ_TIMEOUT)
+            channel.exec_command(f"sh -c {shlex.quote(script)}")
+        except Exception as e:
+            raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
+        s = Stream(channel, self.where)
+        try:
+            yield s
+        except (TimeoutError, OSError, EOFError) as e:
+            raise HostError(f"connection to {self.where} lost: {e or type(e).__name__}") from None
+        finally:
+            with contextlib.suppress(Exception):
+                channel.close()
+
     def close(self) -> None:
         """Close the connection, best effort: a host that died mid-cell leaves a dead socket,
         and an error here would fail a cell whose record (and reason) is already written."""
@@ -560,6 +584,51 @@ class _Drain:
 
     def text(self) -> str:
         return b"".join(self._chunks).decode(errors="replace")
+
+
+class Stream:
+    """One exec channel of :meth:`RemoteHost.stream`: lines from the script's output,
+    bytes to its input (buffered into large packets), its exit status at the end."""
+
+    BUFFER = 1 << 18
+
+    def __init__(self, channel: Any, where: str) -> None:
+        self.channel = channel
+        self.where = where
+        self._out = channel.makefile("rb")
+        self._err = _Drain(channel.recv_stderr)
+        self._pending = bytearray()
+        self.sent = 0
+
+    def settimeout(self, seconds: float) -> None:
+        """How long a read or write may wait (the script may first wait for a lock)."""
+        self.channel.settimeout(seconds)
+
+    def readline(self) -> str:
+        """The script's next line of output ("" at its end)."""
+        return self._out.readline().decode(errors="replace").rstrip("\n")
+
+    def write(self, data: bytes) -> int:
+        self._pending += data
+        if len(self._pending) >= self.BUFFER:
+            self.flush()
+        return len(data)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.channel.sendall(bytes(self._pending))
+            self.sent += len(self._pending)
+            self._pending.clear()
+
+    def finish(self) -> tuple[int | None, list[str], str]:
+        """Close the script's input; its exit status, its remaining output lines and its
+        standard error, once it ended."""
+        self.flush()
+        self.channel.shutdown_write()
+        rest = [ln.decode(errors="replace").rstrip("\n") for ln in self._out]
+        code = self.channel.recv_exit_status()
+        self._err.join(READ_TIMEOUT)
+        return (code if code >= 0 else None), rest, self._err.text()
 
 
 class RemoteGuard:
