@@ -75,12 +75,29 @@ def host_spec(bed, name: str, **over) -> dict:
     return bed.spec(name, **over)
 
 
+def put_on_host(bed, name: str, files: dict[str, str], executable: bool = True) -> None:
+    """Write ``files`` (path -> text) on a testbed host over SSH: the hosts share no path
+    with this machine, so a test's shim reaches them as a user's files would."""
+    import shlex
+
+    from perfpost.run.remote import RemoteHost
+    from perfpost.shell import write_files_script
+
+    host = RemoteHost(host_spec(bed, name))
+    try:
+        script = write_files_script(files, private=False)
+        if executable:
+            script += "chmod 755 " + " ".join(shlex.quote(p) for p in files) + "\n"
+        got = host.run(script, 60)
+        assert got.exit_code == 0, got.stderr
+    finally:
+        host.close()
+
+
 @pytest.fixture(scope="session")
 def tool_cache():
     """An empty tool cache, as on a new machine: runtimes are provisioned from Maven Central.
-
-    Kept under /var/tmp and readable by all: the testbed's login user runs them too.
-    """
+    Testbed hosts never see it: perfpost delivers what they run over SSH."""
     import tempfile
 
     cache = Path(tempfile.mkdtemp(prefix="perfpost-test-cache-", dir="/var/tmp"))

@@ -35,13 +35,15 @@ N = 100  # objects each freon run writes
 
 # The provisioned `ozone` launcher; after a freon run, what the live cluster says of what it
 # wrote, asked with the client configuration perfpost wrote for the cell ($OZONE_CONF_DIR,
-# $HADOOP_CONF_DIR). Its answers go to $CHECK_DIR, not into freon's log.
+# $HADOOP_CONF_DIR). Its answers go to $CHECK_DIR on the host, not into freon's log. The
+# wrapper is a build of the user's (a directory perfpost delivers to the host that runs it);
+# the installs it calls reach it as $OZONE and $HDFS, paths here that perfpost delivers too.
 WRAPPER = """#!/bin/sh
-real={ozone}/bin/ozone
-[ "${{1:-}}" = freon ] || exec "$real" "$@"
+real=$OZONE/bin/ozone
+[ "${1:-}" = freon ] || exec "$real" "$@"
 "$real" "$@"; rc=$?
-out=$CHECK_DIR
-ask() {{ java -Xmx256m -cp "$OZONE_CONF_DIR:{ozone}/lib/*" "$@"; }}
+out=$CHECK_DIR; mkdir -p "$out"
+ask() { java -Xmx256m -cp "$OZONE_CONF_DIR:$OZONE/lib/*" "$@"; }
 case "$CHECK_KIND" in
 ozone)
   ask org.apache.hadoop.ozone.shell.OzoneShell key info "$CHECK_KEY" \\
@@ -53,8 +55,8 @@ ozone)
     >"$out/datanodes.json" 2>"$out/datanodes.err"
   ;;
 hdfs)
-  {hdfs}/bin/hdfs dfs -fs "$CHECK_FS" -ls -R "$CHECK_FS/$CHECK_PATH" >"$out/ls.txt" 2>"$out/ls.err"
-  {hdfs}/bin/hdfs dfsadmin -fs "$CHECK_FS" -report >"$out/report.txt" 2>"$out/report.err"
+  $HDFS/bin/hdfs dfs -fs "$CHECK_FS" -ls -R "$CHECK_FS/$CHECK_PATH" >"$out/ls.txt" 2>"$out/ls.err"
+  $HDFS/bin/hdfs dfsadmin -fs "$CHECK_FS" -report >"$out/report.txt" 2>"$out/report.err"
   ;;
 esac
 exit $rc
@@ -81,14 +83,12 @@ def leftovers(marker: str) -> dict[int, str]:
 
 @pytest.fixture(scope="module")
 def shared(testbed):
-    """A directory every host sees at the same path (/var/tmp is not private to the testbed's
-    hosts) and the testbed's login user may write: the clusters' directories go there."""
+    """A path for the clusters' and the checks' directories: the same name on every host
+    and here, each host's own (/var/tmp is private to a testbed host), made on the host."""
     if testbed.mode != "netns":
         pytest.skip("needs hosts with addresses of their own: network namespaces, as root")
     d = Path(tempfile.mkdtemp(prefix="perfpost-clusters-", dir="/var/tmp"))
-    for sub in (d, d / "clusters", d / "freon", d / "checks" / "ozone", d / "checks" / "hdfs"):
-        sub.mkdir(parents=True, exist_ok=True)
-        sub.chmod(0o1777)
+    d.chmod(0o1777)
     yield d
     for pid in leftovers(str(d)):  # only if the run itself failed to stop them
         try:
@@ -98,6 +98,27 @@ def shared(testbed):
     shutil.rmtree(d, ignore_errors=True)
 
 
+def on_host(testbed, host: str, script: str) -> str:
+    """``script``'s output on a testbed host, over SSH."""
+    from perfpost.run.remote import RemoteHost
+    from tests.conftest import host_spec
+
+    h = RemoteHost(host_spec(testbed, host))
+    try:
+        got = h.run(script, 60)
+    finally:
+        h.close()
+    assert got.exit_code == 0, got.stderr
+    return got.stdout
+
+
+def host_file(testbed, host: str, path: Path) -> str:
+    """A file's text on a host (over SSH), or here for localhost."""
+    if host == "localhost":
+        return path.read_text()
+    return on_host(testbed, host, f"cat {path}")
+
+
 @pytest.fixture(scope="module")
 def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
     from perfpost.run import deploy
@@ -105,9 +126,13 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
     cache, launcher = ozone_cache
     work = tmp_path_factory.mktemp("clusters-remote")
     ozone_home = launcher.resolve().parents[1]
-    wrapper = shared / "ozone-checked"
-    wrapper.write_text(WRAPPER.format(ozone=ozone_home, hdfs=cache / "hdfs-3.4.2"))
+    build = work / "ozone-checked"
+    (build / "bin").mkdir(parents=True)
+    (build / ".perfpost-build").write_text("the test's wrapper\n")
+    wrapper = build / "bin" / "ozone"
+    wrapper.write_text(WRAPPER)
     wrapper.chmod(0o755)
+    installs = {"OZONE": str(ozone_home), "HDFS": str(cache / "hdfs-3.4.2")}
     inventory = yaml.safe_load(Path(testbed.inventory).read_text())
     common = {"tool": "freon", "repeats": 1, "timeout": 300}
     cfg = {
@@ -148,6 +173,7 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
                         "p": "{run}",
                     },
                     "env": {
+                        **installs,
                         "CHECK_KIND": "ozone",
                         "CHECK_DIR": str(shared / "checks" / "ozone"),
                         "CHECK_KEY": "/{cluster.volume}/{cluster.bucket}/{run}/0",
@@ -165,6 +191,7 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
                     "launcher": str(wrapper),
                     "options": {"n": N, "s": 4096, "t": 4, "path": "{cluster.fs}/{run}"},
                     "env": {
+                        **installs,
                         "CHECK_KIND": "hdfs",
                         "CHECK_DIR": str(shared / "checks" / "hdfs"),
                         "CHECK_FS": "{cluster.fs}",
@@ -228,16 +255,20 @@ def test_freon_wrote_every_object_into_the_cluster(cluster_run, testbed, experim
 
 def test_the_scm_has_three_healthy_datanodes_and_a_key_has_three_replicas(cluster_run, testbed):
     _, shared = cluster_run
-    out = shared / "checks" / "ozone"
-    nodes = json.loads((out / "datanodes.json").read_text())
+    out = shared / "checks" / "ozone"  # on h1, which ran the cell
+
+    def read(name: str) -> str:
+        return host_file(testbed, "h1", out / name)
+
+    nodes = json.loads(read("datanodes.json"))
     assert sorted(n["ipAddress"] for n in nodes) == sorted(addresses(testbed))
     assert {n["healthState"] for n in nodes} == {"HEALTHY"}
-    key = json.loads((out / "key.json").read_text())
+    key = json.loads(read("key.json"))
     assert key["dataSize"] == 4096
     repl = key["replicationConfig"]
     assert (repl["replicationType"], repl["replicationFactor"]) == ("RATIS", "THREE")
     # Its container: a replica on each host, as the SCM knows them from the datanodes.
-    container = json.loads((out / "container.json").read_text())
+    container = json.loads(read("container.json"))
     held = {r["datanodeDetails"]["ipAddress"] for r in container["replicas"]}
     assert held == addresses(testbed)
     assert container["pipeline"]["replicationConfig"]["replicationFactor"] == "THREE"
@@ -245,7 +276,7 @@ def test_the_scm_has_three_healthy_datanodes_and_a_key_has_three_replicas(cluste
 
 def test_the_namenode_has_three_live_datanodes_and_files_have_replication_3(cluster_run, testbed):
     _, shared = cluster_run
-    out = shared / "checks" / "hdfs"
+    out = shared / "checks" / "hdfs"  # here: the cell ran on localhost
     report = (out / "report.txt").read_text()
     assert "Live datanodes (3):" in report, report + (out / "report.err").read_text()
     names = re.findall(r"^Name: ([\d.]+):\d+", report, re.M)
@@ -290,6 +321,19 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
     # The post says where its system under test ran: three datanodes, one per host.
     post = (work / "reports" / experiment / "index.md").read_text()
     assert "datanode on h1, h2, h3" in post
+    # Each host ran the daemons from its own copy of the install, which perfpost delivered
+    # (now or for an earlier test of this session), never from this machine's path.
+    local = state["deployment"]["spec"].get("cache") or ""
+    for h in HOSTS:
+        home = state["deployment"]["home"][h]
+        assert "/.cache/perfpost/" in home, home
+        assert not local or not home.startswith(local), home
+        on_host(testbed, h, f"test -f {home}/.perfpost-delivered && test -d {home}/lib")
+    if experiment == "ozone-keys":  # the cell on h1 got the wrapper (a build) delivered
+        (_, rec) = record(work, experiment)
+        assert "ozone-checked" in {d["what"] for d in rec["delivered"]}
+        assert "Delivered by perfpost over SSH" in post
+        assert re.search(r"`ozone-checked-[0-9a-f]{12}` (to|on) h1", post), post
     log = (sdir / "cluster.log").read_text()
     assert "ready after" in log
     assert "no other cell of this run needs it" in log
@@ -308,4 +352,5 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
         ).stdout.split()
         java = [p for p in pids if "java" in _cmdline(p)]
         assert java == [], (h.name, [_cmdline(p) for p in java])
-    assert list((shared / "clusters").iterdir()) == []
+    for h in HOSTS:  # each host's own directory for the clusters, now empty
+        assert on_host(testbed, h, f"ls -A {shared}/clusters") == "", h

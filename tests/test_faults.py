@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FAULTS, ROOT, env_with_venv, snakemake_bin
+from tests.conftest import FAULTS, ROOT, env_with_venv, put_on_host, snakemake_bin
 from tests.e2e import make_checkout, planned_records, snakemake
 from tests.mistakes import GOOD, MISTAKES, config_text
 
@@ -175,7 +175,7 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
     from tests.test_remote import processes
 
     inv = yaml.safe_load(Path(testbed.inventory).read_text())
-    # On disk, not the hosts' own /tmp (memory): dsync writes there last a while.
+    # On the hosts' /var/tmp, as on a machine's disk: dsync writes there last a while.
     scratch = f"/var/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
     exp = {**slow_dd(scratch, [5000, 5001], repeats=1), "hosts": ["h1", "h2"]}
     work = make_checkout(tmp_path / "w", {**inv, "experiments": {"far": exp}})
@@ -225,7 +225,7 @@ def test_kill_9_of_the_whole_run_leaves_no_tool_on_remote_hosts(testbed, tmp_pat
     again = snakemake(work, "--cores", "2", "report")
     assert again.returncode == 0, again.stderr[-3000:]
     assert {c["status"] for c in cells(work)} == {"done"}
-    shutil.rmtree(scratch, ignore_errors=True)  # the hosts' /var/tmp is this machine's
+    # The hosts' /var/tmp is their own disk's: the testbed removes it with them.
     FAULTS.append(
         (
             "interrupt mid-run",
@@ -374,12 +374,9 @@ def test_kill_9_of_a_cell_between_two_steps_leaves_no_scratch(testbed, tmp_path,
 
 def test_kill_9_of_a_cell_while_its_log_is_copied_back_leaves_no_scratch(testbed, tmp_path):
     spec = testbed.spec("h1")
-    # The shim is read on the host: under /var/tmp, which the testbed hosts share with this
-    # machine (their /tmp is their own).
+    # The shim is read on the host: written there over SSH (the host shares no path).
     shim = Path(f"/var/tmp/perfpost-shim-{uuid.uuid4().hex[:8]}")
-    shim.mkdir(mode=0o755)
-    (shim / "dd").write_text(BIG_LOG_DD)
-    (shim / "dd").chmod(0o755)
+    put_on_host(testbed, "h1", {f"{shim}/dd": BIG_LOG_DD})
     scratch = f"/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
     path = f"{shim}:/usr/local/bin:/usr/bin:/bin"
     job = cell_job("h1", spec, scratch, env={"PATH": path})
@@ -412,7 +409,6 @@ def test_kill_9_of_a_cell_while_its_log_is_copied_back_leaves_no_scratch(testbed
         if proc.poll() is None:
             proc.kill()
         on.close()
-        shutil.rmtree(shim, ignore_errors=True)
     assert not out.exists()
     FAULTS.append(
         (

@@ -218,6 +218,9 @@ def test_no_copy_of_a_secret_stays_in_the_remote_hosts_scratch(testbed, shim, tm
     """The tool leaves its environment in a directory it made read-only (the testbed's login
     user is no root, so a plain `rm -rf` cannot empty it): the scratch still goes."""
     from perfpost.run.remote import RemoteHost
+    from tests.conftest import put_on_host
+
+    put_on_host(testbed, "h2", {f"{shim}/dd": SHIM})  # h2 has its own /var/tmp
 
     secret = "key-" + uuid.uuid4().hex
     spec_h = host_spec(testbed, "h2")

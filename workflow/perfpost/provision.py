@@ -356,7 +356,7 @@ def _build(
             + "\n"
         )
         (staging / f"{COMPLETE}-{_pom_hash(runtime)}").write_text("")
-        # Readable by every user: test hosts log in as other users and share this path.
+        # Readable by every user: a cluster's daemons may run as another user here.
         for p in [staging, *staging.rglob("*")]:
             p.chmod(p.stat().st_mode | 0o044 | (0o011 if p.is_dir() else 0))
         try:

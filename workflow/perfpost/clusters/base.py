@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from perfpost import provision
+from perfpost import deliver, provision
 from perfpost.errors import PerfpostError
 from perfpost.hostenv import LOCALHOST
 from perfpost.shell import write_files_script
@@ -309,6 +309,8 @@ class Deployment:
     version: str = ""
     changed: list[dict[str, Any]] = field(default_factory=list)  # keys not at their default
     notes: list[str] = field(default_factory=list)  # what the daemons said of the config
+    # What perfpost delivered to the hosts for this start (run.deliver.Delivery.record()).
+    delivered: list[dict[str, Any]] = field(default_factory=list)
     tag: str = ""  # who deployed it (a short hash of the controller's directory)
     # The id, as the configuration had it when it started: a state read back keeps its spec
     # with secret settings masked (:func:`perfpost.hostenv.mask_settings`), which hashes to
@@ -539,6 +541,7 @@ class Deployment:
             "version": self.version,
             "changed": self.changed,
             "notes": self.notes,
+            "delivered": self.delivered,
             "tag": self.tag,
             "id": self.ident,
         }
@@ -557,6 +560,7 @@ class Deployment:
             version=state.get("version", ""),
             changed=state.get("changed", []),
             notes=state.get("notes", []),
+            delivered=state.get("delivered", []),
             tag=state.get("tag", ""),
             known_ident=state.get("id", ""),
         )
@@ -636,6 +640,9 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
 
     t0 = time.monotonic()
     try:
+        # The install each host runs (perfpost's, on this machine) is put on hosts that lack
+        # it first; the jars' defaults are read from this machine's copy.
+        local = deliver_homes(dep, say)
         for host in dep.spec.hosts():
             root = shlex.quote(dep.root(host))
             dep.node(host).sh(
@@ -686,12 +693,35 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
         dep.version = kind.version_text(
             dep.node(first).sh(kind.version_command(dep.home[first]), what="version")
         )
-        dep.changed = changed_keys(dep.site, site_defaults(dep.home[first]))
+        dep.changed = changed_keys(dep.site, site_defaults(local[first]))
         if kind_cls.NOTES:
             dep.read_notes(kind_cls.NOTES, dep.daemon_logs())
     except BaseException:
         stop(dep, kind_cls.START_ORDER, log=log)
         raise
+
+
+def deliver_homes(dep: Deployment, say: Any) -> dict[str, str]:
+    """Deliver each host's install to it when it is perfpost's on this machine (hosts in
+    parallel) and point ``dep.home`` at the copies; returns the homes as they were (here)."""
+    local = dict(dep.home)
+    hosts = [h for h in dep.spec.hosts() if deliver.install_root(dep.home.get(h, ""))]
+
+    def one(host: str) -> tuple[str, Any]:
+        path = dep.home[host]
+        root = deliver.install_root(path)
+        assert root is not None
+        d = deliver.ensure(dep.node(host).host, root)
+        return host, (d, deliver.localize(path, dict.fromkeys(deliver.prefixes(root), d.path)))
+
+    if hosts:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+            for host, (d, path) in pool.map(one, hosts):
+                dep.home[host] = path
+                if d.files:
+                    dep.delivered.append(d.record())
+                    say(d.said())
+    return local
 
 
 def stop(

@@ -191,9 +191,9 @@ def _conf_secrets(node: Any, dep: Deployment, host: str) -> list[str]:
 
 
 def _homes(spec: ClusterSpec) -> dict[str, str]:
-    """The install each host runs the daemons from: ``home`` when the config names one,
-    else perfpost's provisioned runtime, in the config's tools cache (on another host, at
-    the same path: the config says ``home`` when that host has its own)."""
+    """The install each host runs the daemons from, as this machine names it: ``home`` when
+    the config names one, else perfpost's provisioned runtime in the config's tools cache,
+    which :func:`perfpost.clusters.base.start` delivers to remote hosts that lack it."""
     if spec.home:
         return {h: spec.home for h in spec.hosts()}
     kind = clusters.get(spec.kind)

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, hostenv, instrument, paths, shell, tools
+from perfpost import __version__, deliver, hostenv, instrument, paths, shell, tools
 from perfpost.clusters.base import ClusterError, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
@@ -344,6 +344,7 @@ class _CellRun:
         # Before any step can make scratch: from here on the host removes it should perfpost
         # die, whatever it is doing (a step, copying a log back, or nothing on the host).
         self.guard = self.host.guard(self.scratch_cleanup)
+        self._deliver()
         spec = self.spec
         plan = self.adapter.plan(spec.params, self.workdir)
         if spec.instrument:
@@ -418,6 +419,21 @@ class _CellRun:
             # The evidence it was dropped, for the post's validity checks.
             self.record["cache_drop"] = hostscript.parse_cache_line(drop.stdout)
         return None
+
+    def _deliver(self) -> None:
+        """Put what the cell runs from perfpost's installs here (the tool's runtime, the
+        agent) on a remote host that lacks it, and point the params at the host's copy. The
+        record keeps the params as planned (its measurement) and says what was shipped."""
+        spec, inst = self.spec, dict(self.spec.instrument or {})
+        mapping, done = deliver.deliver_for(self.host, [spec.params, inst.get("home")])
+        if not mapping:
+            return
+        self.record["delivered"] = [d.record() for d in done]
+        if inst:
+            inst["home"] = deliver.localize(inst["home"], mapping)
+        self.spec = dataclasses.replace(
+            spec, params=deliver.localize(spec.params, mapping), instrument=inst or spec.instrument
+        )
 
     @property
     def _instruments_tasks(self) -> bool:
