@@ -8,6 +8,7 @@ nothing here re-reads formatted text.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -327,9 +328,36 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                 "ready": state.get("ready"),
                 "logs": str(sdir / "logs"),
                 "status": state.get("status"),
+                "delivered": dep.get("delivered", []),
             }
         )
     return out
+
+
+def deliveries(cells: pd.DataFrame, clusters: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """What perfpost shipped to hosts (run.deliver), for the method: per host and install,
+    the bytes, files and seconds it took; and which hosts had what they needed already."""
+    shipped: dict[tuple[str, str], dict[str, Any]] = {}
+    had: set[tuple[str, str]] = set()
+    entries: list[dict[str, Any]] = [d for c in clusters for d in c.get("delivered", [])]
+    if "delivered" in cells:
+        for text in cells["delivered"].dropna():
+            with contextlib.suppress(ValueError, TypeError):
+                entries += json.loads(text)
+    for d in entries:
+        k = (str(d["host"]), str(d["key"]))
+        if d.get("files"):
+            shipped.setdefault(k, d)
+        else:
+            had.add(k)
+    return {
+        "shipped": [
+            f"`{key}` to {host} ({d['bytes'] / 1e6:.1f} MB in {d['files']} files, "
+            f"{d['seconds']:.1f} s)"
+            for (host, key), d in sorted(shipped.items())
+        ],
+        "had": [f"`{key}` on {host}" for host, key in sorted(had - set(shipped))],
+    }
 
 
 def overlap(cell_rows: pd.DataFrame) -> dict[str, Any]:
@@ -585,6 +613,7 @@ def render(
         "commands": _commands(cells, experiment),
         "envs": _env_groups(envs),
         "clusters": clusters_of(cells),
+        "deliveries": deliveries(cells, clusters_of(cells)),
         "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
         "tails": _log_tails(cells),
         "tool_versions": versions,

@@ -66,6 +66,7 @@ CELL_COLUMNS = (
     "cache_type",
     "cache_files_bytes",
     "start_ready_ahead",
+    "delivered",
     "record",
 )
 
@@ -145,7 +146,9 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     """One row per cell attempt that counts: its status and reason, for the failures list."""
     rows = []
     for path, r in records:
-        row = {k: r.get(k) for k in CELL_COLUMNS if k not in ("record", "clusters")}
+        row = {k: r.get(k) for k in CELL_COLUMNS if k not in ("record", "clusters", "delivered")}
+        # What perfpost put on the host for it (run.deliver): JSON, one entry per install.
+        row["delivered"] = json.dumps(r["delivered"]) if r.get("delivered") else None
         # A service's own record of the run (YARN's application): its id and final state.
         service = next(iter((r.get("service_records") or {}).values()), {})
         row["job_id"] = service.get("id")
