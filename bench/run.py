@@ -23,13 +23,15 @@ Items (each ratio is against a baseline measured in the same run):
 8. scale: 64 sshd hosts (network namespaces), one experiment of 64 x 4 cells through
    ``snakemake --cores 64`` and again with ``start_together``: start skew, the controller's
    peak memory and CPU, every host's finish against the median host's, ``perfpost cells``
-   and the post.
+   and the post;
+9. deliver: the Ozone runtime to testbed hosts with their own disks (16; 4 with --quick),
+   perfpost's delivery against ``tar | ssh`` to one host, and the check when all have it.
 
 It prints one table (item, measure, perfpost's figure, the baseline's, the figure the target
 holds: their ratio or difference, the target, met; a missed target says why) and writes it,
 with the machine's description and each item's CPU contention, to bench/results/latest.json.
-Remote items need root (network namespaces) or fall back to loopback ports; item 8 needs
-root. Nothing is asserted: a missed target is a row that says "no".
+Remote items need root (network namespaces) or fall back to loopback ports; items 8 and 9
+need root. Nothing is asserted: a missed target is a row that says "no".
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, CpuWatch, Row, asjson, machine, table
 
 SCHEMA_VERSION = 1
-ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale")
+ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -71,6 +73,10 @@ def _load(name: str):
         import scale
 
         return scale.run
+    if name == "deliver":
+        import delivery
+
+        return delivery.run
     import remote
 
     return remote.run
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    order = {f"{i} ": i for i in range(1, 9)}
+    order = {f"{i} ": i for i in range(1, 10)}
     rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 9))
     print()
     print(table(rows))
