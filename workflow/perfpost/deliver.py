@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfpost import provision
+from perfpost import builds, provision
 from perfpost.errors import PerfpostError
 
 MANIFEST = ".perfpost-manifest.sha256"
@@ -51,8 +51,8 @@ READ_WAIT = 300  # seconds the host may take without reading or saying anything 
 # What of an install is this machine's own, never shipped: the rule checker's memos
 # (instrument.check writes them into Byteman's install) and the provisioning log.
 EXCLUDED_TOP = {"checks", "provision.log"}
-# A file perfpost itself marks as a build a user gave (a distribution directory).
-BUILD_MARK = ".perfpost-build"
+# The mark of a user's build perfpost staged (builds.py).
+BUILD_MARK = builds.MARK
 
 
 class DeliveryError(PerfpostError):

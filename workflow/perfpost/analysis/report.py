@@ -319,6 +319,7 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                 "jvm": spec.get("jvm", {}),
                 "env": spec.get("env", {}),
                 "version": dep.get("version", ""),
+                "build": spec.get("build"),
                 "changed": settings,
                 "placement": placement,
                 "dir": spec.get("dir", ""),

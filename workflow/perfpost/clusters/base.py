@@ -109,6 +109,7 @@ class ClusterSpec:
     env: dict[str, str] = field(default_factory=dict)
     dir: str = DEFAULT_DIR
     home: str | None = None  # an install on every host; default: perfpost's provisioned one
+    build: str | None = None  # a build of the user's (builds.py), staged at ``home``
     cache: str | None = None  # where perfpost provisions it (the config's tools cache)
     buckets: list[str] = field(default_factory=list)  # ozone: "volume/bucket" made after start
     fresh: str = "configuration"
@@ -120,6 +121,8 @@ class ClusterSpec:
         data = asdict(self)
         for k in ("name", "fresh", "shared", "cache"):
             data.pop(k)
+        if data.get("build") is None:  # as before builds existed: the same ids
+            data.pop("build", None)
         return data
 
     def ident(self) -> str:

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfpost import clusters, hostenv, instrument, paths, provision, tools
+from perfpost import builds, clusters, hostenv, instrument, paths, provision, tools
 from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
@@ -300,7 +300,12 @@ class Plan:
         exp = self.experiments[experiment]
         labels = exp.labels[cell]
         host_spec = {"name": host, **self.hosts[host]}
-        params = tools.get(exp.tool).complete_params(exp.resolved[cell], host_spec, self.tools)
+        adapter = tools.get(exp.tool)
+        params = exp.resolved[cell]
+        from_build = getattr(adapter, "client_from_build", None)
+        if from_build is not None:  # the client of the build the cell's cluster runs
+            params = from_build(params, exp.cluster_specs.get(cell, []))
+        params = adapter.complete_params(params, host_spec, self.tools)
         return CellSpec(
             experiment=experiment,
             cell=cell,
@@ -735,6 +740,15 @@ def cluster_spec(
         or tools_cfg.get(_VERSION_FROM[raw["kind"]], {}).get("version")
         or kind.RUNTIME.version
     )
+    home, build = filled.get("home"), filled.get("build")
+    if build is not None:
+        if home:
+            raise ConfigError(f"{here}.build", "a cluster runs a build or a `home`, not both")
+        source = builds.check(str(build), f"{here}.build")
+        build = str(source)
+        # Staged (by the cluster's start) where the plan can name it now: its identity.
+        home = str(builds.staged_path(source, cluster_cache(tools_cfg, raw["kind"])))
+        version = f"build {source.name}"
     spec = ClusterSpec(
         name=name,
         kind=raw["kind"],
@@ -744,7 +758,8 @@ def cluster_spec(
         jvm={k: str(v) for k, v in jvm.items()},
         env={k: str(v) for k, v in filled.get("env", {}).items()},
         dir=filled.get("dir", "/var/tmp/perfpost"),
-        home=filled.get("home"),
+        home=home,
+        build=build,
         # Where the provision step put it (cluster_markers): the run's daemons start from there.
         cache=cluster_cache(tools_cfg, raw["kind"]),
         buckets=list(filled.get("buckets", [])),

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from perfpost import clusters, hostenv, paths, provision
+from perfpost import builds, clusters, hostenv, paths, provision
 from perfpost.clusters.base import (
     ClusterError,
     ClusterSpec,
@@ -194,6 +194,9 @@ def _homes(spec: ClusterSpec) -> dict[str, str]:
     """The install each host runs the daemons from, as this machine names it: ``home`` when
     the config names one, else perfpost's provisioned runtime in the config's tools cache,
     which :func:`perfpost.clusters.base.start` delivers to remote hosts that lack it."""
+    if spec.build:  # the user's build, staged here once: delivered to the hosts at start
+        home = str(builds.stage(Path(spec.build), spec.cache))
+        return {h: home for h in spec.hosts()}
     if spec.home:
         return {h: spec.home for h in spec.hosts()}
     kind = clusters.get(spec.kind)

@@ -80,6 +80,18 @@ def complete_params(
     return {**params, "launcher": base.provisioned_launcher(RUNTIME, HOST_KEY, host, tools)[0]}
 
 
+def client_from_build(params: dict[str, Any], clusters: list[dict[str, Any]]) -> dict[str, Any]:
+    """``params`` whose ``launcher`` is the ``bin/ozone`` of the build the cell's Ozone runs
+    (``clusters.<name>.build``), unless they name a launcher: client and cluster from one
+    build."""
+    if "launcher" in params:
+        return params
+    for c in clusters:
+        if c.get("kind") == "ozone" and c.get("build") and c.get("home"):
+            return {**params, "launcher": f"{c['home']}/bin/ozone"}
+    return params
+
+
 def install_marker(
     params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
 ) -> str | None:

@@ -1,0 +1,174 @@
+"""The build under test as a matrix axis: Ozone 2.2.0 from Maven Central against a build made
+here from it (one resource of ozone-common changed: its version and git revision), given once
+as a directory and once as a tarball, each deployed on h1 and written to by freon on h2, hosts
+that share nothing with this machine. perfpost stages each build, delivers it to the hosts
+that run it, runs freon from the same build as the cluster, and writes one post comparing
+them, each build's version block (its revision) in it.
+
+Expected values: the revisions are read by the test from the jars themselves (zipfile), freon's
+own count from its log, and the delivered copies' digests compared between the two forms of
+one build (the same bytes, however given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e import make_checkout, snakemake
+
+pytestmark = pytest.mark.e2e
+
+N = 20
+PROPS = "ozone-version-info.properties"
+REVISION = hashlib.sha1(b"perfpost's test build").hexdigest()
+
+
+def jar_props(jar: Path) -> dict[str, str]:
+    with zipfile.ZipFile(jar) as z:
+        text = z.read(PROPS).decode()
+    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln and ln[0] != "#")
+
+
+def make_build(release: Path, dest: Path) -> Path:
+    """A copy of the release's install whose ozone-common reports another version and git
+    revision, as a build from a patched source tree would."""
+    build = dest / "ozone-2.2.0-local"
+    shutil.copytree(release, build, symlinks=True, ignore=shutil.ignore_patterns("COMPLETE*"))
+    (jar,) = (build / "lib").glob("ozone-common-2.2.0.jar")
+    tmp = jar.with_suffix(".new")
+    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == PROPS:
+                text = data.decode()
+                text = re.sub(r"(?m)^version=.*$", "version=2.2.0-local", text)
+                text = re.sub(r"(?m)^revision=.*$", f"revision={REVISION}", text)
+                data = text.encode()
+            out.writestr(item, data)
+    tmp.replace(jar)
+    (build / "VERSION").write_text("2.2.0-local\n")
+    return build
+
+
+@pytest.fixture(scope="module")
+def builds_run(testbed, ozone_cache, tmp_path_factory):
+    if testbed.mode != "netns":
+        pytest.skip("hosts with their own filesystems need network namespaces, as root")
+    cache, launcher = ozone_cache
+    release = launcher.resolve().parents[1]
+    made = tmp_path_factory.mktemp("builds")
+    build = make_build(release, made)
+    tarball = made / "ozone-2.2.0-local.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(build, arcname=build.name)
+    inventory = yaml.safe_load(Path(testbed.inventory).read_text())
+    inventory["hosts"]["h2"]["ozone"] = "provisioned"  # the release's client, for its cells
+    one = {"scm": "h1", "om": "h1", "datanode": "h1"}
+    cluster = {"kind": "ozone", "roles": one, "dir": "/tmp/pp-builds", "buckets": ["vol1/bucket1"]}
+    cfg = {
+        **inventory,
+        "tools": {"ozone": {"version": "2.2.0", "cache": str(cache)}},
+        "clusters": {
+            "rel": cluster,
+            "dir": {**cluster, "build": str(build)},
+            "tar": {**cluster, "build": str(tarball)},
+        },
+        "experiments": {
+            "builds": {
+                "tool": "freon",
+                "cluster": "{build}",
+                "hosts": ["h2"],
+                "repeats": 1,
+                "params": {
+                    "subcommand": "ockg",
+                    "dir": "/tmp/pp-builds-freon",
+                    "options": {
+                        "n": N,
+                        "s": 1024,
+                        "t": 2,
+                        "v": "vol1",
+                        "b": "bucket1",
+                        "p": "{run}",
+                    },
+                },
+                "axes": {"build": {"release": "rel", "local-dir": "dir", "local-tarball": "tar"}},
+                "compare": [
+                    {
+                        "name": "local build vs release",
+                        "baseline": {"build": "release"},
+                        "candidate": {"build": "local-dir"},
+                    }
+                ],
+            }
+        },
+    }
+    work = tmp_path_factory.mktemp("builds-run")
+    make_checkout(work, cfg)
+    result = snakemake(work, "--cores", "3", "report", timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return work, release, build, tarball
+
+
+def records(work: Path) -> dict[str, dict]:
+    out = {}
+    for path in (work / "results" / "builds").glob("cells/*/*/r*/attempt-*/record.json"):
+        rec = json.loads(path.read_text())
+        out[rec["labels"]["build"]] = {**rec, "path": path}
+    return out
+
+
+def test_every_build_s_cell_ran_freon_from_that_build_on_a_host_that_got_it(builds_run):
+    work, *_ = builds_run
+    recs = records(work)
+    assert set(recs) == {"release", "local-dir", "local-tarball"}
+    for label, rec in recs.items():
+        assert rec["status"] == "done", (label, rec["reason"])
+        log = (rec["path"].parent / "raw" / "freon.log").read_text()
+        assert f"Successful executions: {N}" in log
+        (d,) = rec["delivered"]  # freon's runtime, the only install the cell names
+        assert d["host"] == "h2"
+        assert f"{d['path']}/bin/ozone freon ockg" in rec["command"], rec["command"]
+        local = d["what"].startswith("ozone-2.2.0-local-")
+        assert local == (label != "release"), d
+    # The client is the cluster's own build: its launcher says which.
+    release = "Ozone freon/vapor 2.2.0 (provisioned by perfpost from Maven Central)"
+    local = "Ozone freon/vapor 2.2.0-local (a build in perfpost's layout)"
+    assert recs["release"]["tool_version"] == release
+    assert recs["local-dir"]["tool_version"] == local
+    assert recs["local-tarball"]["tool_version"] == local
+    # The directory and the tarball are one build: the same bytes reached h2 (the key's
+    # hash is over every file's sha256), under the names of two staged builds.
+    keys = {
+        label: next(d["key"] for d in rec["delivered"] if "local" in d["what"])
+        for label, rec in recs.items()
+        if label != "release"
+    }
+    assert keys["local-dir"].rsplit("-", 1)[1] == keys["local-tarball"].rsplit("-", 1)[1]
+
+
+def test_the_post_shows_each_build_s_version_block_and_compares_them(builds_run):
+    work, release, build, tarball = builds_run
+    post = (work / "reports" / "builds" / "index.md").read_text()
+    released = jar_props(next((release / "lib").glob("ozone-common-2.2.0.jar")))["revision"]
+    assert re.fullmatch(r"[0-9a-f]{40}", released)
+    assert released != REVISION
+    sections = post.split("### Ozone `")
+    by_name = {s.split("`", 1)[0]: s for s in sections[1:]}
+    assert set(by_name) == {"rel", "dir", "tar"}
+    assert released in by_name["rel"]
+    for name, source in (("dir", build), ("tar", tarball)):
+        assert REVISION in by_name[name], by_name[name]
+        assert "2.2.0-local" in by_name[name]
+        assert f"- Build: `{source}`" in by_name[name]
+    assert "Build:" not in by_name["rel"]
+    assert "local build vs release" in post
+    assert re.search(r"local-dir.*release|release.*local-dir", post)
