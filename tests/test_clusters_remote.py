@@ -334,6 +334,16 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
         assert "ozone-checked" in {d["what"] for d in rec["delivered"]}
         assert "Delivered by perfpost over SSH" in post
         assert re.search(r"`ozone-checked-[0-9a-f]{12}` (to|on) h1", post), post
+    if name == "ozone3":
+        # The layout, from each datanode's own files: freon wrote N keys of 4 KiB, one block
+        # each, and RATIS/THREE put a replica of every block on every datanode.
+        for h in HOSTS:
+            said = (
+                f"datanode on {h}, its own files after the run: {N} per-block files "
+                "(`<id>.block`), 0 per-chunk files (`<id>_chunk_<n>`): FILE_PER_BLOCK"
+            )
+            assert said in state["deployment"]["notes"], state["deployment"]["notes"]
+            assert said in post
     log = (sdir / "cluster.log").read_text()
     assert "ready after" in log
     assert "no other cell of this run needs it" in log

@@ -296,6 +296,16 @@ class Kind:
         """What the post shows of :meth:`version_command`'s output."""
         return printed.strip()
 
+    def on_disk_script(self, host: str, dirs: list[str]) -> str | None:
+        """A shell command listing what the daemons on ``host`` left in ``dirs`` (the
+        cluster's own directories) that tells what they really did, run before they are
+        removed; None when there is nothing to look at."""
+        return None
+
+    def on_disk_note(self, host: str, printed: str) -> str | None:
+        """The post's sentence on :meth:`on_disk_script`'s output, from the files alone."""
+        return None
+
 
 @dataclass
 class Deployment:

@@ -274,6 +274,11 @@ def _teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] 
                     for value in keys.values():
                         doomed += own_directories(value, dep.scope)
                 doomed = list(dict.fromkeys(doomed))
+                look = kind(dep).on_disk_script(host, doomed)
+                if look is not None:  # what the daemons wrote, before it goes
+                    note = kind(dep).on_disk_note(host, node.sh(look, what="listing files"))
+                    if note and note not in dep.notes:
+                        dep.notes.append(note)
                 node.sh("rm -rf -- " + " ".join(shlex.quote(p) for p in doomed), what="clean-up")
             except Exception as e:  # a host that is gone: its daemons went with it
                 print(f"{_now()} clean-up on {host}: {e}", file=log, flush=True)

@@ -17,6 +17,7 @@ defaults.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any, ClassVar
 
 from perfpost.clusters.base import Kind
@@ -99,6 +100,26 @@ class Ozone(Kind):
             "{0} is not supported by this release; the datanode used {1}",
         ),
     )
+
+    def on_disk_script(self, host: str, dirs: list[str]) -> str | None:
+        """Counts of the chunk files under the datanode's containers, by their names' form:
+        ``<block id>.block`` (one file per block), ``<block id>_chunk_<n>`` (one per chunk),
+        other."""
+        if host not in self.dep.spec.roles["datanode"] or not dirs:
+            return None
+        where = " ".join(shlex.quote(d) for d in dirs)
+        return (
+            f"find {where} -path '*/chunks/*' -type f 2>/dev/null | sed 's|.*/||' | awk "
+            "'/^[0-9]+[.]block$/{b++; next} /^[0-9]+_chunk_[0-9]+$/{c++; next} {o++} "
+            "END{print b+0, c+0, o+0}'"
+        )
+
+    def on_disk_note(self, host: str, printed: str) -> str | None:
+        """Which chunk layout the datanode wrote, from its files' names alone."""
+        counts = printed.split()
+        if len(counts) != 3 or not all(c.isdigit() for c in counts):
+            return None
+        return chunk_layout_note(host, *(int(c) for c in counts))
 
     def _one(self, role: str) -> str:
         return self.dep.spec.roles[role][0]
@@ -320,6 +341,21 @@ class Ozone(Kind):
         lines = printed.strip().splitlines()
         start = next((i for i, ln in enumerate(lines) if re.match(r"^\d+\.\d+", ln)), 0)
         return "\n".join(lines[start:]).strip()
+
+
+def chunk_layout_note(host: str, blocks: int, chunks: int, other: int) -> str:
+    """The post's sentence on a datanode's chunk files, counted by their names' form."""
+    said = f"datanode on {host}, its own files after the run: "
+    if not blocks + chunks + other:
+        return said + "no chunk files (nothing was written to it)"
+    found = f"{blocks} per-block files (`<id>.block`), {chunks} per-chunk files (`<id>_chunk_<n>`)"
+    if other:
+        found += f", {other} other files"
+    if blocks and not chunks:
+        return f"{said}{found}: FILE_PER_BLOCK"
+    if chunks and not blocks:
+        return f"{said}{found}: FILE_PER_CHUNK"
+    return f"{said}{found}"
 
 
 KIND = Ozone
