@@ -419,3 +419,13 @@ def test_the_method_says_how_late_freons_summary_can_be():
     assert "next once-a-second check after the last operation" in method
     assert "up to 49% here (the shortest run took 2.1 s; Validity names the runs" in method
     assert freon.describe(EXPERIMENT)[-1].endswith("reads low by up to 1 s over the run's time.")
+
+
+def test_a_duration_run_whose_set_up_outlasted_it_measured_nothing():
+    """A real log (six hosts on two cores, --duration=2s): freon exited 0 with no operation
+    done; that is no result of 0 ops/s but a run that measured nothing."""
+    text = read("cmdw-duration-no-operation.log")
+    assert "Successful executions: 0" in text  # freon's own count
+    assert re.search(r"--duration|out of 2\)", text)
+    with pytest.raises(ParseError, match="did no operation before its --duration ran out"):
+        freon.parse_cell({"freon.log": text})

@@ -487,6 +487,13 @@ def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[
     if log.unit_errors:
         no, why = log.unit_errors[0]
         raise ParseError(source, f"metric line in a unit perfpost cannot convert: {why}", no)
+    if timed and log.success == 0:
+        # Its set-up outlasted its --duration: nothing was measured, and 0 ops/s is no rate.
+        raise ParseError(
+            source,
+            "freon did no operation before its --duration ran out (its set-up took the whole "
+            "time): nothing was measured; give the run a longer duration",
+        )
     out = list(log.metrics.values())
     out += [
         Metric("log_errors", float(len(log.errors)), "count"),
