@@ -246,7 +246,9 @@ def _spawn_sshd(h: TestHost) -> int:
             "set -e; mkdir -p /run/perfpost-testbed; k=$(mktemp -d /run/perfpost-testbed/XXXXXX);"
             " j=$(mktemp -d /run/perfpost-testbed/XXXXXX);"
             f" mount --bind {d} $k; mount --bind {q(str(h.disk))} $j;{binds}"
-            f" mount -t tmpfs -o size=1m,mode=755 perfpost-hidden {q(str(CHECKOUT))};"
+            # A checkout under a covered directory (/tmp/ci) is not there already.
+            f" if [ -d {q(str(CHECKOUT))} ]; then"
+            f" mount -t tmpfs -o size=1m,mode=755 perfpost-hidden {q(str(CHECKOUT))}; fi;"
             f" mkdir -p {d}; mount --bind $k {d}; umount $k $j; rmdir $k $j;"
             f" mount --bind {q(str(Path(h.config).parent / 'hosts'))} /etc/hosts;"
             f" hostname {h.name}; exec {shlex.join(argv)}"
