@@ -429,3 +429,15 @@ def test_a_duration_run_whose_set_up_outlasted_it_measured_nothing():
     assert re.search(r"--duration|out of 2\)", text)
     with pytest.raises(ParseError, match="did no operation before its --duration ran out"):
         freon.parse_cell({"freon.log": text})
+
+
+def test_a_summary_line_cut_before_its_end_is_no_result():
+    """A --duration run has no expected count to check the summary against: a log cut inside
+    its last line ("Successful executions: 227" of a real 2272) must be refused, not read.
+    The property test in test_parser_properties.py drew this cut in a CI run."""
+    text = read("cmdw-duration-race.log")
+    assert text.endswith("Successful executions: 2272\n")  # freon's own count
+    whole = {m.name: m.value for m in freon.parse_cell({"freon.log": text})}
+    assert whole["successful_executions"] == 2272
+    with pytest.raises(ParseError, match="cut"):
+        freon.parse_cell({"freon.log": text[:-2]})

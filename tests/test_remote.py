@@ -305,6 +305,39 @@ def test_a_host_that_goes_down_during_key_exchange_is_lost(tmp_path):
     )
 
 
+def test_a_host_that_resets_the_connection_before_its_greeting_is_lost(tmp_path):
+    """A server that accepts and resets the connection before its SSH banner, as a host whose
+    sshd is being killed does: paramiko says "Error reading SSH protocol banner[Errno 104]
+    Connection reset by peer" (a CI run had it as a cell's reason, where the test expected a
+    lost or unreachable host). The reason names the lost connection."""
+    import struct
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        conn.recv(256)  # the client's banner: it now waits for the server's
+        # SO_LINGER 0: close() sends a reset, not a FIN.
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    (tmp_path / "known_hosts").write_text("")
+    spec = {
+        "name": "gone",
+        "address": "127.0.0.1",
+        "port": port,
+        "user": "perfpost",
+        "key": str(tmp_path / "no-key"),
+        "known_hosts": str(tmp_path / "known_hosts"),
+    }
+    error = _failure_against(spec, listener)
+    assert error.startswith(f"connection to perfpost@127.0.0.1:{port} lost"), error
+    assert "protocol banner" in error  # paramiko's own words kept
+
+
 def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, tmp_path):
     """run-cell closes its connection after the record is written. A host that died during
     the cell must not turn that close into a failed job: Snakemake deletes a failed job's

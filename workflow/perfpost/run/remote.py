@@ -368,6 +368,12 @@ class RemoteHost:
                     f">> {_known_hosts_paths(self.spec)[0]}), or set trust_new_keys: true for "
                     "this host in the inventory"
                 ) from None
+            if "protocol banner" in str(e):
+                # The connection was reset (or closed) before the server's greeting: the
+                # host is going down, as a refused connection would say a moment later.
+                raise HostError(
+                    f"connection to {self.where} lost before the server's greeting: {e}"
+                ) from None
             raise HostError(f"ssh failed for {self.where}: {e}") from None
         for hop in self._hops:
             transport = hop.transport

@@ -379,6 +379,14 @@ class _Log:
 
 
 def _read(text: str, source: str) -> _Log:
+    cut = text[text.rfind("\n") + 1 :]
+    if cut.strip():
+        # freon ends every line it prints: a last line without its end was cut, and its
+        # number may be a prefix of the real one ("Successful executions: 227" of 2272).
+        text = text[: len(text) - len(cut)]
+        if not text.strip():
+            line = 1 + text.count("\n")
+            raise ParseError(source, "the log's one line is cut before its end", line)
     log = _Log(text, source)
     if log.last_line == 0:
         raise ParseError(source, "empty log: freon printed nothing")
