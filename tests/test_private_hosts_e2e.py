@@ -102,9 +102,22 @@ def java_on(testbed) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def runs(testbed, ozone_cache, tmp_path_factory):
-    if testbed.mode != "netns":
+def testbed(tmp_path_factory):
+    """Three hosts of this module's own, their disks empty, as new machines' are (the
+    session's testbed hosts have what earlier tests delivered)."""
+    import os
+
+    from tests import testbed as tb
+
+    if os.geteuid() != 0:
         pytest.skip("hosts with their own filesystems need network namespaces, as root")
+    bed = tb.start(3, tmp_path_factory.mktemp("private-bed"))
+    yield bed
+    bed.stop()
+
+
+@pytest.fixture(scope="module")
+def runs(testbed, ozone_cache, tmp_path_factory):
     cache, _ = ozone_cache
     cfg = config(testbed, cache)
     out = []
