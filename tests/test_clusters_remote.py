@@ -339,7 +339,8 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
         # each, and RATIS/THREE put a replica of every block on every datanode.
         for h in HOSTS:
             said = (
-                f"datanode on {h}, its own files after the run: {N} per-block files "
+                f"datanode on {h}, its own files when the cluster stopped (after every cell it "
+                f"served): {N} per-block files "
                 "(`<id>.block`), 0 per-chunk files (`<id>_chunk_<n>`): FILE_PER_BLOCK"
             )
             assert said in state["deployment"]["notes"], state["deployment"]["notes"]

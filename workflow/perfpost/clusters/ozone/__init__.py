@@ -345,7 +345,9 @@ class Ozone(Kind):
 
 def chunk_layout_note(host: str, blocks: int, chunks: int, other: int) -> str:
     """The post's sentence on a datanode's chunk files, counted by their names' form."""
-    said = f"datanode on {host}, its own files after the run: "
+    said = (
+        f"datanode on {host}, its own files when the cluster stopped (after every cell it served): "
+    )
     if not blocks + chunks + other:
         return said + "no chunk files (nothing was written to it)"
     found = f"{blocks} per-block files (`<id>.block`), {chunks} per-chunk files (`<id>_chunk_<n>`)"
