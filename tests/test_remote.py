@@ -274,6 +274,20 @@ def test_a_host_that_goes_down_while_authenticating_is_lost_not_refused(tmp_path
     assert "lost during authentication" in error
 
 
+def _gone_host(tmp_path, port: int) -> dict:
+    """The spec of a test server on loopback ``port`` that goes down mid-handshake (no key
+    of it is known: it never gets that far)."""
+    (tmp_path / "known_hosts").write_text("")
+    return {
+        "name": "gone",
+        "address": "127.0.0.1",
+        "port": port,
+        "user": "perfpost",
+        "key": str(tmp_path / "no-key"),
+        "known_hosts": str(tmp_path / "known_hosts"),
+    }
+
+
 def test_a_host_that_goes_down_during_key_exchange_is_lost(tmp_path):
     """A server that sends its banner and closes once the client's arrives, as a host going
     down mid-handshake does: paramiko re-raises a bare EOFError from its transport thread (a
@@ -291,15 +305,7 @@ def test_a_host_that_goes_down_during_key_exchange_is_lost(tmp_path):
         conn.close()
 
     threading.Thread(target=serve, daemon=True).start()
-    (tmp_path / "known_hosts").write_text("")
-    spec = {
-        "name": "gone",
-        "address": "127.0.0.1",
-        "port": port,
-        "user": "perfpost",
-        "key": str(tmp_path / "no-key"),
-        "known_hosts": str(tmp_path / "known_hosts"),
-    }
+    spec = _gone_host(tmp_path, port)
     assert _failure_against(spec, listener).startswith(
         f"connection to perfpost@127.0.0.1:{port} lost"
     )
@@ -324,15 +330,7 @@ def test_a_host_that_resets_the_connection_before_its_greeting_is_lost(tmp_path)
         conn.close()
 
     threading.Thread(target=serve, daemon=True).start()
-    (tmp_path / "known_hosts").write_text("")
-    spec = {
-        "name": "gone",
-        "address": "127.0.0.1",
-        "port": port,
-        "user": "perfpost",
-        "key": str(tmp_path / "no-key"),
-        "known_hosts": str(tmp_path / "known_hosts"),
-    }
+    spec = _gone_host(tmp_path, port)
     error = _failure_against(spec, listener)
     assert error.startswith(f"connection to perfpost@127.0.0.1:{port} lost"), error
     assert "protocol banner" in error  # paramiko's own words kept
