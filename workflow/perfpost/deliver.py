@@ -45,7 +45,6 @@ from perfpost.errors import PerfpostError
 
 MANIFEST = ".perfpost-manifest.sha256"
 DELIVERED = ".perfpost-delivered"
-DEFAULT_CACHE = "~/.cache/perfpost"
 LOCK_WAIT = 900  # seconds a delivery waits for another one of the same install to the host
 READ_WAIT = 300  # seconds the host may take without reading or saying anything (the check)
 # What of an install is this machine's own, never shipped: the rule checker's memos
@@ -179,7 +178,7 @@ def key_of(root: Path, entries: list[Entry]) -> str:
 
 def host_cache(host: Any) -> str:
     """The host's delivery directory as a shell word (``~`` is the login user's home)."""
-    value = str((getattr(host, "spec", None) or {}).get("cache") or DEFAULT_CACHE)
+    value = str((getattr(host, "spec", None) or {}).get("cache") or provision.DEFAULT_CACHE)
     if value == "~" or value.startswith("~/"):
         return '"$HOME"' + shlex.quote(value[1:]) if value != "~" else '"$HOME"'
     return shlex.quote(value)

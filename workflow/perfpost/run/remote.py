@@ -604,7 +604,6 @@ class Stream:
         self._out = channel.makefile("rb")
         self._err = _Drain(channel.recv_stderr)
         self._pending = bytearray()
-        self.sent = 0
 
     def settimeout(self, seconds: float) -> None:
         """How long a read or write may wait (the script may first wait for a lock)."""
@@ -623,7 +622,6 @@ class Stream:
     def flush(self) -> None:
         if self._pending:
             self.channel.sendall(bytes(self._pending))
-            self.sent += len(self._pending)
             self._pending.clear()
 
     def finish(self) -> tuple[int | None, list[str], str]:
