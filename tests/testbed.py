@@ -464,6 +464,12 @@ def start(
             keyname = address if port == 22 else f"[{address}]:{port}"
             known.append(f"{keyname} {' '.join(hostpub.split()[:2])}")
         Path(bed.known_hosts).write_text("\n".join(known) + "\n")
+        if bed.mode == "netns":
+            # And every other host's, as a lab's DNS resolves its machines: Hadoop's daemons
+            # name each other by host name (a NodeManager registers as h5, not 10.200.x.15).
+            names = "".join(f"{h.address} {h.name}\n" for h in bed.hosts)
+            for h in bed.hosts:
+                (Path(h.config).parent / "hosts").write_text(f"127.0.0.1 localhost\n{names}")
         for h in bed.hosts:
             h.pid = _spawn_sshd(h)
         bed.save()
