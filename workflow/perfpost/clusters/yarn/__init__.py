@@ -36,6 +36,8 @@ RM_PORTS = ("address", "scheduler.address", "resource-tracker.address", "admin.a
 RM_MAIN = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NM_MAIN = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
 HEAP = "-Xmx512m"
+# The NodeManager's own install, in its environment for the containers' class path.
+HOME_VAR = "HADOOP_YARN_HOME"
 
 
 def java_home() -> str:
@@ -75,8 +77,9 @@ class Yarn(Kind):
         for h in dep.spec.roles["nodemanager"]:
             dep.free_ports(h, [f"nm.{h}", f"nm.localizer.{h}", f"nm.webapp.{h}", f"shuffle.{h}"])
         addr = dep.node(rm).address
-        home = dep.home[rm]
-        classpath = f"{dep.conf_dir(rm)},{home}/lib/*"
+        # Each NodeManager's own install and configuration (the hosts' paths may differ: a
+        # delivered install lives in each login user's cache), expanded where a container starts.
+        classpath = f"$HADOOP_CONF_DIR,${HOME_VAR}/lib/*"
         root = dep.root(rm)
         core = {"fs.defaultFS": "file:///"}
         yarn = {
@@ -98,7 +101,7 @@ class Yarn(Kind):
             "yarn.nodemanager.aux-services.mapreduce_shuffle.class": (
                 "org.apache.hadoop.mapred.ShuffleHandler"
             ),
-            "yarn.nodemanager.env-whitelist": "JAVA_HOME,PATH,LANG,TZ",
+            "yarn.nodemanager.env-whitelist": f"JAVA_HOME,HADOOP_CONF_DIR,{HOME_VAR},PATH,LANG,TZ",
             "yarn.application.classpath": classpath,
         }
         mapred = {
@@ -145,8 +148,10 @@ class Yarn(Kind):
             dep.node(host).sh(f"mkdir -p {dep.root(host)}/local {dep.root(host)}/staging")
         opens = OPENS.split()
         dep.start_daemon("resourcemanager", 0, RM_MAIN, [], [HEAP, *opens], env=env)
-        for i, _ in enumerate(dep.spec.roles["nodemanager"]):
-            dep.start_daemon("nodemanager", i, NM_MAIN, [], [HEAP, *opens], env=env)
+        for i, host in enumerate(dep.spec.roles["nodemanager"]):
+            # What the containers' class path names, as this host has it.
+            mine = {"HADOOP_CONF_DIR": dep.conf_dir(host), HOME_VAR: dep.home[host]}
+            dep.start_daemon("nodemanager", i, NM_MAIN, [], [HEAP, *opens], env={**env, **mine})
 
     def running_nodes(self) -> list[str]:
         data = self.dep.get_json("resourcemanager", "rm.webapp", "/ws/v1/cluster/nodes") or {}
