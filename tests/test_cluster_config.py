@@ -228,3 +228,56 @@ def test_the_readme_cluster_example_is_a_valid_config():
     assert kinds == {"hdfs": "hdfs", "ozone": "ozone", "ozone-hdd": "ozone"}
     hdfs = next(c[0] for c in cells.values() if c[0]["name"] == "hdfs")
     assert hdfs["roles"] == {"namenode": ["nn1"], "datanode": ["dn1", "dn2", "dn3"]}
+
+
+def _lab_crosscheck(change=None):
+    cfg = yaml.safe_load((ROOT / "config/examples/lab-teragen-crosscheck.yaml").read_text())
+    cfg["hosts"] = {
+        h: {"address": f"10.0.0.{i}", **cfg["hosts"].get(h, {})}
+        for i, h in enumerate(["h1", "h2", "h3", "h4", "h5", "h6"], start=1)
+    }
+    if change:
+        change(cfg)
+    plan = build_plan(cfg)
+    cell = "storage=ozone"
+    return plan.spec("lab-teragen", cell, "h4", 1).params["defines"]
+
+
+def test_a_job_on_nodemanagers_of_other_hosts_stages_on_the_cells_hdfs():
+    # YARN's default staging directory is on the client's own disk, which the NodeManagers
+    # on h5 and h6 cannot read: the job's files go to the cell's HDFS (named `hdfs`).
+    defines = _lab_crosscheck()
+    assert defines["fs.defaultFS"] == "{hdfs.fs}"
+    assert defines["yarn.app.mapreduce.am.staging-dir"] == "{hdfs.fs}/tmp/perfpost-staging"
+    assert defines["mapreduce.job.maps"] == 6
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        # Every NodeManager on the client's host: its own disk will do.
+        (
+            lambda c: c["clusters"]["yarn"]["roles"].update(nodemanager=["h4"]),
+            "one host",
+        ),
+        # The user's own choice wins.
+        (
+            lambda c: c["experiments"]["lab-teragen"]["params"]["defines"].update(
+                {"yarn.app.mapreduce.am.staging-dir": "hdfs://nn:8020/staging"}
+            ),
+            "given",
+        ),
+        # No HDFS in the cell: nothing perfpost could choose.
+        (
+            lambda c: c["experiments"]["lab-teragen"].update(
+                cluster=["yarn", "ozone"], axes={"storage": {"ozone": "{ozone.fs}/bench"}}
+            ),
+            "no hdfs",
+        ),
+    ],
+)
+def test_the_staging_rule_leaves_other_jobs_alone(change, why):
+    defines = _lab_crosscheck(change)
+    assert "fs.defaultFS" not in defines, why
+    if why != "given":
+        assert "yarn.app.mapreduce.am.staging-dir" not in defines, why

@@ -302,9 +302,9 @@ class Plan:
         host_spec = {"name": host, **self.hosts[host]}
         adapter = tools.get(exp.tool)
         params = exp.resolved[cell]
-        from_build = getattr(adapter, "client_from_build", None)
-        if from_build is not None:  # the client of the build the cell's cluster runs
-            params = from_build(params, exp.cluster_specs.get(cell, []))
+        for_clusters = getattr(adapter, "for_clusters", None)
+        if for_clusters is not None:  # what the cell's clusters decide of its client
+            params = for_clusters(params, exp.cluster_specs.get(cell, []), host)
         params = adapter.complete_params(params, host_spec, self.tools)
         return CellSpec(
             experiment=experiment,

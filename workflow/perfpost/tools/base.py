@@ -15,7 +15,8 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
 - ``complete_params(params, host, tools)``: a cell's parameters with what its host adds
   (the launcher of a provisioned runtime), and ``install_marker(params, host, tools)``: the
   file a provisioned runtime's install leaves when the host uses one (``tools`` is the
-  config's ``tools:``);
+  config's ``tools:``); optionally ``for_clusters(params, clusters, host)``: the parameters
+  with what the cell's clusters decide (freon runs the build its Ozone runs);
 - ``plan``, ``version_argv``, ``parse_cell``, ``parse_text``, ``error_reason`` (the command
   builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
   ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress

@@ -80,7 +80,9 @@ def complete_params(
     return {**params, "launcher": base.provisioned_launcher(RUNTIME, HOST_KEY, host, tools)[0]}
 
 
-def client_from_build(params: dict[str, Any], clusters: list[dict[str, Any]]) -> dict[str, Any]:
+def for_clusters(
+    params: dict[str, Any], clusters: list[dict[str, Any]], host: str = ""
+) -> dict[str, Any]:
     """``params`` whose ``launcher`` is the ``bin/ozone`` of the build the cell's Ozone runs
     (``clusters.<name>.build``), unless they name a launcher: client and cluster from one
     build."""

@@ -182,6 +182,34 @@ def complete_params(
     return params
 
 
+# Where the MapReduce client puts the job's files for the ApplicationMaster and the tasks.
+STAGING = "yarn.app.mapreduce.am.staging-dir"
+DEFAULT_FS = "fs.defaultFS"
+
+
+def for_clusters(
+    params: dict[str, Any], clusters: list[dict[str, Any]], host: str = ""
+) -> dict[str, Any]:
+    """``params`` with the job's file system and staging directory on the cell's HDFS when
+    the cell's YARN runs NodeManagers on a host other than the client's: a staging directory
+    on the client's own disk (YARN's default) is one no other host can read, and the job's
+    ApplicationMaster would fail to start. ``defines`` entries for them win."""
+    defines = params.get("defines", {})
+    if params.get("local") or STAGING in defines or DEFAULT_FS in defines:
+        return params
+    yarn = next((c for c in clusters if c.get("kind") == "yarn"), None)
+    hdfs = next((c for c in clusters if c.get("kind") == "hdfs"), None)
+    if yarn is None or hdfs is None:
+        return params
+    if set(yarn["roles"].get("nodemanager", [])) <= {host}:
+        return params
+    fs = f"{{{hdfs['name']}.fs}}"
+    return {
+        **params,
+        "defines": {**defines, DEFAULT_FS: fs, STAGING: f"{fs}/tmp/perfpost-staging"},
+    }
+
+
 def install_marker(
     params: Mapping[str, Any], host: Mapping[str, Any], tools: Mapping[str, Any]
 ) -> str | None:
