@@ -1,0 +1,169 @@
+"""The reference topologies of the teragen crosscheck and the HCFS posts, from their config
+example (config/examples/lab-teragen-crosscheck.yaml) at miniature size, on six testbed
+hosts that share nothing with this machine: teragen as a MapReduce job on YARN (a
+ResourceManager and three NodeManagers on h4, h5, h6) writing into a three-DataNode HDFS and
+a three-datanode Ozone on h1, h2, h3; freon dfsg into that Ozone from h5, a host with no datanode.
+
+Expected values: teragen's rows by hand (20 MB / 100 bytes), its own counters and the
+ResourceManager's record as they came back; freon's own summary; the chunk files each Ozone
+datanode held, by hand (one block per teragen map, one per freon file, RATIS/THREE puts one
+replica on each of the three); the hosts of the example.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.e2e import make_checkout, snakemake
+from tests.test_clusters_remote import leftovers
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = ROOT / "config" / "examples" / "lab-teragen-crosscheck.yaml"
+SIZE = 20_000_000  # teragen's size in the miniature: 200,000 rows of 100 bytes
+MAPS = 3
+FILES = 50  # freon dfsg files a run
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, tool_cache):
+    from tests import testbed as tb
+
+    if os.geteuid() != 0:
+        pytest.skip("six hosts with their own filesystems need network namespaces, as root")
+    example = yaml.safe_load(EXAMPLE.read_text())
+    bed = tb.start(6, tmp_path_factory.mktemp("lab6x"))
+    try:
+        inventory = yaml.safe_load(Path(bed.inventory).read_text())
+        cfg = {**example, "ssh": inventory["ssh"]}
+        cfg["hosts"] = {
+            h: {**spec, **example["hosts"].get(h, {})} for h, spec in inventory["hosts"].items()
+        }
+        cfg["tools"] = {k: {**v, "cache": str(tool_cache)} for k, v in example["tools"].items()}
+        # Miniature: one run a cell, 20 MB in three maps, 50 files of 10 KB.
+        tera = cfg["experiments"]["lab-teragen"]
+        tera["repeats"] = 1
+        tera["timeout"] = 600
+        tera["params"]["size"] = "20M"
+        tera["params"]["defines"]["mapreduce.job.maps"] = MAPS
+        hcfs = cfg["experiments"]["lab-hcfs"]
+        hcfs["repeats"] = 1
+        hcfs["timeout"] = 600
+        hcfs["params"]["options"].update(n=FILES, s=10240)
+        # Into Ozone alone: HDFS from a host with no DataNode is teragen's client on h4.
+        hcfs["axes"]["fs"] = ["ozone"]
+        work = tmp_path_factory.mktemp("lab-crosscheck")
+        make_checkout(work, cfg)
+        result = snakemake(work, "--cores", "6", "report", timeout=1200)
+        assert result.returncode == 0, result.stderr[-5000:]
+        yield work, example
+    finally:
+        bed.stop()
+
+
+def records(work: Path, experiment: str) -> list[tuple[Path, dict]]:
+    found = sorted((work / "results" / experiment).glob("cells/*/*/r*/attempt-*/record.json"))
+    return [(p.parent, json.loads(p.read_text())) for p in found]
+
+
+def test_teragen_ran_on_the_yarn_hosts_into_both_file_systems_on_the_others(lab):
+    work, example = lab
+    roles = example["clusters"]
+    nodemanagers = set(roles["yarn"]["roles"]["nodemanager"])
+    storage_hosts = {h for c in ("hdfs", "ozone") for h in roles[c]["roles"]["datanode"]}
+    assert not nodemanagers & storage_hosts
+    got = records(work, "lab-teragen")
+    assert sorted(r["labels"]["storage"] for _, r in got) == ["hdfs", "ozone"]
+    for where, rec in got:
+        assert rec["status"] == "done", rec["reason"]
+        assert rec["host"] == "h4"
+        log = (where / "raw" / "teragen.log").read_text()
+        # teragen's own counters: every row written, by the maps asked for.
+        assert f"Bytes Written={SIZE}" in log
+        assert f"number of splits:{MAPS}\n" in log
+        app = json.loads((where / "raw" / "yarn-app.json").read_text())
+        app = app.get("app", app)
+        assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED")
+        # The job's ApplicationMaster ran on a NodeManager host, not on a storage host.
+        assert app["amHostHttpAddress"].split(":")[0] in nodemanagers
+        # The job's files went where every NodeManager reads them: the cell's HDFS.
+        fs = rec["cluster_fields"]["hdfs.fs"]
+        assert f"-Dyarn.app.mapreduce.am.staging-dir={fs}/tmp/perfpost-staging " in rec["command"]
+        scheme = {"hdfs": "hdfs://", "ozone": "ofs://"}[rec["labels"]["storage"]]
+        assert f" {SIZE // 100} {scheme}" in rec["command"]
+        # The client came to h4 from this machine: delivered, not found there.
+        assert [d["host"] for d in rec["delivered"]] == ["h4"]
+
+
+def test_each_ozone_datanode_held_one_replica_of_every_block_written(lab):
+    work, _ = lab
+    # teragen: one block per map (6.7 MB each, under a block) into Ozone, none from the HDFS
+    # cell; freon: one block per file. RATIS/THREE: a replica on each datanode. The two
+    # experiments' Ozone is one configuration: a start may serve cells of both, and its
+    # datanodes hold the blocks of every cell it served when it stops.
+    written = {("lab-teragen", "ozone"): MAPS, ("lab-hcfs", "ozone"): FILES}
+    blocks: dict[int, int] = {}
+    for experiment in ("lab-teragen", "lab-hcfs"):
+        for _, rec in records(work, experiment):
+            (held,) = [c for c in rec["clusters"] if c["kind"] == "ozone"]
+            label = rec["labels"].get("storage", rec["labels"].get("fs"))
+            blocks[held["start"]] = blocks.get(held["start"], 0) + written.get(
+                (experiment, label), 0
+            )
+    assert sum(blocks.values()) == MAPS + FILES
+    # Each start's notes, in the posts whose cells it served (made after it stopped; a post
+    # made while it served on has none), in the section of that start.
+    notes: dict[int, set] = {}
+    for experiment in ("lab-teragen", "lab-hcfs"):
+        post = (work / "reports" / experiment / "index.md").read_text()
+        for section in post.split("\n### Ozone `ozone`")[1:]:
+            section = section.split("\n## ", 1)[0].split("\n### ", 1)[0]
+            start = int(re.search(r"/start-(\d+)/logs", section).group(1))
+            found = re.findall(
+                r"datanode on (h\d), its own files when the cluster stopped .*?: "
+                r"(\d+) per-block files .*?, (\d+) per-chunk files",
+                section,
+            )
+            if found:
+                notes.setdefault(start, set()).update(found)
+    assert sorted(notes) == sorted(blocks), (notes, blocks)
+    for start, found in notes.items():
+        assert sorted(h for h, _, _ in found) == ["h1", "h2", "h3"], found
+        assert {(int(b), int(c)) for _, b, c in found} == {(blocks[start], 0)}, (start, found)
+
+
+def test_the_hcfs_client_ran_on_a_host_with_no_datanode(lab):
+    work, example = lab
+    datanodes = set(example["clusters"]["ozone"]["roles"]["datanode"])
+    datanodes |= set(example["clusters"]["hdfs"]["roles"]["datanode"])
+    got = records(work, "lab-hcfs")
+    assert [r["labels"]["fs"] for _, r in got] == ["ozone"]
+    for where, rec in got:
+        assert rec["status"] == "done", rec["reason"]
+        assert rec["host"] == "h5"
+        assert rec["host"] not in datanodes
+        log = (where / "raw" / "freon.log").read_text()
+        assert f"Successful executions: {FILES}" in log
+        assert re.search(r"Failures: 0\s*$", log, re.M)
+
+
+def test_the_post_shows_each_cluster_on_its_hosts_and_no_daemon_is_left(lab):
+    work, _ = lab
+    post = (work / "reports" / "lab-teragen" / "index.md").read_text()
+    for heading, hosts in [
+        ("### YARN `yarn`", "resourcemanager on h4; nodemanager on h4, h5, h6"),
+        ("### HDFS `hdfs`", "namenode on h1; datanode on h1, h2, h3"),
+        ("### Ozone `ozone`", "datanode on h1, h2, h3"),
+    ]:
+        section = post.split(heading, 1)[1].split("\n### ", 1)[0]
+        assert hosts in section, (heading, section[:400])
+    assert "| hdfs | 1 |" in post
+    assert "| ozone | 1 |" in post
+    assert leftovers("perfpost-cluster-") == {}
