@@ -110,13 +110,15 @@ def test_each_ozone_datanode_held_one_replica_of_every_block_written(lab):
     # datanodes hold the blocks of every cell it served when it stops.
     written = {("lab-teragen", "ozone"): MAPS, ("lab-hcfs", "ozone"): FILES}
     blocks: dict[int, int] = {}
+    runs: dict[int, dict[str, int]] = {}  # start -> experiment -> runs it served
     for experiment in ("lab-teragen", "lab-hcfs"):
         for _, rec in records(work, experiment):
             (held,) = [c for c in rec["clusters"] if c["kind"] == "ozone"]
             label = rec["labels"].get("storage", rec["labels"].get("fs"))
-            blocks[held["start"]] = blocks.get(held["start"], 0) + written.get(
-                (experiment, label), 0
-            )
+            start = held["start"]
+            blocks[start] = blocks.get(start, 0) + written.get((experiment, label), 0)
+            served = runs.setdefault(start, {})
+            served[experiment] = served.get(experiment, 0) + 1
     assert sum(blocks.values()) == MAPS + FILES
     # Each start's notes, in the posts whose cells it served (made after it stopped; a post
     # made while it served on has none), in the section of that start.
@@ -126,6 +128,14 @@ def test_each_ozone_datanode_held_one_replica_of_every_block_written(lab):
         for section in post.split("\n### Ozone `ozone`")[1:]:
             section = section.split("\n## ", 1)[0].split("\n### ", 1)[0]
             start = int(re.search(r"/start-(\d+)/logs", section).group(1))
+            # The post names the other experiment's runs on this start: its numbers, and
+            # its datanodes' files, come from a cluster they wrote into too.
+            (other,) = [(e, n) for e, n in runs[start].items() if e != experiment] or [None]
+            if other is None:
+                assert "it also served" not in section
+            else:
+                plural = "s" if other[1] != 1 else ""
+                assert f"it also served {other[1]} run{plural} of `{other[0]}`" in section
             found = re.findall(
                 r"datanode on (h\d), its own files when the cluster stopped .*?: "
                 r"(\d+) per-block files .*?, (\d+) per-chunk files",

@@ -370,3 +370,32 @@ def test_a_fingerprint_tells_values_apart_with_a_key_of_the_users_own(tmp_path, 
         assert hostenv.fingerprint("hunter2").split(":")[0] != a.split(":")[0]
     finally:
         hostenv._mask_key.cache_clear()
+
+
+def test_the_post_names_other_experiments_runs_on_the_same_start(tmp_path):
+    """One configuration's start serves every experiment's cells on it: the post of one
+    says how many runs of the others it also served (their records' paths in the state)."""
+    from perfpost.analysis.report import clusters_of
+
+    ref = "ozone-0000000000/start-1"
+    cells = [{"host": "h1", "tool_version": "freon 2.2.0", "clusters": ref}]
+    write_run(tmp_path, {"h1": env("h1")}, cells)
+    sdir = tmp_path / "results" / "clusters" / ref
+    sdir.mkdir(parents=True)
+    state = _state({})
+    run = "cells/c/h1/r{}/attempt-1/record.json"
+    state["served"] = [
+        *(f"results/mine/{run.format(i)}" for i in (1, 2)),
+        *(f"results/other/{run.format(i)}" for i in (1, 2, 3)),
+        f"/abs/checkout/results/third/{run.format(1)}",
+    ]
+    deploy._write_state(sdir, state)
+    import pandas as pd
+
+    (entry,) = clusters_of(
+        pd.DataFrame([{"experiment": "mine", "cell": "c", **cells[0]}]), tmp_path
+    )
+    assert entry["others"] == [
+        {"experiment": "other", "runs": 3},
+        {"experiment": "third", "runs": 1},
+    ]

@@ -14,6 +14,7 @@ import json
 import math
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,10 @@ def _role_order(kind: str, roles: dict[str, Any]) -> list[str]:
     return [r for r in order if r in roles] + [r for r in roles if r not in order]
 
 
+# A served run's record path names its experiment: results/<experiment>/cells/...
+_SERVED = re.compile(r"(?:^|/)" + re.escape(paths.RESULTS) + r"/([^/]+)/cells/")
+
+
 def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]]:
     """The systems under test the cells ran on, one entry per cluster start: its
     configuration, hosts per role, JVM options, version output and the keys that differ
@@ -303,6 +308,13 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
             continue
         dep = state["deployment"]
         spec = dep["spec"]
+        # Runs of other experiments on the same start (one configuration serves them all).
+        mine = set(cells["experiment"]) if "experiment" in cells else set()
+        others = Counter(
+            m.group(1)
+            for p in state.get("served", [])
+            if (m := _SERVED.search(str(p))) and m.group(1) not in mine
+        )
         configured = {k for keys in spec.get("site", {}).values() for k in keys}
         settings, placement = _split_changed(dep.get("changed", []), configured)
         out.append(
@@ -312,6 +324,7 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                 "kind": spec["kind"],
                 "id": ident,
                 "cells": cell_ids,
+                "others": [{"experiment": e, "runs": n} for e, n in sorted(others.items())],
                 "roles": {
                     role: ", ".join(spec["roles"][role])
                     for role in _role_order(spec["kind"], spec["roles"])

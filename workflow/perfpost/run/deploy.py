@@ -494,6 +494,13 @@ def _release(held: Held, root: Path, record: str | None) -> None:
     cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=held.ident)
     try:
         with _flock(cdir / "start.lock"):
+            sdir = cdir / f"start-{held.start}"
+            state = _read_state(sdir)
+            # The runs it served, whichever experiment's: a post tells its reader what else
+            # wrote into the cluster its numbers (and its datanodes' files) come from.
+            if state is not None and record and record not in state.setdefault("served", []):
+                state["served"].append(record)
+                _write_state(sdir, state, spec_secrets(held.spec))
             try:
                 fcntl.flock(held.use_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -501,8 +508,6 @@ def _release(held: Held, root: Path, record: str | None) -> None:
             last = held.spec.fresh == "cell" or not _pending(root, held.ident, record)
             if not last:
                 return
-            sdir = cdir / f"start-{held.start}"
-            state = _read_state(sdir)
             if state is not None and state["status"] == "up":
                 why = (
                     "fresh: cell"
