@@ -105,11 +105,12 @@ def test_every_example_config_builds_a_plan(example):
     """What the README tells people to run is a valid config (with the testbed's inventory
     where it names the testbed's hosts, as the README's command combines them)."""
     config = yaml.safe_load((ROOT / "config" / "examples" / example).read_text())
-    if example.startswith("testbed-"):  # merged as Snakemake merges two config files
+    if example.startswith(("testbed-", "lab-")):  # merged as Snakemake merges config files
         own = config.get("hosts", {})
+        n = 6 if example.startswith("lab-") else 3  # scripts/testbed start -n 6 / -n 3
         config["hosts"] = {
             h: {"address": f"10.200.0.1{i}", **own.get(h, {})}
-            for i, h in enumerate(["h1", "h2", "h3"], 1)
+            for i, h in enumerate([f"h{k}" for k in range(1, n + 1)], 1)
         }
     plan = build_plan(config)
     assert plan.experiments
