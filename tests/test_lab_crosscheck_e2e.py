@@ -130,18 +130,24 @@ def test_each_ozone_datanode_held_one_replica_of_every_block_written(lab):
             start = int(re.search(r"/start-(\d+)/logs", section).group(1))
             # The post names the other experiment's runs on this start: its numbers, and
             # its datanodes' files, come from a cluster they wrote into too.
+            # A post made while the start served on says so, and names the runs so far.
             (other,) = [(e, n) for e, n in runs[start].items() if e != experiment] or [None]
+            said = re.search(r"it also served (\d+) runs? of `([\w-]+)`", section)
+            up = "Still up when this post was made" in section
             if other is None:
-                assert "it also served" not in section
+                assert said is None
+            elif said is not None:
+                assert said.group(2) == other[0]
+                assert int(said.group(1)) == other[1] or (up and int(said.group(1)) < other[1])
             else:
-                plural = "s" if other[1] != 1 else ""
-                assert f"it also served {other[1]} run{plural} of `{other[0]}`" in section
+                assert up, section[:600]
             found = re.findall(
                 r"datanode on (h\d), its own files when the cluster stopped .*?: "
                 r"(\d+) per-block files .*?, (\d+) per-chunk files",
                 section,
             )
             if found:
+                assert not up
                 notes.setdefault(start, set()).update(found)
     assert sorted(notes) == sorted(blocks), (notes, blocks)
     for start, found in notes.items():
