@@ -180,6 +180,9 @@ def test_the_post_shows_each_cluster_on_its_hosts_and_no_daemon_is_left(lab):
     ]:
         section = post.split(heading, 1)[1].split("\n### ", 1)[0]
         assert hosts in section, (heading, section[:400])
+    # Markdown: a line right after a list item continues the item; the version blocks'
+    # headings stand apart from the section's list.
+    assert not re.search(r"^- .*\n(Ozone|Hadoop) version:", post, re.M)
     assert "| hdfs | 1 |" in post
     assert "| ozone | 1 |" in post
     assert leftovers("perfpost-cluster-") == {}
