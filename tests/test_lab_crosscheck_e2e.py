@@ -185,4 +185,13 @@ def test_the_post_shows_each_cluster_on_its_hosts_and_no_daemon_is_left(lab):
     assert not re.search(r"^- .*\n(Ozone|Hadoop) version:", post, re.M)
     assert "| hdfs | 1 |" in post
     assert "| ozone | 1 |" in post
-    assert leftovers("perfpost-cluster-") == {}
+    # No daemon of this run's clusters on any host (their directories name the cluster's id).
+    idents = {
+        c["id"]
+        for e in ("lab-teragen", "lab-hcfs")
+        for _, r in records(work, e)
+        for c in r["clusters"]
+    }
+    assert len(idents) == 3
+    for ident in idents:
+        assert leftovers(f"perfpost-cluster-{ident}-") == {}, ident
