@@ -29,6 +29,18 @@ def make_checkout(dest: Path, config: dict | str) -> Path:
     return dest
 
 
+def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
+    """A config example as the README's command runs it with the testbed's inventory merged
+    in (its hosts' keys over the inventory's), every tool provisioned into ``cache``."""
+    inventory = yaml.safe_load(Path(inventory_file).read_text())
+    cfg = {**example, "ssh": inventory["ssh"]}
+    cfg["hosts"] = {
+        h: {**spec, **example.get("hosts", {}).get(h, {})} for h, spec in inventory["hosts"].items()
+    }
+    cfg["tools"] = {k: {**v, "cache": str(cache)} for k, v in example["tools"].items()}
+    return cfg
+
+
 def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [snakemake_bin(), *args],

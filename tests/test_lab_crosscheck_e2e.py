@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, on_testbed, snakemake
 from tests.test_clusters_remote import leftovers
 
 pytestmark = pytest.mark.e2e
@@ -41,12 +41,7 @@ def lab(tmp_path_factory, tool_cache):
     example = yaml.safe_load(EXAMPLE.read_text())
     bed = tb.start(6, tmp_path_factory.mktemp("lab6x"))
     try:
-        inventory = yaml.safe_load(Path(bed.inventory).read_text())
-        cfg = {**example, "ssh": inventory["ssh"]}
-        cfg["hosts"] = {
-            h: {**spec, **example["hosts"].get(h, {})} for h, spec in inventory["hosts"].items()
-        }
-        cfg["tools"] = {k: {**v, "cache": str(tool_cache)} for k, v in example["tools"].items()}
+        cfg = on_testbed(example, bed.inventory, tool_cache)
         # Miniature: one run a cell, 20 MB in three maps, 50 files of 10 KB.
         tera = cfg["experiments"]["lab-teragen"]
         tera["repeats"] = 1

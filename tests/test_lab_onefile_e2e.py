@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, on_testbed, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -35,10 +34,7 @@ def lab(tmp_path_factory, ozone_cache):
     try:
         cache, _ = ozone_cache
         example = yaml.safe_load(EXAMPLE.read_text())
-        inventory = yaml.safe_load(Path(bed.inventory).read_text())
-        cfg = {**example, "ssh": inventory["ssh"]}
-        cfg["hosts"] = {h: {**inventory["hosts"][h], **v} for h, v in example["hosts"].items()}
-        cfg["tools"] = {"ozone": {**example["tools"]["ozone"], "cache": str(cache)}}
+        cfg = on_testbed(example, bed.inventory, cache)
         exp = cfg["experiments"]["lab-onefile"]
         # Miniature: one run a cell. Its 10 s stay: six JVMs starting on this machine's two
         # cores take seconds of a run before its first operation.
