@@ -30,6 +30,7 @@ SECTIONS = [
     "Test commands",
     "Environment",
     "Results",
+    "Resources",
     "Validity",
     "Failed cells",
     "Detailed results",

@@ -35,6 +35,11 @@ TIDY_PARQUET = EXPERIMENT_DIR + "/tidy.parquet"
 TIDY_SCHEMA = EXPERIMENT_DIR + "/tidy.schema.json"
 CELLS_CSV = EXPERIMENT_DIR + "/cells.csv"
 SERIES_CSV = EXPERIMENT_DIR + "/series.csv"
+# What each host did while each run measured (perfpost.analysis.resources): every sampling
+# interval, and the measured step itself; their columns and units.
+RESOURCES_CSV = EXPERIMENT_DIR + "/resources.csv"
+RESOURCES_WINDOW_CSV = EXPERIMENT_DIR + "/resources-window.csv"
+RESOURCES_SCHEMA = EXPERIMENT_DIR + "/resources.schema.json"
 # Per run: the warm-up MSER-5 found in its series, and whether the rest was steady.
 STEADY_CSV = EXPERIMENT_DIR + "/steady.csv"
 TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"
@@ -50,6 +55,7 @@ POST = POST_DIR + "/index.md"
 POST_DATA = POST_DIR + "/data.csv"
 POST_COMPARISONS = POST_DIR + "/comparisons.csv"
 POST_STEADY = POST_DIR + "/steady.csv"  # the steady-state table, in the bundle
+POST_RESOURCES = POST_DIR + "/resources-window.csv"  # each run's measured step, per host
 FIGURES_DIR = POST_DIR + "/figures"
 
 # Clusters perfpost deployed: one directory per configuration (its id), one per start in it

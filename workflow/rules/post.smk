@@ -6,6 +6,8 @@ rule figures:
         tidy=paths.TIDY_PARQUET,
         series=paths.SERIES_CSV,
         steady=paths.STEADY_CSV,
+        resources=paths.RESOURCES_CSV,
+        resources_window=paths.RESOURCES_WINDOW_CSV,
     output:
         report(
             directory(paths.FIGURES_DIR),
@@ -25,7 +27,9 @@ rule figures:
         exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
         "perfpost figures --experiment {params.exp:q} --tidy {input.tidy:q}"
-        " --series {input.series:q} --steady {input.steady:q} --out-dir {output:q}"
+        " --series {input.series:q} --steady {input.steady:q}"
+        " --resources {input.resources:q} --resources-window {input.resources_window:q}"
+        " --out-dir {output:q}"
         " > {log:q} 2>&1"
 
 
@@ -35,6 +39,7 @@ rule post:
         cells=paths.CELLS_CSV,
         steady=paths.STEADY_CSV,
         figures=paths.FIGURES_DIR,
+        resources=paths.RESOURCES_WINDOW_CSV,
         env=lambda wc: glue.env_files(PLAN, wc.experiment),
     output:
         post=paths.POST,
@@ -47,6 +52,7 @@ rule post:
             labels={"table": "comparisons"},
         ),
         steady=paths.POST_STEADY,
+        resources=paths.POST_RESOURCES,
     log:
         paths.POST_LOG,
     conda:
@@ -61,4 +67,5 @@ rule post:
         " --env {input.env:q}"
         " --out {output.post:q} --data {output.data:q}"
         " --comparisons {output.comparisons:q} --steady-data {output.steady:q}"
+        " --resources {input.resources:q} --resources-data {output.resources:q}"
         " > {log:q} 2>&1"

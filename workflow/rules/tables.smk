@@ -23,6 +23,9 @@ rule tables:
         ),
         series=paths.SERIES_CSV,
         steady=paths.STEADY_CSV,
+        resources=paths.RESOURCES_CSV,
+        resources_window=paths.RESOURCES_WINDOW_CSV,
+        resources_schema=paths.RESOURCES_SCHEMA,
     log:
         paths.TABLES_LOG,
     conda:

@@ -29,6 +29,7 @@ from perfpost.analysis import (
     compare,
     instrumented,
     precision,
+    resources,
     stats,
     steady,
     validity,
@@ -542,6 +543,37 @@ def precision_section(tidy_df: pd.DataFrame, experiment: dict[str, Any]) -> dict
     }
 
 
+def resource_section(
+    tidy_df: pd.DataFrame,
+    window: pd.DataFrame | None,
+    axes: list[str],
+    figures: list[dict[str, Any]],
+    csv: Path | None,
+) -> dict[str, Any] | None:
+    """The Resources section: what bound each cell, the table of its hosts, the figures."""
+    if window is None or window.empty:
+        return None
+    profiles = resources.cell_profiles(window, axes, resources.tool_cores(tidy_df))
+    if not profiles:
+        return None
+    done = window[window["status"] == records.DONE]
+    nodes = sorted(set(done["node"]))
+    intervals = sorted(
+        set(done[(done["resource"] == "window") & (done["metric"] == "interval")]["value"])
+    )
+    bound = [c for c in profiles if c["bound"]["what"]]
+    return {
+        "cells": profiles,
+        "table": resources.table(profiles),
+        "nodes": nodes,
+        "interval": " or ".join(format_seconds(v) for v in intervals) or "interval",
+        "n_bound": len(bound),
+        "kinds": sorted({w for c in bound for w, _ in c["bound"]["what"]}),
+        "figures": [f for f in figures if f.get("section") == "resources"],
+        "csv": csv.name if csv is not None else None,
+    }
+
+
 def render(
     experiment: dict[str, Any],
     tidy_df: pd.DataFrame,
@@ -554,6 +586,8 @@ def render(
     comparisons_csv: Path | None = None,
     steady_df: pd.DataFrame | None = None,
     steady_csv: Path | None = None,
+    resources_df: pd.DataFrame | None = None,
+    resources_csv: Path | None = None,
 ) -> str:
     """Write the post to ``out`` (and the tidy data beside it); returns the markdown.
     ``steady_df``: the steady-state table (:mod:`perfpost.analysis.steady`), where the tool
@@ -611,8 +645,9 @@ def render(
         "instrumented": instrumented.section(tidy_df, experiment),
         "precision": precision_section(tidy_df, experiment),
         "validity": validity.checks(
-            tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None
+            tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None, resources_df
         ),
+        "resources": resource_section(tidy_df, resources_df, axes, figures, resources_csv),
         "steady": steady.section(steady_df),
         "steady_csv": steady_csv.name,
         "figures": [
@@ -622,6 +657,7 @@ def render(
                 + (f["comparison"] if "comparison" in f else metric_label(f["metric"])),
             }
             for f in figures
+            if f.get("section") != "resources"
         ],
         "failed": failed_list,
         "commands": _commands(cells, experiment),
@@ -658,6 +694,9 @@ def render(
     write_text_atomic(data_csv, tidy_df.to_csv(index=False))
     if write_steady:
         steady.write(steady_df if steady_df is not None else steady.table(None), steady_csv)
+    if resources_csv is not None:
+        window = resources_df if resources_df is not None else pd.DataFrame()
+        write_text_atomic(resources_csv, window.to_csv(index=False))
     if comparisons_csv is not None:
         table = pd.DataFrame(compare.as_records(comparisons), columns=COMPARISON_COLUMNS)
         write_text_atomic(comparisons_csv, table.to_csv(index=False))

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from perfpost import tools
+from perfpost.analysis import resources
 from perfpost.analysis.stats import holm
 from perfpost.analysis.tidy import results
 from perfpost.tools.base import LAG_SHARE
@@ -513,6 +514,7 @@ def checks(
     cells: pd.DataFrame,
     experiment: Mapping[str, Any],
     metric: str | None,
+    resources_df: pd.DataFrame | None = None,
 ) -> list[dict[str, Any]]:
     """Every check that applies to the experiment's runs, in the post's order."""
     axes = list(experiment["axes"])
@@ -522,5 +524,6 @@ def checks(
         sync_check(tidy_df, axes),
         lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None)),
         session_check(tidy_df, cells, axes, metric),
+        resources.check(resources_df, axes),
     ]
     return [c for c in found if c is not None]

@@ -198,7 +198,7 @@ def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     from perfpost import paths
-    from perfpost.analysis import steady, tidy
+    from perfpost.analysis import resources, steady, tidy
     from perfpost.records import write_text_atomic
 
     loaded = _load_records(args.records)
@@ -210,6 +210,7 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     write_text_atomic(out / "cells.csv", tidy.cells_table(loaded).to_csv(index=False))
     write_text_atomic(out / "series.csv", series.to_csv(index=False))
     steady.write(steady.table(series), out / Path(paths.STEADY_CSV).name)
+    resources.write([r for _, r in loaded], axes, out)
     print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
     return 0
 
@@ -287,6 +288,25 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         )
         if fig:
             drawn.append(fig)
+    if args.resources_window:
+        import pandas as pd
+
+        from perfpost.analysis import resource_plots, resources
+
+        window = resources.read_window(args.resources_window)
+        if not window.empty:
+            series = pd.read_csv(args.resources, dtype={"cell": str, "host": str, "node": str})
+            progress = pd.read_csv(args.series) if args.series else None
+            drawn += resource_plots.draw(
+                window,
+                series,
+                progress,
+                df,
+                list(exp["axes"]),
+                (tools.get(exp["tool"]).PLOT_METRICS or [None])[0],
+                exp["title"],
+                Path(args.out_dir),
+            )
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     from perfpost.records import write_text_atomic
 
@@ -299,7 +319,7 @@ def _cmd_post(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from perfpost import tools
-    from perfpost.analysis import report, steady, tidy
+    from perfpost.analysis import report, resources, steady, tidy
 
     exp = json.loads(args.experiment)
     tidy_df = tidy.read(args.tidy)
@@ -322,6 +342,8 @@ def _cmd_post(args: argparse.Namespace) -> int:
         comparisons_csv=Path(args.comparisons) if args.comparisons else None,
         steady_df=steady.read(args.steady) if args.steady else None,
         steady_csv=Path(args.steady_data) if args.steady_data else None,
+        resources_df=resources.read_window(args.resources) if args.resources else None,
+        resources_csv=Path(args.resources_data) if args.resources_data else None,
     )
     print(f"post -> {out}")
     return 0
@@ -414,6 +436,8 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--tidy", required=True)
     s.add_argument("--series", help="the time-series table (series.csv)")
     s.add_argument("--steady", help="the steady-state table (steady.csv), to mark boundaries")
+    s.add_argument("--resources", help="every sampling interval of every run (resources.csv)")
+    s.add_argument("--resources-window", help="each run's measured step (resources-window.csv)")
     s.add_argument("--out-dir", required=True)
     s.set_defaults(func=_cmd_figures)
 
@@ -428,4 +452,6 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--data", required=True, help="where the post's CSV goes")
     s.add_argument("--comparisons", help="where the comparisons' CSV goes")
     s.add_argument("--steady-data", help="where the post's copy of the steady-state table goes")
+    s.add_argument("--resources", help="each run's measured step per host (resources-window.csv)")
+    s.add_argument("--resources-data", help="where the post's copy of that table goes")
     s.set_defaults(func=_cmd_post)

@@ -24,13 +24,14 @@ from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
 from perfpost.hostenv import LOCALHOST
+from perfpost.instrument import resources as telemetry
 from perfpost.plan import matrix
 
 SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
 
 # CellSpec fields left out of its JSON when empty (most cells have none of them).
-OPTIONAL_FIELDS = ("env", "clusters", "instrument")
+OPTIONAL_FIELDS = ("env", "clusters", "instrument", "resources")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class CellSpec:
     env: dict[str, Any] = field(default_factory=dict)  # the experiment's; the host's is in host
     clusters: list[dict[str, Any]] = field(default_factory=list)  # ClusterSpec dicts
     instrument: dict[str, Any] = field(default_factory=dict)  # instrument.settings(), if any
+    # The resource sampler's settings (instrument.resources.settings); empty when it is off.
+    # Not part of the measurement: telemetry beside a run does not change what it measures.
+    resources: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
@@ -172,6 +176,7 @@ class Experiment:
     env: dict[str, Any] = field(default_factory=dict)
     cluster: str | list[str] | None = None
     instrument: dict[str, Any] | list[str] | None = None
+    resources: bool | dict[str, Any] | None = None
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
@@ -216,6 +221,8 @@ class Experiment:
             out["cluster"] = self.cluster
         if self.instrument:
             out["instrument"] = self.instrument
+        if self.resources is not None:
+            out["resources"] = self.resources
         if self.precision:
             out["precision"] = self.precision
         if self.env:
@@ -320,6 +327,7 @@ class Plan:
             env=dict(exp.env),
             clusters=copy.deepcopy(exp.cluster_specs.get(cell, [])),
             instrument=self._instrument(exp, cell, host_spec),
+            resources=telemetry.settings(exp.resources),
         )
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:

@@ -148,6 +148,24 @@ _CLOCK = (
 
 
 AHEAD_MARKER = "@perfpost-ahead"
+CPU_MARKER = "@perfpost-cpu"
+
+
+def parse_cpu(stdout: str) -> float | None:
+    """CPU seconds (user and system) the measured step's processes used, from its shell's
+    ``/proc/<pid>/stat`` (cutime and cstime: its waited-for children and theirs); None when
+    the host has no such file."""
+    for line in stdout.splitlines():
+        if not line.startswith(CPU_MARKER + " "):
+            continue
+        head, _, rest = line[len(CPU_MARKER) + 1 :].partition(" ")
+        fields = rest.rpartition(")")[2].split()
+        try:
+            tck = int(head)
+            return (int(fields[13]) + int(fields[14])) / tck if tck > 0 else None
+        except (IndexError, ValueError):
+            return None
+    return None
 
 
 def parse_ahead(stdout: str) -> float | None:
@@ -202,6 +220,12 @@ def measure_script(
         for i in range(1, len(procs) + 1):
             lines.append(f"wait $p{i}; r{i}=$?")
     lines.append("now; t1=$t")
+    # The CPU time of the step's processes (this shell's waited-for children: the tools,
+    # every process under them), before any background process is waited for.
+    lines.append(
+        f'read -r c < /proc/$$/stat 2>/dev/null && echo "{CPU_MARKER} '
+        '$(getconf CLK_TCK 2>/dev/null) $c"'
+    )
     for i in range(1, len(background) + 1):
         lines.append(f"kill $bg{i} 2>/dev/null; wait $bg{i} 2>/dev/null")
     rcs = ",".join(f"$r{i}" for i in range(1, len(procs) + 1))

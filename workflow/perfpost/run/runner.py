@@ -24,10 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import __version__, deliver, hostenv, instrument, paths, shell, tools
-from perfpost.clusters.base import ClusterError, site_xml
+from perfpost import __version__, deliver, hostenv, paths, shell, tools
+from perfpost.clusters.base import ClusterError, Deployment, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
+from perfpost.instrument import beside, lineup
 from perfpost.plan.config import CellSpec
 from perfpost.records import (
     DONE,
@@ -38,7 +39,7 @@ from perfpost.records import (
     write_json_atomic,
 )
 from perfpost.run import deploy, hostscript, lifeline
-from perfpost.run.hosts import Guard, Host
+from perfpost.run.hosts import Guard, Host, open_host
 from perfpost.run.hostscript import CommandResult
 from perfpost.tools.base import Fetch, Metric, sync_adjusted
 
@@ -61,6 +62,21 @@ def _shown(argv: tuple[str, ...] | list[str]) -> str:
 
 def _tail(text: str, n: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _site_dirs(site: dict[str, dict[str, str]]) -> list[str]:
+    """Absolute directories a cluster's configuration names (``*.dir``, ``*.dirs`` keys:
+    where a placement put a datanode's Ratis log, say), each once."""
+    out: list[str] = []
+    for keys in site.values():
+        for key, value in keys.items():
+            if not key.endswith((".dir", ".dirs")):
+                continue
+            for d in str(value).split(","):
+                d = d.strip().removeprefix("file://")
+                if d.startswith("/") and d not in out:
+                    out.append(d)
+    return out
 
 
 def fill_fields(value: Any, fields: dict[str, str]) -> Any:
@@ -141,6 +157,13 @@ class _CellRun:
             self.record["env"] = hostenv.public(spec.cell_env())
         self.fields: dict[str, str] = {}
         self.client_site: dict[str, dict[str, str]] = {}
+        self.lease = lease
+        # What runs beside the measured step (an agent, a sampler), in setup order; those
+        # set up are stopped after it, and cleaned up however the cell ends.
+        self.besides = lineup.for_cell(spec)
+        self.set_up: list[beside.Beside] = []
+        self._seats: list[beside.HostSeat] | None = None
+        self._opened: list[Host] = []
         if lease is not None:
             # The cluster it ran on: which configuration, which start of it, its release.
             self.record["clusters"] = lease.records()
@@ -172,6 +195,53 @@ class _CellRun:
         )
         return result
 
+    # -- what besides see of the cell (instrument.beside.Cell) ------------------------------
+    def run_step(self, name: str, script: str, timeout: float, host: Any = None) -> CommandResult:
+        if host is None or host is self.host:
+            return self._run(name, script, timeout)
+        return host.run(script, timeout)
+
+    def read_log(self, remote_path: str, name: str, host: Any = None) -> str | None:
+        return self._read_log(remote_path, name, host)
+
+    def keep(self, name: str, data: str | bytes) -> Path:
+        return self._keep(name, data)
+
+    def seats(self) -> list[beside.HostSeat]:
+        """The hosts the cell involves: its own first, then each other host of its clusters,
+        with the daemons each runs (pid -> ``<cluster>:<daemon>``) and the directories whose
+        disks matter there (the cell's work directory; a cluster's directories)."""
+        if self._seats is not None:
+            return self._seats
+        own = beside.HostSeat(self.spec.host["name"], self.host, True, roles=["client"])
+        if self.spec.params.get("dir"):
+            own.dirs.append(str(self.spec.params["dir"]))
+        seats = {own.name: own}
+        for held in self.lease.held if self.lease is not None else []:
+            dep = Deployment.from_state(held.state["deployment"])
+            dirs = _site_dirs(dep.site)
+            for host in dep.spec.hosts():
+                seat = seats.get(host)
+                if seat is None:
+                    try:
+                        opened = open_host(dep.hosts[host])
+                    except Exception as e:  # telemetry is evidence, never the measurement
+                        self.record.setdefault("warnings", []).append(
+                            f"resources on {host}: cannot open the host: {unforeseen(e)}"
+                        )
+                        continue
+                    self._opened.append(opened)
+                    seat = seats[host] = beside.HostSeat(host, opened, False)
+                for d in [dep.root(host), *dirs]:
+                    if d not in seat.dirs:
+                        seat.dirs.append(d)
+            for d in dep.daemons:
+                if d.host in seats and d.pid:
+                    seats[d.host].daemons[d.pid] = f"{held.spec.name}:{d.label}"
+                    seats[d.host].roles.append(f"{held.spec.name} {d.label}")
+        self._seats = list(seats.values())
+        return self._seats
+
     def _remove_outputs(self) -> None:
         """The plan's ``remove`` commands (teragen's output on HDFS or Ozone), once the
         measured step ran; a failure is noted, it does not undo the measurement."""
@@ -198,10 +268,10 @@ class _CellRun:
         self.redactor.write(path, data)
         return path
 
-    def _read_log(self, remote_path: str, name: str) -> str | None:
-        """Copy a log from the host into raw/ (masked on the way) and return its text as kept,
-        or None when the host has no such file."""
-        data = self.host.read(remote_path)
+    def _read_log(self, remote_path: str, name: str, host: Any = None) -> str | None:
+        """Copy a log from the host (or another of the cell's) into raw/ (masked on the way)
+        and return its text as kept, or None when the host has no such file."""
+        data = (host or self.host).read(remote_path)
         if data is None:
             return None
         data = self.redactor.bytes(data)
@@ -316,6 +386,16 @@ class _CellRun:
         if getattr(self, "_cleaned", False):
             return None
         self._cleaned = True
+        for b in self.set_up:
+            try:
+                b.cleanup(self)
+            except Exception:
+                traceback.print_exc(file=sys.stderr)
+        for h in self._opened:
+            try:
+                h.close()
+            except Exception:
+                pass
         try:
             got = self.host.run(self.scratch_cleanup, SHORT_TIMEOUT, force=True)
         except Exception:  # a host that is gone has nothing left to clean
@@ -346,18 +426,9 @@ class _CellRun:
         self.guard = self.host.guard(self.scratch_cleanup)
         self._deliver()
         spec = self.spec
-        plan = self.adapter.plan(spec.params, self.workdir)
-        if spec.instrument:
-            agent, over = self._attach_agent()
-            if over is not None:
-                return over
-            # Only the measured step carries the agent: not teragen's removal of its output.
-            measured = self.adapter.plan(agent, self.workdir)
-            plan = dataclasses.replace(plan, measure=measured.measure)
-        self.plan = plan
-        self.record["command"] = "\n".join(
-            _shown(p.argv) + (" &" if len(plan.measure) > 1 else "") for p in plan.measure
-        )
+        self.measure_params = spec.params
+        self.plan = plan = self.adapter.plan(spec.params, self.workdir)
+        self._show_command()
         self.record["prepare_commands"] = [_shown(p.argv) for p in plan.prepare]
         self.record["remove_commands"] = [_shown(p.argv) for p in plan.remove]
         self.record["background_commands"] = [_shown(p.argv) for p in plan.background]
@@ -418,7 +489,23 @@ class _CellRun:
                 return self._finish(SKIPPED if skip else FAILED, reason)
             # The evidence it was dropped, for the post's validity checks.
             self.record["cache_drop"] = hostscript.parse_cache_line(drop.stdout)
+        for b in self.besides:
+            self.set_up.append(b)
+            why = b.setup(self)
+            if why is not None:
+                return self._finish(FAILED, why)
+        if self.measure_params is not spec.params:
+            # Only the measured step carries what a beside added (an agent's JVM options):
+            # not teragen's removal of its output.
+            measured = self.adapter.plan(self.measure_params, self.workdir)
+            self.plan = dataclasses.replace(self.plan, measure=measured.measure)
+            self._show_command()
         return None
+
+    def _show_command(self) -> None:
+        self.record["command"] = "\n".join(
+            _shown(p.argv) + (" &" if len(self.plan.measure) > 1 else "") for p in self.plan.measure
+        )
 
     def _deliver(self) -> None:
         """Put what the cell runs from perfpost's installs here (the tool's runtime, the
@@ -435,112 +522,23 @@ class _CellRun:
             spec, params=deliver.localize(spec.params, mapping), instrument=inst or spec.instrument
         )
 
-    @property
-    def _instruments_tasks(self) -> bool:
-        """The job's map tasks run in JVMs of their own (on YARN) and get the agent too."""
-        return bool(self.spec.instrument.get("tasks")) and not self.spec.params.get("local")
-
-    def _attach_agent(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Check the cell's Byteman rules (here, against the tool's jars), put them on the
-        host, and return the params whose JVM options attach the agent; or, second, the
-        cell's record when a rule is wrong: a rule that does not compile is never run."""
-        spec, inst = self.spec, self.spec.instrument
-        errors = instrument.check(inst["rules"], inst["check_home"], inst["classes"])
-        if errors:
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            return {}, self._finish(FAILED, f"Byteman's rule checker: {errors[0]}{more}")
-        where = instrument.host_rule_paths(inst, self.logdir)
-        texts = {}
-        for rule in inst["rules"]:
-            text = Path(rule["path"]).read_text()
-            texts[where[rule["name"]]] = text
-            self._keep(f"rules-{Path(where[rule['name']]).name}", text)
-        if self._instruments_tasks:
-            # The map tasks' JVMs write one file each into this directory, made here.
-            texts[f"{self.logdir}/{instrument.TASKS_DIR}/.perfpost"] = ""
-        put = self._run("rules", shell.write_files_script(texts), SHORT_TIMEOUT)
-        if put.exit_code != 0:
-            why = f"writing the Byteman rules on the host failed: {put.stderr}"
-            return {}, self._finish(FAILED, why)
-        rule_paths = list(where.values())
-        options = instrument.java_options(
-            inst["home"], rule_paths, f"{self.logdir}/{instrument.RESULT}"
-        )
-        self.record["instrument"] = {
-            "agent": inst["agent"],
-            "rules": [{"name": r["name"], "sha256": r["sha256"]} for r in inst["rules"]],
-            "java_options": options,
-        }
-        params = instrument.attach(spec.params, self.adapter.JVM_OPTS_VAR, options)
-        if self._instruments_tasks:
-            out = f"{self.logdir}/{instrument.TASKS_DIR}/{instrument.TASK_RESULT}"
-            task_options = instrument.java_options(inst["home"], rule_paths, out)
-            self.record["instrument"]["task_java_options"] = task_options
-            params = instrument.attach_tasks(params, task_options)
-        return params, None
-
-    def _task_counts(self, parsed: list[Metric]) -> tuple[list[Metric], str | None]:
-        """The map tasks' counts (one file per task JVM, written as it exits, which may be
-        after the client saw the job end): waited for, one per launched map, for 30 s."""
-        launched = next((int(m.value) for m in parsed if m.name == "map_tasks"), None)
-        where = f"{self.logdir}/{instrument.TASKS_DIR}"
-        deadline = time.monotonic() + 30
-        while True:
-            got = self.host.run(hostscript.quote(("ls", "-1", "--", where)), SHORT_TIMEOUT)
-            names = sorted(n for n in got.stdout.split() if n.endswith(".json"))
-            if (launched is not None and len(names) >= launched) or time.monotonic() > deadline:
-                break
-            time.sleep(1.0)
-        texts = {}
-        for name in names:
-            text = self._read_log(f"{where}/{name}", f"task-{name}")
-            if text is not None:
-                texts[name] = text
-        if not texts or (launched is not None and len(texts) < launched):
-            return [], (
-                f"counts of {len(texts)} of {launched if launched is not None else '?'} map "
-                f"tasks arrived in {where}: could the tasks' JVMs load the agent and write "
-                "there (the NodeManager on the cell's host, as its user)?"
-            )
-        try:
-            metrics, info = instrument.merge_tasks(texts)
-        except ParseError as e:
-            return [], f"unparseable map task counts: {e}"
-        self.record["instrument"]["tasks"] = info["tasks"]
-        if info["unfinished"]:
-            return metrics, f"{info['unfinished']} instrumented call(s) in map tasks never returned"
-        return metrics, None
-
-    def _agent_counts(self, texts: dict[str, str]) -> tuple[list[Metric], str | None]:
-        """The agent's counts of this run as metrics, or why they cannot be trusted: Byteman
-        complained in the tool's log (a rule that did not compile counts nothing), the
-        helper wrote nothing (no agent attached), or calls never returned."""
-        if not self.spec.instrument:
-            return [], None
-        said = instrument.errors_in(texts)
-        if said:
-            return [], f"the Byteman agent failed: {said[0]}"
-        text = self._read_log(f"{self.logdir}/{instrument.RESULT}", instrument.RESULT)
-        if text is None:
-            return [], (
-                f"the Byteman agent wrote no counts ({instrument.RESULT} is missing): "
-                "was it attached to the tool's JVM?"
-            )
-        try:
-            metrics, info = instrument.parse_result(text, instrument.RESULT)
-        except ParseError as e:
-            return [], f"unparseable counts: {paths.RAW}/{instrument.RESULT}: {e.message}"
-        # Which thread made the calls (freon's workers, a local job's map task, main).
-        self.record["instrument"].update(ops=info["ops"], threads=info["threads"])
-        if info["unfinished"]:
-            return metrics, (
-                f"{info['unfinished']} instrumented call(s) never returned: an exit rule that "
-                "did not run, or a thread still inside a call when the JVM exited"
-            )
-        return metrics, None
-
     def measure(self, start_at: float | None) -> dict[str, Any] | None:
-        """The measured step, timed on the host; with ``start_at``, it waits for that moment."""
+        """The measured step, timed on the host; with ``start_at``, it waits for that moment.
+        What runs beside it is stopped right after it, whatever its outcome."""
+        try:
+            return self._measure(start_at)
+        finally:
+            self._stop_besides()
+
+    def _stop_besides(self) -> None:
+        for b in reversed(self.set_up):
+            try:
+                b.stop(self)
+            except Exception as e:  # its findings are lost, the measurement is not
+                traceback.print_exc(file=sys.stderr)
+                self.record.setdefault("warnings", []).append(f"{b.name}: {unforeseen(e)}")
+
+    def _measure(self, start_at: float | None) -> dict[str, Any] | None:
         spec, plan = self.spec, self.plan
         self.measured = self._run(
             "measure",
@@ -584,6 +582,11 @@ class _CellRun:
             )
 
         metrics: list[Metric] = [Metric("wall_time", timing.elapsed, "s")]
+        cpu = hostscript.parse_cpu(measured.stdout)
+        if cpu is not None:
+            # What the tool's own processes cost in CPU: beside the hosts' telemetry, it says
+            # whether a busy CPU was the tool's or someone else's.
+            metrics.append(Metric("tool_cpu_time", cpu, "s"))
         if "start_skew" in self.record:
             metrics.append(Metric("start_skew", self.record["start_skew"], "s"))
         for key, value in (self.record.get("cache_drop") or {}).items():
@@ -607,9 +610,10 @@ class _CellRun:
 
         if self.record["exit_code"] != 0:
             reason = self.adapter.error_reason(texts) or f"exit code {self.record['exit_code']}"
-            said = instrument.errors_in(texts) if spec.instrument else []
-            if said:  # the agent, or a rule, is why the JVM failed
-                reason = f"the Byteman agent failed: {said[0]}; {reason}"
+            for b in self.set_up:  # an agent, or its rule, may be why the JVM failed
+                said = b.explain(self, texts)
+                if said:
+                    reason = f"{said}; {reason}"
             # A failed job's service record still tells why, and what it used.
             fetched, _ = self.fetch_records(texts)
             for info in self.record.get("service_records", {}).values():
@@ -632,10 +636,13 @@ class _CellRun:
             # Without its service record the cell would look complete but lack its numbers.
             self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched]
             return self._finish(FAILED, why)
-        counted, why = self._agent_counts(texts)
-        if why is None and self._instruments_tasks:
-            tasks, why = self._task_counts(parsed)
-            counted += tasks
+        counted: list[Metric] = []
+        why = None
+        for b in self.set_up:
+            got, why = b.collect(self, texts, parsed)
+            counted += got
+            if why is not None:
+                break
         if why is not None:
             self.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched + counted]
             return self._finish(FAILED, why)

@@ -1,0 +1,215 @@
+"""Figures of what the hosts did while the runs measured (:mod:`perfpost.analysis.resources`).
+
+Two kinds: one overview of every cell (CPU busy and the busiest disk's utilisation, per
+host, medians over its runs), and for a few cells the representative run over time: the
+tool's own rate (where it reported progress) above the CPU and disk utilisation of each host
+and the daemons' CPU, on one time axis counted from the start of the measured step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from perfpost.analysis.plots import COLOURS, DPI, WIDTH_IN, _fit_title, _legend_below, _save
+from perfpost.analysis.resources import cell_profiles
+from perfpost.analysis.tidy import results
+
+MAX_TIME_FIGURES = 6  # cells drawn over time; the rest are in the overview and the table
+MIN_INTERVALS = 3  # a run sampled over fewer intervals has no shape over time to show
+
+
+def _fit_above(fig: Any, legend: Any) -> None:
+    """Panels above the legend, which :func:`_legend_below` put under them."""
+    bottom = legend.get_window_extent().height / fig.dpi / fig.get_figheight()
+    fig.tight_layout(rect=(0, min(bottom, 0.8), 1, 1))
+
+
+def overview(window: pd.DataFrame, axes: list[str], title: str, out_base: Path) -> dict | None:
+    """CPU busy and the busiest disk's utilisation per cell and host (bars, medians)."""
+    profiles = cell_profiles(window, axes)
+    rows = [(c["cell"], p) for c in profiles for p in c["nodes"]]
+    if not rows:
+        return None
+    multi = len({p["node"] for _, p in rows}) > 1
+    labels = [f"{cell} ({p['node']})" if multi else cell for cell, p in rows]
+    cpu = [100 * (p["busy"] or 0.0) for _, p in rows]
+    disk = [100 * ((p["disk"] or {}).get("util") or 0.0) for _, p in rows]
+    height = 1.6 + 0.42 * len(rows)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, height), dpi=DPI)
+    y = np.arange(len(rows))
+    ax.barh(y - 0.2, cpu, height=0.38, color=COLOURS[0], label="CPU busy, % of all cores")
+    ax.barh(y + 0.2, disk, height=0.38, color=COLOURS[1], label="busiest disk, % utilised")
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.axvline(90, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("% of the measured step (median over runs); dotted: 90%")
+    ax.set_title(_fit_title(fig, f"{title}: resources while measuring", 11), fontsize=11)
+    handles, texts = ax.get_legend_handles_labels()
+    legend = _legend_below(fig, handles, texts, None)
+    _fit_above(fig, legend)
+    got = _save(fig, out_base, "resources")
+    return {
+        **got,
+        "section": "resources",
+        "title": f"{title}: resources while measuring",
+        "caption": "Per cell and host, the median over its runs of the CPU's busy share (user "
+        "and system time, of all cores) and of the busiest disk's utilisation during the "
+        "measured step.",
+    }
+
+
+def _representative(tidy_df: pd.DataFrame, cell: str, metric: str | None) -> tuple[str, int] | None:
+    """The run nearest the cell's median of ``metric`` (host, repeat)."""
+    done = results(tidy_df)
+    d = done[(done["cell"] == cell) & (done["metric"] == metric)] if metric else done[:0]
+    if d.empty:
+        return None
+    med = d["value"].median()
+    row = d.iloc[int(np.argmin(np.abs(d["value"].to_numpy() - med)))]
+    return str(row["host"]), int(row["repeat"])
+
+
+def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
+    """Each interval's value as a level over the interval itself, (t - seconds, t]."""
+    d = d.sort_values("t")
+    starts = (d["t"] - d["seconds"].fillna(0)).to_numpy()
+    x = np.append(starts, d["t"].to_numpy()[-1:])
+    y = scale * np.append(d["value"].to_numpy(), d["value"].to_numpy()[-1:])
+    (line,) = ax.plot(x, y, drawstyle="steps-post", lw=1.2, **style)
+    return line
+
+
+def over_time(
+    series: pd.DataFrame,
+    progress: pd.DataFrame | None,
+    cell: str,
+    host: str,
+    repeat: int,
+    title: str,
+    out_base: Path,
+) -> dict | None:
+    """One run: the tool's rate over time (where it reported one), each host's CPU busy and
+    busiest disk's utilisation, and the daemons' CPU, on one time axis. None for a run
+    sampled over fewer than :data:`MIN_INTERVALS` intervals: it has no shape to show."""
+    s = series[(series["cell"] == cell) & (series["host"] == host) & (series["repeat"] == repeat)]
+    busy = s[(s["resource"] == "cpu") & (s["metric"] == "busy")]
+    if busy.empty or busy.groupby("node").size().max() < MIN_INTERVALS:
+        return None
+    panels = []
+    rate = pd.DataFrame()
+    if progress is not None and not progress.empty:
+        rate = progress[
+            (progress["cell"].astype(str) == cell)
+            & (progress["host"].astype(str) == host)
+            & (progress["repeat"] == repeat)
+            & progress["rate"].notna()
+        ]
+        if not rate.empty:
+            panels.append("rate")
+    panels += ["cpu", "disk"]
+    procs = s[s["resource"].str.startswith("process:") & (s["metric"] == "cpu")]
+    if not procs.empty:
+        panels.append("process")
+    fig, axs = plt.subplots(
+        len(panels), 1, figsize=(WIDTH_IN, 1.2 + 1.5 * len(panels)), dpi=DPI, sharex=True
+    )
+    axs = np.atleast_1d(axs)
+    nodes = list(dict.fromkeys(s["node"]))
+    handles: dict[str, Any] = {}
+    for ax, panel in zip(axs, panels, strict=True):
+        if panel == "rate":
+            ax.plot(rate["t"], rate["rate"], color="black", lw=1.2, marker=".", ms=3)
+            ax.set_ylabel("tool ops/s", fontsize=8)
+            ax.set_ylim(bottom=0)
+        elif panel == "cpu":
+            for i, node in enumerate(nodes):
+                d = busy[busy["node"] == node]
+                if not d.empty:
+                    handles.setdefault(node, _steps(ax, d, 100, color=COLOURS[i % 10]))
+            ax.set_ylabel("CPU busy %", fontsize=8)
+            ax.set_ylim(0, 105)
+        elif panel == "disk":
+            for i, node in enumerate(nodes):
+                d = s[(s["node"] == node) & s["resource"].str.startswith("disk:")]
+                d = d[d["metric"] == "util"]
+                if d.empty:
+                    continue
+                top = d.groupby("resource")["value"].mean().idxmax()
+                d = d[d["resource"] == top].sort_values("t")
+                handles.setdefault(node, _steps(ax, d, 100, color=COLOURS[i % 10], ls="--"))
+                ax.annotate(
+                    top[5:],
+                    (d["t"].iloc[-1], 100 * d["value"].iloc[-1]),
+                    fontsize=7,
+                    color=COLOURS[i % 10],
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                )
+            ax.set_ylabel("disk util %", fontsize=8)
+            ax.set_ylim(0, 105)
+        else:
+            styles = ["-", "--", ":", "-."]
+            for j, (res, d) in enumerate(procs.groupby("resource", sort=True)):
+                node = d["node"].iloc[0]
+                colour = COLOURS[nodes.index(node) % 10]
+                name = res[8:] + (f" ({node})" if len(nodes) > 1 else "")
+                handles[name] = _steps(ax, d, color=colour, ls=styles[j % 4])
+            ax.set_ylabel("daemon CPU\n(cores)", fontsize=8)
+            ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    axs[-1].set_xlabel("seconds since the measured step started")
+    axs[0].set_title(_fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
+    legend = _legend_below(fig, list(handles.values()), list(handles), "host / daemon")
+    _fit_above(fig, legend)
+    got = _save(fig, out_base, "resources_over_time")
+    return {
+        **got,
+        "section": "resources",
+        "title": f"{cell}: run {repeat} on {host} over time",
+        "caption": (
+            ("Top: the tool's own rate between its progress lines. " if not rate.empty else "")
+            + "The CPU's busy share per host (solid), the busiest disk's utilisation per host "
+            "(dashed, named at its end)"
+            + ("; the daemons' CPU in cores" if "process" in panels else "")
+            + ", each over its sampling interval. The run is the one nearest its cell's median."
+        ),
+    }
+
+
+def draw(
+    window: pd.DataFrame,
+    series: pd.DataFrame,
+    progress: pd.DataFrame | None,
+    tidy_df: pd.DataFrame,
+    axes: list[str],
+    metric: str | None,
+    title: str,
+    out_dir: Path,
+    cells_first: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The overview, then up to :data:`MAX_TIME_FIGURES` cells over time (``cells_first``,
+    the compared ones, before the rest in the table's order)."""
+    drawn = []
+    fig = overview(window, axes, title, out_dir / "resources")
+    if fig is None:
+        return drawn
+    drawn.append(fig)
+    cells = list(dict.fromkeys([*(cells_first or []), *window["cell"]]))
+    for i, cell in enumerate(cells[:MAX_TIME_FIGURES], start=1):
+        run = _representative(tidy_df, cell, metric)
+        if run is None:
+            continue
+        got = over_time(series, progress, cell, run[0], run[1], title, out_dir / f"resources-{i}")
+        if got is not None:
+            drawn.append(got)
+    return drawn

@@ -1,0 +1,19 @@
+"""Which besides (:mod:`perfpost.instrument.beside`) a cell has, in setup order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfpost.instrument import agent, resources
+from perfpost.instrument.beside import Beside
+
+
+def for_cell(spec: Any) -> list[Beside]:
+    """The agent changes the measured command, so it comes first; the sampler starts last,
+    nearest the measured step."""
+    out: list[Beside] = []
+    if spec.instrument:
+        out.append(agent.Agent())
+    if getattr(spec, "resources", None):
+        out.append(resources.Telemetry(spec.resources))
+    return out

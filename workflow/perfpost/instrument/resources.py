@@ -1,0 +1,168 @@
+"""Resource telemetry as a :class:`~perfpost.instrument.beside.Beside`: a sampler
+(:mod:`perfpost.instrument.sampler`) on every host a cell involves, its own host and each
+host of its clusters, started just before the measured step and stopped right after it.
+
+The record gets ``resources``: per host, its role, the device under each directory that
+matters, the measured step's summary (:func:`sampler.window`) and each interval's rates and
+gauges as a series whose ``t`` is seconds since the measured step started (the tool's own
+progress series counts from there too). What the loops printed is kept in ``raw/``.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from perfpost.instrument import sampler
+from perfpost.instrument.beside import Beside, Cell, HostSeat
+from perfpost.tools.base import Metric
+
+SCHEMA_VERSION = 1
+SHORT_TIMEOUT = 60.0
+STOP_WAIT = 15.0  # seconds a loop gets to print its last sample and end
+RAW = "resources-{host}.txt"
+
+
+class _Loop:
+    """One sampler on one host: its thread blocked in ``Host.run`` until the loop ends."""
+
+    def __init__(self, seat: HostSeat, state_dir: str, script: str, timeout: float) -> None:
+        self.seat = seat
+        self.state_dir = state_dir
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._run, args=(script, timeout), daemon=True, name=f"sampler-{seat.name}"
+        )
+        self.thread.start()
+
+    def _run(self, script: str, timeout: float) -> None:
+        try:
+            self.result = self.seat.host.run(script, timeout, force=True)
+        except BaseException as e:  # the host went away: the cell says so, not this thread
+            self.error = e
+
+
+def settings(raw: Any) -> dict[str, Any]:
+    """An experiment's ``resources:`` (``false``, or ``{interval: <seconds>}``) as a cell's
+    settings; empty when sampling is off."""
+    if raw is False:
+        return {}
+    raw = raw if isinstance(raw, Mapping) else {}
+    return {"interval": float(raw.get("interval", sampler.INTERVAL))}
+
+
+class Telemetry(Beside):
+    name = "resources"
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.interval = float(settings.get("interval", sampler.INTERVAL))
+        self.loops: list[_Loop] = []
+
+    def setup(self, cell: Cell) -> str | None:
+        """Start a loop on each host and wait until each took its first sample. A host
+        where it cannot start leaves a note, not a failed cell: telemetry is evidence
+        about the measurement, not the measurement."""
+        token = uuid.uuid4().hex[:12]
+        # Long enough for the whole step and a common start; the lifeline ends it sooner.
+        timeout = float(cell.spec.timeout) + 120.0
+        for seat in cell.seats():
+            state_dir = f"/tmp/perfpost-sampler-{token}-{seat.name}"
+            script = sampler.sampler_script(state_dir, self.interval, seat.daemons, seat.dirs)
+            self.loops.append(_Loop(seat, state_dir, script, timeout))
+        for loop in self.loops:
+            try:
+                ready = loop.seat.host.run(sampler.ready_script(loop.state_dir), SHORT_TIMEOUT)
+                ok = ready.exit_code == 0
+            except Exception as e:
+                ok, loop.error = False, e
+            if not ok:
+                self._note(cell, f"resources on {loop.seat.name}: the sampler did not start")
+        return None
+
+    @staticmethod
+    def _note(cell: Cell, text: str) -> None:
+        notes = cell.record.setdefault("warnings", [])
+        if text not in notes:
+            notes.append(text)
+
+    def stop(self, cell: Cell) -> None:
+        for loop in self.loops:
+            try:
+                loop.seat.host.run(sampler.stop_script(loop.state_dir), SHORT_TIMEOUT, force=True)
+            except Exception as e:
+                loop.error = loop.error or e
+        hosts: dict[str, Any] = {}
+        t0, t1 = cell.record.get("start_epoch"), cell.record.get("end_epoch")
+        for loop in self.loops:
+            loop.thread.join(STOP_WAIT)
+            seat, got = loop.seat, loop.result
+            if loop.thread.is_alive() or got is None or not got.stdout:
+                why = loop.error or "no samples came back"
+                self._note(cell, f"resources on {seat.name}: {why}")
+                continue
+            raw = RAW.format(host=seat.name)
+            cell.keep(raw, got.stdout)
+            data = sampler.parse(got.stdout)
+            entry: dict[str, Any] = {
+                "own": seat.own,
+                "roles": seat.roles,
+                "cores": sampler.cores(data),
+                "samples": len(data.samples),
+                "raw": raw,
+                "dirs": {d: data.device_of(d) for d in seat.dirs if d in data.dirs},
+                "daemons": {str(p): label for p, label in seat.daemons.items()},
+            }
+            if t0 is not None and t1 is not None:
+                entry["window"] = sampler.window(data, t0, t1, seat.daemons)
+                entry["series"] = series(data, t0, seat.daemons)
+            hosts[seat.name] = entry
+        if hosts:
+            cell.record["resources"] = {
+                "schema_version": SCHEMA_VERSION,
+                "interval": self.interval,
+                "hosts": hosts,
+            }
+
+    def collect(
+        self, cell: Cell, texts: Mapping[str, str], parsed: list[Metric]
+    ) -> tuple[list[Metric], str | None]:
+        return [], None
+
+    def cleanup(self, cell: Cell) -> None:
+        """A loop still running (its stop never arrived) is asked again; its lifeline and
+        timeout end it in any case."""
+        for loop in self.loops:
+            if loop.thread.is_alive():
+                try:
+                    loop.seat.host.run(
+                        sampler.stop_script(loop.state_dir), SHORT_TIMEOUT, force=True
+                    )
+                except Exception:
+                    pass
+                loop.thread.join(STOP_WAIT)
+
+
+def series(data: sampler.Samples, t0: float, labels: Mapping[int, str]) -> dict[str, Any]:
+    """Each interval's values, column-wise: ``t`` (the interval's end, seconds since the
+    measured step started) and ``seconds`` (its length), and per ``<resource>/<metric>`` its
+    values (None where that interval has none) and unit."""
+    points = sampler.intervals(data, True, labels)
+    ts = sorted({p.t for p in points})
+    lengths = {p.t: p.seconds for p in points}
+    index = {t: i for i, t in enumerate(ts)}
+    values: dict[str, list[float | None]] = {}
+    units: dict[str, str] = {}
+    for p in points:
+        key = f"{p.resource}/{p.metric}"
+        col = values.setdefault(key, [None] * len(ts))
+        col[index[p.t]] = round(p.value, 9)
+        units[key] = p.unit
+    return {
+        "t": [round(t - t0, 6) for t in ts],
+        "seconds": [round(lengths[t], 6) for t in ts],
+        "values": values,
+        "units": units,
+    }
