@@ -283,8 +283,8 @@ def _cpu_text(p: dict[str, Any]) -> str:
     if p["busy_share"]:
         text += f", at least {BUSY:.0%} busy for {_pct(p['busy_share'])} of the run"
     ours = [
-        f"the tool {sig(p['tool_cores'], 2)}" if p.get("tool_cores") is not None else None,
-        *(f"{k.split(':', 1)[-1]} {sig(v, 2)}" for k, v in p["processes"].items() if v is not None),
+        f"the tool {p['tool_cores']:.2g}" if p.get("tool_cores") is not None else None,
+        *(f"{k.split(':', 1)[-1]} {v:.2g}" for k, v in p["processes"].items() if v is not None),
     ]
     ours = [x for x in ours if x]
     if ours:
@@ -421,7 +421,7 @@ def table(profiles: list[dict[str, Any]]) -> dict[str, Any]:
                     "await": format_value(disk["await"], "s") if disk and disk["await"] else "-",
                     "psi": f"{_pct(p['cpu_pressure'])} / {_pct(p['io_pressure'])}",
                     "daemons": ", ".join(
-                        f"{k.split(':', 1)[-1]} {sig(v, 2)}"
+                        f"{k.split(':', 1)[-1]} {v:.2g}"
                         for k, v in p["processes"].items()
                         if v is not None
                     ),

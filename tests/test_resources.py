@@ -1,0 +1,163 @@
+"""What the post says bound each cell, and what the Validity section flags, from window
+tables written here by hand: each expected sentence follows from the numbers in the rows
+(a resource at least 90% busy for at least half the step is saturated)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from perfpost.analysis import resources
+
+
+def rows(cell, repeat, node, roles, cpu_busy, cpu_share, disks=(), procs=(), dirs=()):
+    out = []
+
+    def add(resource, metric, value, unit="ratio", detail=""):
+        out.append(
+            {
+                "experiment": "e",
+                "cell": cell,
+                "host": "h1",
+                "repeat": repeat,
+                "attempt": 1,
+                "status": "done",
+                "node": node,
+                "roles": roles,
+                "resource": resource,
+                "metric": metric,
+                "value": value,
+                "unit": unit,
+                "detail": detail,
+            }
+        )
+
+    add("cpu", "cores", 4, "count")
+    add("cpu", "busy", cpu_busy)
+    add("cpu", "busy_time_share", cpu_share)
+    add("window", "interval", 1.0, "s")
+    for name, util, share, written in disks:
+        add(f"disk:{name}", "util", util)
+        add(f"disk:{name}", "busy_time_share", share)
+        add(f"disk:{name}", "write_total", written, "B")
+        add(f"disk:{name}", "write_bytes", written / 10, "B/s")
+    for label, cores in procs:
+        add(f"process:{label}", "cpu", cores, "cores")
+    for path, device in dirs:
+        add(f"dir:{path}", "device", float("nan"), "", device)
+    return out
+
+
+def table(*parts):
+    return pd.DataFrame([r for p in parts for r in p])
+
+
+def test_a_cell_whose_cpu_was_busy_names_the_cpu_with_its_numbers():
+    w = table(
+        rows("a", 1, "h1", "client", 0.97, 0.9, [("sda", 0.12, 0.0, 1e6)]),
+        rows("a", 2, "h1", "client", 0.99, 1.0, [("sda", 0.10, 0.0, 1e6)]),
+        rows("a", 3, "h1", "client", 0.95, 0.7, [("sda", 0.14, 0.0, 1e6)]),
+    )
+    (cell,) = resources.cell_profiles(w, [], {"a": 3.5})
+    assert cell["bound"]["what"] == [("CPU", "h1")]
+    # Medians of three runs: busy 97%, busy-time share 90%, sda 12%; the tool 3.5 of the
+    # 3.88 busy cores: the cell's own work.
+    assert cell["bound"]["sentence"] == (
+        "CPU 97% of 4 cores busy, at least 90% busy for 90% of the run (the tool 3.5 cores); "
+        "disk sda 12% utilised: this cell measured the CPU"
+    )
+
+
+def test_a_cpu_busy_with_other_work_is_said_to_be_contention():
+    w = table(rows("a", 1, "h1", "client", 0.98, 0.95))
+    (cell,) = resources.cell_profiles(w, [], {"a": 0.4})  # 0.4 of 3.92 busy cores
+    assert cell["bound"]["sentence"].endswith(
+        "(the tool 0.4 cores; the rest was other work on the host): the CPU was saturated "
+        "mostly by other work on the host, so these runs competed for it"
+    )
+
+
+def test_a_saturated_disk_on_a_cluster_host_is_named_there():
+    w = table(
+        rows("a", 1, "c1", "client", 0.30, 0.0),
+        rows(
+            "a",
+            1,
+            "d1",
+            "ozone datanode",
+            0.20,
+            0.0,
+            [("vdb", 0.96, 0.8, 5e8), ("vda", 0.05, 0.0, 1e6)],
+            [("ozone:datanode", 0.6)],
+        ),
+    )
+    (cell,) = resources.cell_profiles(w, [])
+    assert [p["node"] for p in cell["nodes"]] == ["c1", "d1"]  # the client first
+    assert cell["bound"]["what"] == [("disk vdb", "d1")]
+    assert cell["bound"]["sentence"] == (
+        "disk vdb 96% utilised, at least 90% for 80% of the run on d1; CPU 20% of 4 cores busy "
+        "(datanode 0.6 cores): this cell measured the disk"
+    )
+
+
+def test_nothing_saturated_says_so_with_the_busiest_of_each():
+    w = table(
+        rows("a", 1, "c1", "client", 0.30, 0.0, [("sda", 0.2, 0.0, 1e6)]),
+        rows("a", 1, "d1", "hdfs datanode", 0.60, 0.2, [("sdb", 0.7, 0.3, 1e8)]),
+    )
+    (cell,) = resources.cell_profiles(w, [])
+    assert cell["bound"]["what"] == []
+    assert cell["bound"]["sentence"] == (
+        "no single resource saturated: CPU 60% of 4 cores busy, at least 90% busy for 20% of "
+        "the run on d1; disk sdb 70% utilised, at least 90% for 30% of the run on d1"
+    )
+
+
+def test_validity_flags_a_cpu_bound_system_under_test_and_writes_on_another_disk():
+    w = table(
+        # A cluster cell: the client's host saturated, the datanode's not: nothing flagged
+        # for the CPU (the system under test is the datanode's host).
+        rows("c", 1, "c1", "client", 0.99, 1.0),
+        rows("c", 1, "d1", "ozone datanode", 0.5, 0.1, [("sda", 0.3, 0.0, 5e7)]),
+        # A dd cell on its own host, CPU-bound in run 2 only; its directory is on sdb but
+        # 90 MB of its 100 MB of disk writes went to sda.
+        rows(
+            "d",
+            1,
+            "h1",
+            "client",
+            0.4,
+            0.0,
+            [("sdb", 0.5, 0.0, 9e7), ("sda", 0.1, 0.0, 1e7)],
+            dirs=[("/data", "sdb1")],
+        ),
+        rows(
+            "d",
+            2,
+            "h1",
+            "client",
+            0.95,
+            0.6,
+            [("sdb", 0.1, 0.0, 1e7), ("sda", 0.5, 0.0, 9e7)],
+            dirs=[("/data", "sdb1")],
+        ),
+    )
+    got = resources.check(w, [])
+    assert got["title"] == "Resources"
+    assert len(got["flags"]) == 2
+    cpu, disk = got["flags"]
+    assert cpu.startswith("`d`: the system under test's host was CPU-bound (h1 r2: 95% busy")
+    assert disk.startswith("`d`: most of the run's disk writes went to another disk")
+    assert "h1 r2: 10 MB of 100 MB written went to sdb under `/data`, 90 MB to sda" in disk
+    assert "r1" not in disk
+    assert "every second on 3 host(s) (c1, d1, h1)" in got["facts"][0]
+
+
+def test_tool_cores_are_cpu_time_over_wall_time_medians():
+    tidy = pd.DataFrame(
+        [
+            {"cell": "a", "host": "h", "repeat": r, "status": "done", "metric": m, "value": v}
+            for r, cpu, wall in ((1, 1.0, 2.0), (2, 3.0, 2.0), (3, 2.0, 2.0))
+            for m, v in (("tool_cpu_time", cpu), ("wall_time", wall))
+        ]
+    )
+    assert resources.tool_cores(tidy) == {"a": 1.0}  # median of 0.5, 1.5, 1.0
