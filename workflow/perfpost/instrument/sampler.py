@@ -489,6 +489,9 @@ def window(
     for p in pts:
         if p.resource.startswith("net:") and p.value > 0:
             nets.setdefault(p.resource[4:], {})[p.metric] = p.value
+    for name, vals in nets.items():
+        (rx0, tx0), (rx1, tx1) = a.nets[name], b.nets[name]
+        vals["rx_total"], vals["tx_total"] = float(rx1 - rx0), float(tx1 - tx0)
     out["nets"] = nets
     out["pressure"] = {p.metric: p.value for p in pts if p.resource == "pressure"}
     procs: dict[str, dict[str, float]] = {}
