@@ -365,3 +365,32 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
         assert java == [], (h.name, [_cmdline(p) for p in java])
     for h in HOSTS:  # each host's own directory for the clusters, now empty
         assert on_host(testbed, h, f"ls -A {shared}/clusters") == "", h
+
+
+@pytest.mark.parametrize("experiment", ["ozone-keys", "hdfs-files"])
+def test_every_datanode_host_was_sampled_while_freon_wrote(cluster_run, experiment):
+    """Telemetry from the three datanodes' hosts, each its own network namespace: every host
+    of the cluster was sampled during the run, its datanode followed by pid, and each took in
+    over its own interfaces at least the bytes freon wrote (three replicas: every datanode
+    stores every object, N x 4096 bytes), a bound from the test's own numbers, read from the
+    host's own /proc/net/dev."""
+    work, _ = cluster_run
+    _, rec = record(work, experiment)
+    hosts = rec["resources"]["hosts"]
+    assert set(HOSTS) <= set(hosts), sorted(hosts)
+    cluster = "ozone3" if experiment == "ozone-keys" else "hdfs3"
+    for h in HOSTS:
+        entry = hosts[h]
+        assert f"{cluster} datanode" in " ".join(entry["roles"])
+        procs = entry["window"]["processes"]
+        (dn,) = [k for k in procs if k.startswith(f"{cluster}:datanode")]
+        assert procs[dn]["cpu"] > 0
+        assert procs[dn]["rss"] > 50 * (1 << 20)  # a JVM, not a shell
+        received = sum(
+            v.get("rx_total", 0.0) for name, v in entry["window"]["nets"].items() if name != "lo"
+        )
+        assert received >= 0.9 * N * 4096, (h, entry["window"]["nets"])
+    # The cell's own host comes first, as the client.
+    own = rec["host"]
+    assert hosts[own]["own"] is True
+    assert "client" in hosts[own]["roles"]

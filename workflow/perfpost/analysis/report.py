@@ -565,6 +565,7 @@ def resource_section(
     return {
         "cells": profiles,
         "table": resources.table(profiles),
+        "daemons": resources.daemon_table(profiles),
         "nodes": nodes,
         "interval": " or ".join(format_seconds(v) for v in intervals) or "interval",
         "n_bound": len(bound),

@@ -21,6 +21,7 @@ import pandas as pd
 from perfpost.analysis.plots import COLOURS, DPI, WIDTH_IN, _fit_title, _legend_below, _save
 from perfpost.analysis.resources import cell_profiles
 from perfpost.analysis.tidy import results
+from perfpost.clusters.metrics import LATENCIES
 
 MAX_TIME_FIGURES = 6  # cells drawn over time; the rest are in the overview and the table
 MIN_INTERVALS = 3  # a run sampled over fewer intervals has no shape over time to show
@@ -67,15 +68,24 @@ def overview(window: pd.DataFrame, axes: list[str], title: str, out_base: Path) 
     }
 
 
-def _representative(tidy_df: pd.DataFrame, cell: str, metric: str | None) -> tuple[str, int] | None:
-    """The run nearest the cell's median of ``metric`` (host, repeat)."""
+def _representative(
+    tidy_df: pd.DataFrame, cell: str, metric: str | None
+) -> tuple[str, int, float | None] | None:
+    """The run nearest the cell's median of ``metric``: host, repeat, its wall time."""
     done = results(tidy_df)
     d = done[(done["cell"] == cell) & (done["metric"] == metric)] if metric else done[:0]
     if d.empty:
         return None
     med = d["value"].median()
     row = d.iloc[int(np.argmin(np.abs(d["value"].to_numpy() - med)))]
-    return str(row["host"]), int(row["repeat"])
+    host, repeat = str(row["host"]), int(row["repeat"])
+    wall = done[
+        (done["cell"] == cell)
+        & (done["host"] == host)
+        & (done["repeat"] == repeat)
+        & (done["metric"] == "wall_time")
+    ]["value"]
+    return host, repeat, float(wall.iloc[0]) if len(wall) else None
 
 
 def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
@@ -88,6 +98,23 @@ def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
     return line
 
 
+def _daemon_style(daemon: str, node: str, labels: list[str], nodes: list[str]) -> dict:
+    styles = ["-", "--", ":", "-."]
+    colour = COLOURS[(len(nodes) + labels.index(daemon)) % 10] if daemon in labels else "grey"
+    return {"color": colour, "ls": styles[nodes.index(node) % 4] if node in nodes else "-"}
+
+
+def _latencies(s: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """Per daemon, its key latency's series (:data:`LATENCIES`, the first it has)."""
+    out = []
+    for res in sorted({r for r in s["resource"] if r.startswith("daemon:")}):
+        d = s[s["resource"] == res]
+        metric = next((m for m in LATENCIES if (d["metric"] == m).any()), None)
+        if metric is not None:
+            out.append((res[7:], metric, d[d["metric"] == metric]))
+    return out
+
+
 def over_time(
     series: pd.DataFrame,
     progress: pd.DataFrame | None,
@@ -96,6 +123,7 @@ def over_time(
     repeat: int,
     title: str,
     out_base: Path,
+    end: float | None = None,
 ) -> dict | None:
     """One run: the tool's rate over time (where it reported one), each host's CPU busy and
     busiest disk's utilisation, and the daemons' CPU, on one time axis. None for a run
@@ -119,6 +147,14 @@ def over_time(
     procs = s[s["resource"].str.startswith("process:") & (s["metric"] == "cpu")]
     if not procs.empty:
         panels.append("process")
+    latencies = _latencies(s)
+    if latencies:
+        panels.append("latency")
+    # Each daemon one colour in every panel (after the hosts'), each host one line style.
+    labels = sorted(
+        {r[8:] for r in procs["resource"]}
+        | {r[7:] for r in s["resource"] if r.startswith("daemon:")}
+    )
     fig, axs = plt.subplots(
         len(panels), 1, figsize=(WIDTH_IN, 1.2 + 1.5 * len(panels)), dpi=DPI, sharex=True
     )
@@ -156,18 +192,27 @@ def over_time(
                 )
             ax.set_ylabel("disk util %", fontsize=8)
             ax.set_ylim(0, 105)
-        else:
-            styles = ["-", "--", ":", "-."]
-            for j, (res, d) in enumerate(procs.groupby("resource", sort=True)):
+        elif panel == "latency":
+            for daemon, metric, d in latencies:
                 node = d["node"].iloc[0]
-                colour = COLOURS[nodes.index(node) % 10]
+                name = f"{daemon.split(':', 1)[-1]} {metric.replace('_', ' ')}"
+                name += f" ({node})" if len(nodes) > 1 else ""
+                handles[name] = _steps(ax, d, 1000, **_daemon_style(daemon, node, labels, nodes))
+            ax.set_ylabel("daemon latency\n(ms)", fontsize=8)
+            ax.set_ylim(bottom=0)
+        else:
+            for res, d in procs.groupby("resource", sort=True):
+                node = d["node"].iloc[0]
                 name = res[8:] + (f" ({node})" if len(nodes) > 1 else "")
-                handles[name] = _steps(ax, d, color=colour, ls=styles[j % 4])
+                handles[name] = _steps(ax, d, **_daemon_style(res[8:], node, labels, nodes))
             ax.set_ylabel("daemon CPU\n(cores)", fontsize=8)
             ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
-    axs[-1].set_xlabel("seconds since the measured step started")
+        for x in (0.0, end):
+            if x is not None:
+                ax.axvline(x, color="grey", lw=0.8, ls=":")
+    axs[-1].set_xlabel("seconds since the measured step started (dotted: its start and end)")
     axs[0].set_title(_fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
     legend = _legend_below(fig, list(handles.values()), list(handles), "host / daemon")
     _fit_above(fig, legend)
@@ -181,6 +226,12 @@ def over_time(
             + "The CPU's busy share per host (solid), the busiest disk's utilisation per host "
             "(dashed, named at its end)"
             + ("; the daemons' CPU in cores" if "process" in panels else "")
+            + (
+                "; each daemon's key latency from its own metrics (Ratis log sync: the median of "
+                "recent syncs; Hadoop's: the mean over the last second)"
+                if "latency" in panels
+                else ""
+            )
             + ", each over its sampling interval. The run is the one nearest its cell's median."
         ),
     }
@@ -209,7 +260,10 @@ def draw(
         run = _representative(tidy_df, cell, metric)
         if run is None:
             continue
-        got = over_time(series, progress, cell, run[0], run[1], title, out_dir / f"resources-{i}")
+        host, repeat, end = run
+        got = over_time(
+            series, progress, cell, host, repeat, title, out_dir / f"resources-{i}", end
+        )
         if got is not None:
             drawn.append(got)
     return drawn

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfpost.clusters import metrics as daemon_metrics
 from perfpost.instrument.sampler import BUSY, SATURATED_SHARE
 from perfpost.plan.matrix import label
 from perfpost.records import write_json_atomic, write_text_atomic
@@ -165,6 +166,9 @@ def window_rows(
     for name, vals in (w.get("processes") or {}).items():
         for m, v in vals.items():
             add(f"process:{name}", m, v, _unit("process", m))
+    for daemon, vals in (w.get("daemons") or {}).items():
+        for m, v in vals.items():
+            add(f"daemon:{daemon}", m, v, daemon_metrics.UNITS.get(m, ""))
     for d, device in (entry.get("dirs") or {}).items():
         add(f"dir:{d}", "device", None, "", device or "")
     return rows
@@ -269,6 +273,13 @@ def node_profile(df: pd.DataFrame, node: str) -> dict[str, Any]:
     for res in sorted({r for r in d["resource"] if r.startswith("process:")}):
         procs[res[8:]] = _median(d, res, "cpu")
     out["processes"] = procs
+    daemons: dict[str, dict[str, float]] = {}
+    for res in sorted({r for r in d["resource"] if r.startswith("daemon:")}):
+        x = d[d["resource"] == res]
+        daemons[res[7:]] = {
+            m: v for m in dict.fromkeys(x["metric"]) if (v := _median(x, res, m)) is not None
+        }
+    out["daemons"] = daemons
     dirs = {}
     for row in d[d["resource"].str.startswith("dir:")].itertuples(index=False):
         dirs[row.resource[4:]] = row.detail or None
@@ -399,6 +410,63 @@ def cell_profiles(
                 p["tool_cores"] = (tools or {}).get(cell)
         out.append({"cell": cell, "nodes": profiles, "bound": bound(profiles)})
     return out
+
+
+# The daemon metrics the post's table shows, in this order (GC first, heap left out).
+DAEMON_COLUMNS = (
+    "gc_time",
+    "ratis_syncs",
+    "ratis_sync_p50",
+    "ratis_sync_p99",
+    "write_chunks",
+    "write_chunk_time",
+    "chunk_bytes",
+    "bytes_written",
+    "fsyncs",
+    "fsync_time",
+    "flush_time",
+    "rpc_calls",
+    "rpc_queue_time",
+    "rpc_processing_time",
+    "rpc_call_queue",
+    "containers_running",
+    "apps_running",
+)
+
+
+def _daemon_value(name: str, v: float) -> str:
+    unit = daemon_metrics.UNITS.get(name, "")
+    if unit == "ratio":
+        return f"{v:.1%}"
+    if unit == "count":
+        return sig(v, 2)
+    return format_value(v, unit)
+
+
+def daemon_table(profiles: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row per cell and daemon: what the daemon's own metrics said of the step; and
+    what each metric shown means."""
+    rows, shown = [], set()
+    for c in profiles:
+        for p in c["nodes"]:
+            for daemon, vals in p.get("daemons", {}).items():
+                names = [n for n in DAEMON_COLUMNS if n in vals]
+                if not names:
+                    continue
+                shown.update(names)
+                said = [f"{n.replace('_', ' ')} {_daemon_value(n, vals[n])}" for n in names]
+                rows.append(
+                    {
+                        "cell": c["cell"],
+                        "daemon": daemon,
+                        "node": p["node"],
+                        "said": "; ".join(said),
+                    }
+                )
+    meanings = [
+        f"{n.replace('_', ' ')}: {daemon_metrics.MEANINGS[n]}" for n in DAEMON_COLUMNS if n in shown
+    ]
+    return {"rows": rows, "meanings": meanings}
 
 
 def table(profiles: list[dict[str, Any]]) -> dict[str, Any]:

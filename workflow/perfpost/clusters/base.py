@@ -232,6 +232,10 @@ def classpath(home: str) -> str:
 
 # JVMs that run a step and exit (init, shell, version): start-up is all they do.
 QUICK_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# Hadoop's metrics system takes a snapshot of every source once a period (10 s by default),
+# and its JMX and Prometheus views show the last one: a period of 1 s lets perfpost follow a
+# run of a few seconds.
+METRICS2 = "# perfpost: snapshots every second\n*.period=1\n"
 
 # The step that starts a daemon ends with its process group killed: wait until the daemon
 # has its own session (its pid is its session id) before the step ends.
@@ -671,6 +675,9 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             files[f"{dep.conf_dir(host)}/log4j.properties"] = (
                 own if own.exists() else log4j
             ).read_text()
+            # The daemons' own metrics, as perfpost reads them while a cell measures
+            # (perfpost.clusters.metrics): refreshed every second, not every ten.
+            files[f"{dep.conf_dir(host)}/hadoop-metrics2.properties"] = METRICS2
             dep.node(host).write(files)
         say("configured; starting daemons")
         kind.launch()

@@ -33,6 +33,10 @@ class HostSeat:
     roles: list[str] = field(default_factory=list)
     # Directories whose disks matter (the cell's work directory, a datanode's data dirs).
     dirs: list[str] = field(default_factory=list)
+    # Daemons' metrics to read there: (label, URL, regex), and label -> what they are
+    # (perfpost.clusters.metrics.Source).
+    scrapes: list[tuple[str, str, str]] = field(default_factory=list)
+    sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 class Cell(Protocol):

@@ -70,7 +70,9 @@ class Telemetry(Beside):
         timeout = float(cell.spec.timeout) + 120.0
         for seat in cell.seats():
             state_dir = f"/tmp/perfpost-sampler-{token}-{seat.name}"
-            script = sampler.sampler_script(state_dir, self.interval, seat.daemons, seat.dirs)
+            script = sampler.sampler_script(
+                state_dir, self.interval, seat.daemons, seat.dirs, seat.scrapes
+            )
             self.loops.append(_Loop(seat, state_dir, script, timeout))
         for loop in self.loops:
             try:
@@ -115,9 +117,13 @@ class Telemetry(Beside):
                 "dirs": {d: data.device_of(d) for d in seat.dirs if d in data.dirs},
                 "daemons": {str(p): label for p, label in seat.daemons.items()},
             }
+            if seat.scrapes:
+                entry["scraped"] = {label: url for label, url, _ in seat.scrapes}
+                if not data.curl:
+                    self._note(cell, f"daemons' metrics on {seat.name}: the host has no curl")
             if t0 is not None and t1 is not None:
-                entry["window"] = sampler.window(data, t0, t1, seat.daemons)
-                entry["series"] = series(data, t0, seat.daemons)
+                entry["window"] = sampler.window(data, t0, t1, seat.daemons, seat.sources)
+                entry["series"] = series(data, t0, seat.daemons, seat.sources)
             hosts[seat.name] = entry
         if hosts:
             cell.record["resources"] = {
@@ -145,11 +151,16 @@ class Telemetry(Beside):
                 loop.thread.join(STOP_WAIT)
 
 
-def series(data: sampler.Samples, t0: float, labels: Mapping[int, str]) -> dict[str, Any]:
+def series(
+    data: sampler.Samples,
+    t0: float,
+    labels: Mapping[int, str],
+    daemons: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Each interval's values, column-wise: ``t`` (the interval's end, seconds since the
     measured step started) and ``seconds`` (its length), and per ``<resource>/<metric>`` its
     values (None where that interval has none) and unit."""
-    points = sampler.intervals(data, True, labels)
+    points = sampler.intervals(data, True, labels, daemons)
     ts = sorted({p.t for p in points})
     lengths = {p.t: p.seconds for p in points}
     index = {t: i for i, t in enumerate(ts)}

@@ -20,9 +20,12 @@ import itertools
 import math
 import re
 import shlex
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from perfpost.clusters import metrics as daemon_metrics
 
 SAMPLE_MARKER = "@perfpost-sample"
 HEADER_MARKER = "@perfpost-sampler"
@@ -57,11 +60,14 @@ def sampler_script(
     interval: float = INTERVAL,
     pids: Iterable[int] = (),
     dirs: Iterable[str] = (),
+    scrapes: Iterable[tuple[str, str, str]] = (),
 ) -> str:
     """The sampling loop, for ``Host.run``: it prints samples on standard output until it
     gets ``USR1`` (:func:`stop_script`), then prints one more and exits. ``state_dir`` holds
     its pid once the first sample is out (:func:`ready_script`), and goes when it ends.
-    ``dirs``: directories whose device is printed first (:data:`DIR_MARKER`)."""
+    ``dirs``: directories whose device is printed first (:data:`DIR_MARKER`). ``scrapes``:
+    (label, URL, extended regex): each sample also fetches the URL (a daemon's ``/prom``)
+    with curl, where the host has it, and keeps the lines the regex matches."""
     d = shlex.quote(state_dir)
     files = " ".join([*FILES, *(f"/proc/{int(p)}/stat" for p in pids)])
     body = "\n".join(
@@ -72,17 +78,24 @@ def sampler_script(
             "stop=; trap 'stop=1' USR1",
             f"trap 'rm -rf -- {d}' EXIT",
             f'echo "{HEADER_MARKER} schema={SCHEMA_VERSION} clk_tck=$(getconf CLK_TCK 2>/dev/null)'
-            f' page=$(getconf PAGESIZE 2>/dev/null) interval={interval:g}"',
+            f" page=$(getconf PAGESIZE 2>/dev/null) interval={interval:g}"
+            ' curl=$(command -v curl >/dev/null 2>&1 && echo 1 || echo 0)"',
             # The device of each directory that matters (its nearest existing ancestor's).
             *(
                 f'p={shlex.quote(x)}; while [ ! -e "$p" ]; do p=$(dirname -- "$p"); done; '
                 f'printf \'%s %s %s\\n\' {DIR_MARKER} "$(stat -c %d -- "$p")" {shlex.quote(x)}'
                 for x in dirs
             ),
+            "curl=; command -v curl >/dev/null 2>&1 && curl=1",
             "first=1",
             "while :; do",
             f'  now; echo "{SAMPLE_MARKER} $t"',
             f"  tail -n +1 -- {files} 2>/dev/null",
+            *(
+                f"  [ -n \"$curl\" ] && {{ printf '\\n==> daemon:%s <==\\n' {shlex.quote(label)}; "
+                f"curl -s -m 2 {shlex.quote(url)} | grep -E {shlex.quote(regex)}; }}"
+                for label, url, regex in scrapes
+            ),
             # Ready once the first sample is out: the measured step starts after it.
             f'  [ -n "$first" ] && {{ echo $$ > {d}/pid; first=; }}',
             '  [ -n "$stop" ] && break',
@@ -128,6 +141,7 @@ class Sample:
     nets: dict[str, tuple[int, int]] = field(default_factory=dict)  # rx, tx bytes
     pressure: dict[str, int] = field(default_factory=dict)  # cpu.some, io.full, ...: us
     procs: dict[int, tuple[int, int]] = field(default_factory=dict)  # pid -> cpu ticks, rss
+    daemons: dict[str, list[str]] = field(default_factory=dict)  # label -> /prom lines kept
     devices: dict[str, tuple[int, int]] = field(default_factory=dict)  # disk -> major, minor
 
 
@@ -138,6 +152,7 @@ class Samples:
     interval: float = INTERVAL
     samples: list[Sample] = field(default_factory=list)
     dirs: dict[str, int] = field(default_factory=dict)  # directory -> st_dev
+    curl: bool = True  # whether the host had curl to read daemons' metrics with
     devices: dict[str, tuple[int, int]] = field(default_factory=dict)  # disk -> major, minor
 
     def device_of(self, directory: str) -> str | None:
@@ -218,6 +233,8 @@ def parse(text: str) -> Samples:
                         out.page = int(value)
                     elif key == "interval" and value:
                         out.interval = float(value)
+                    elif key == "curl" and value:
+                        out.curl = value == "1"
                 except ValueError:
                     pass
             continue
@@ -241,6 +258,11 @@ def parse(text: str) -> Samples:
             section = line[4:-4]
             if section in FILES:
                 seen[-1][1].add(section)
+            if section.startswith("daemon:"):
+                current.daemons[section[7:]] = []
+            continue
+        if section.startswith("daemon:"):
+            current.daemons[section[7:]].append(line)
             continue
         try:
             _section(current, section, line, out.page)
@@ -311,7 +333,10 @@ def _cpu_shares(a: list[int], b: list[int]) -> dict[str, float] | None:
 
 
 def intervals(
-    data: Samples, active_only: bool = True, labels: Mapping[int, str] | None = None
+    data: Samples,
+    active_only: bool = True,
+    labels: Mapping[int, str] | None = None,
+    daemons: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[Point]:
     """Rates and gauges over each interval between two samples. Disks are whole disks;
     with ``active_only``, disks and interfaces that did nothing over the whole series are
@@ -329,9 +354,57 @@ def intervals(
         for n in last.nets
         if not active_only or (n in first.nets and first.nets[n] != last.nets[n])
     )
-    for a, b in itertools.pairwise(samples):
+    values = _daemon_values(samples, daemons or {})
+    for (a, b), (va, vb) in zip(
+        itertools.pairwise(samples), itertools.pairwise(values), strict=True
+    ):
         points += _interval(data, a, b, disks, nets, labels or {})
+        points += _daemon_points(a, b, va, vb, daemons or {})
     return points
+
+
+def _daemon_values(
+    samples: Sequence[Sample], daemons: Mapping[str, Sequence[Any]]
+) -> list[dict[str, dict[str, float]]]:
+    """Each sample's daemon metrics, read once: label -> metric -> raw value."""
+    return [
+        {
+            label: daemon_metrics.read("\n".join(s.daemons[label]), found)
+            for label, found in daemons.items()
+            if label in s.daemons
+        }
+        for s in samples
+    ]
+
+
+def _daemon_points(
+    a: Sample,
+    b: Sample,
+    va: Mapping[str, Mapping[str, float]],
+    vb: Mapping[str, Mapping[str, float]],
+    daemons: Mapping[str, Sequence[Any]],
+) -> list[Point]:
+    """A counter's rate over the interval, a gauge's value at its end, per daemon."""
+    out: list[Point] = []
+    dt = b.t - a.t
+    if dt <= 0:
+        return out
+    for label, found in daemons.items():
+        now, before = vb.get(label, {}), va.get(label, {})
+        for src in found:
+            if src.name not in now:
+                continue
+            if src.ops and now.get(src.ops) == before.get(src.ops, now.get(src.ops)):
+                continue  # no operation in the interval: its average is no number
+            if src.kind == "counter":
+                if src.name not in before:
+                    continue
+                value = max(now[src.name] - before[src.name], 0.0) * src.scale / dt
+            else:
+                value = now[src.name] * src.scale
+            if math.isfinite(value):
+                out.append(Point(f"daemon:{label}", src.name, b.t, dt, value, src.unit))
+    return out
 
 
 def _interval(
@@ -428,7 +501,11 @@ def _bracket(samples: Sequence[Sample], t0: float, t1: float) -> tuple[Sample, S
 
 
 def window(
-    data: Samples, t0: float, t1: float, labels: Mapping[int, str] | None = None
+    data: Samples,
+    t0: float,
+    t1: float,
+    labels: Mapping[int, str] | None = None,
+    daemons: Mapping[str, Sequence[Any]] | None = None,
 ) -> dict[str, Any]:
     """The measured step [t0, t1] on this host: each rate over the samples that bracket it,
     and for CPU and disks the share of the step's time they were busy (:data:`BUSY`).
@@ -500,6 +577,48 @@ def window(
             procs.setdefault(p.resource[8:], {})[p.metric] = p.value
     out["processes"] = procs
     out["memory"] = {p.metric: p.value for p in pts if p.resource == "memory"}
+    if daemons:
+        out["daemons"] = _daemon_window(data, t0, t1, daemons)
+    return out
+
+
+def _daemon_window(
+    data: Samples, t0: float, t1: float, daemons: Mapping[str, Sequence[Any]]
+) -> dict[str, dict[str, float]]:
+    """Per daemon over the measured step: a counter's rate over the bracketing samples, a
+    gauge's median over the intervals that overlap the step."""
+    pair = _bracket(data.samples, t0, t1)
+    if pair is None:
+        return {}
+    a, b = pair
+    va, vb = _daemon_values([a, b], daemons)
+    over = _daemon_points(a, b, va, vb, daemons)
+    inside = [
+        p
+        for p in intervals(data, False, None, daemons)
+        if p.resource.startswith("daemon:") and p.t - p.seconds < t1 and p.t > t0
+    ]
+    out: dict[str, dict[str, float]] = {}
+    for label, found in daemons.items():
+        vals: dict[str, float] = {}
+        for src in found:
+            if src.kind == "counter":
+                got = [
+                    p.value
+                    for p in over
+                    if p.resource == f"daemon:{label}" and p.metric == src.name
+                ]
+            else:
+                inner = [
+                    p.value
+                    for p in inside
+                    if p.resource == f"daemon:{label}" and p.metric == src.name
+                ]
+                got = [statistics.median(inner)] if inner else []
+            if got:
+                vals[src.name] = got[0]
+        if vals:
+            out[label] = vals
     return out
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import __version__, deliver, hostenv, paths, shell, tools
-from perfpost.clusters.base import ClusterError, Deployment, site_xml
+from perfpost.clusters import metrics as daemon_metrics
+from perfpost.clusters.base import ClusterError, Deployment, Node, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
 from perfpost.instrument import beside, lineup
@@ -236,9 +237,19 @@ class _CellRun:
                     if d not in seat.dirs:
                         seat.dirs.append(d)
             for d in dep.daemons:
-                if d.host in seats and d.pid:
-                    seats[d.host].daemons[d.pid] = f"{held.spec.name}:{d.label}"
-                    seats[d.host].roles.append(f"{held.spec.name} {d.label}")
+                if d.host not in seats or not d.pid:
+                    continue
+                seat, label = seats[d.host], f"{held.spec.name}:{d.label}"
+                seat.daemons[d.pid] = label
+                seat.roles.append(f"{held.spec.name} {d.label}")
+                key = daemon_metrics.port_key(dep.spec.kind, d.role, d.host)
+                found = daemon_metrics.sources(dep.spec.kind, d.role)
+                if key in dep.ports and found:
+                    spec = dep.hosts.get(d.host) or self.spec.host
+                    address = Node(seat.host, {"name": d.host, **spec}).address
+                    url = f"http://{address}:{dep.ports[key]}/prom"
+                    seat.scrapes.append((label, url, daemon_metrics.filter_regex(found)))
+                    seat.sources[label] = found
         self._seats = list(seats.values())
         return self._seats
 

@@ -60,12 +60,16 @@ class Hdfs(Kind):
         dep = self.dep
         nn = self._nn()
         dep.free_ports(nn, ["nn.rpc", "nn.http", "nn.https"])
+        # A DataNode's web port is chosen, not left to it: perfpost reads its metrics there.
+        for h in dep.spec.roles["datanode"]:
+            dep.free_ports(h, [f"dn.{h}.http"])
         a, p = dep.node(nn).address, dep.ports
         # Where the NameNode serves clients, as the config may set it: the file system's URI
         # (fs.defaultFS, a cell's {cluster.fs}) follows it.
         rpc = dep.spec.site.get("hdfs-site", {}).get("dfs.namenode.rpc-address")
         rpc = rpc or f"{a}:{p['nn.rpc']}"
-        core = {"fs.defaultFS": f"hdfs://{rpc}"}
+        # The daemons' metrics in Prometheus' text form (/prom), as perfpost reads them.
+        core = {"fs.defaultFS": f"hdfs://{rpc}", "hadoop.prometheus.endpoint.enabled": "true"}
         hdfs = {
             "dfs.namenode.rpc-address": rpc,
             "dfs.namenode.http-address": f"{a}:{p['nn.http']}",
@@ -98,7 +102,7 @@ class Hdfs(Kind):
                 {
                     "dfs.datanode.address": f"{a}:0",
                     "dfs.datanode.ipc.address": f"{a}:0",
-                    "dfs.datanode.http.address": f"{a}:0",
+                    "dfs.datanode.http.address": f"{a}:{dep.ports[f'dn.{host}.http']}",
                     "dfs.datanode.https.address": f"{a}:0",
                 }
             )
