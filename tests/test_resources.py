@@ -178,3 +178,19 @@ def test_tool_cores_are_cpu_time_over_wall_time_medians():
         ]
     )
     assert resources.tool_cores(tidy) == {"a": 1.0}  # median of 0.5, 1.5, 1.0
+
+
+def test_a_cpu_bound_run_says_when_other_work_took_the_cpu():
+    w = table(rows("d", 1, "h1", "client", 0.98, 1.0), rows("d", 2, "h1", "client", 0.97, 1.0))
+    # Run 1's tool kept 0.2 of the 3.92 busy cores busy, run 2's 3.5 of 3.88.
+    tidy = pd.DataFrame(
+        [
+            {"cell": "d", "host": "h1", "repeat": r, "status": "done", "metric": m, "value": v}
+            for r, cpu in ((1, 0.2), (2, 3.5))
+            for m, v in (("tool_cpu_time", cpu), ("wall_time", 1.0))
+        ]
+    )
+    (flag,) = resources.check(w, [], tidy)["flags"]
+    assert "h1 r1: 98% busy, at least 90% for 100% of the run, mostly by other work" in flag
+    assert "h1 r2: 97% busy, at least 90% for 100% of the run)" in flag  # its own work
+    assert flag.count("mostly by other work") == 1

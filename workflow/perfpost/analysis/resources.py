@@ -516,12 +516,31 @@ def _sut_nodes(d: pd.DataFrame) -> list[str]:
     return daemons or [n for n, r in roles.items() if "client" in r]
 
 
-def check(window: pd.DataFrame | None, axes: list[str]) -> dict[str, Any] | None:
+def _run_tool_cores(tidy_df: pd.DataFrame | None) -> dict[tuple[str, str, int], float]:
+    """(cell, host, repeat) -> cores the tool's own processes kept busy in that run."""
+    if tidy_df is None or tidy_df.empty:
+        return {}
+    done = tidy_df[tidy_df["status"] == "done"]
+    keys = ["cell", "host", "repeat"]
+    cpu = done[done["metric"] == "tool_cpu_time"].set_index(keys)["value"]
+    wall = done[done["metric"] == "wall_time"].set_index(keys)["value"]
+    both = pd.concat([cpu.rename("cpu"), wall.rename("wall")], axis=1).dropna()
+    both = both[both["wall"] > 0]
+    return {
+        (str(c), str(h), int(r)): float(v) for (c, h, r), v in (both["cpu"] / both["wall"]).items()
+    }
+
+
+def check(
+    window: pd.DataFrame | None, axes: list[str], tidy_df: pd.DataFrame | None = None
+) -> dict[str, Any] | None:
     """The Validity section's resource check: runs whose system under test was CPU-bound
-    (its numbers are a CPU result), and runs whose disk writes went mostly to another disk
-    than the one under the cell's directory."""
+    (its numbers are a CPU result, or a result of the CPU others took: said apart where the
+    cell's own processes are known), and runs whose disk writes went to another disk than
+    the one under the cell's directory."""
     if window is None or window.empty:
         return None
+    tool_cores = _run_tool_cores(tidy_df)
     done = window[window["status"] == "done"]
     if done.empty:
         return None
@@ -537,11 +556,26 @@ def check(window: pd.DataFrame | None, axes: list[str]) -> dict[str, Any] | None
                 (d["node"] == node) & (d["resource"] == "cpu") & (d["metric"] == "busy_time_share")
             ]["value"]
             if len(share) and share.iloc[0] >= SATURATED_SHARE:
-                busy = d[(d["node"] == node) & (d["resource"] == "cpu") & (d["metric"] == "busy")]
-                cpu_bound.setdefault(cell, []).append(
-                    f"{node} r{repeat}: {_pct(busy['value'].iloc[0] if len(busy) else None)}"
-                    f" busy, at least {BUSY:.0%} for {_pct(share.iloc[0])} of the run"
+                n = d[d["node"] == node]
+                p = {
+                    "busy": _median(n, "cpu", "busy"),
+                    "cores": _median(n, "cpu", "cores"),
+                    "processes": {
+                        r[8:]: _median(n, r, "cpu")
+                        for r in set(n["resource"])
+                        if r.startswith("process:")
+                    },
+                    "tool_cores": tool_cores.get((str(cell), str(_host), int(repeat)))
+                    if "client" in r_split(n["roles"].iloc[0])
+                    else None,
+                }
+                said = (
+                    f"{node} r{repeat}: {_pct(p['busy'])} busy, at least {BUSY:.0%} for "
+                    f"{_pct(share.iloc[0])} of the run"
                 )
+                if _mostly_others(p):
+                    said += ", mostly by other work on the host"
+                cpu_bound.setdefault(cell, []).append(said)
         own = d[d["roles"].map(lambda r: "client" in r_split(r))]
         for row in own[own["resource"].str.startswith("dir:")].itertuples(index=False):
             device = row.detail
@@ -574,7 +608,8 @@ def check(window: pd.DataFrame | None, axes: list[str]) -> dict[str, Any] | None
     for cell, said in cpu_bound.items():
         flags.append(
             f"`{cell}`: the system under test's host was CPU-bound ({'; '.join(said)}): "
-            "these runs measured the CPU at least as much as the storage."
+            "these runs measured the CPU (theirs, or what other work left them) at least as "
+            "much as the storage."
         )
     for cell, said in wrong_disk.items():
         flags.append(

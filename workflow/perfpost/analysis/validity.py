@@ -524,6 +524,6 @@ def checks(
         sync_check(tidy_df, axes),
         lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None)),
         session_check(tidy_df, cells, axes, metric),
-        resources.check(resources_df, axes),
+        resources.check(resources_df, axes, tidy_df),
     ]
     return [c for c in found if c is not None]
