@@ -25,7 +25,9 @@ Items (each ratio is against a baseline measured in the same run):
    peak memory and CPU, every host's finish against the median host's, ``perfpost cells``
    and the post;
 9. deliver: the Ozone runtime to testbed hosts with their own disks (16; 4 with --quick),
-   perfpost's delivery against ``tar | ssh`` to one host, and the check when all have it.
+   perfpost's delivery against ``tar | ssh`` to one host, and the check when all have it;
+10. sampler: the resource sampler's CPU on a host, a daemon's /prom read, and a dd result
+    with the sampler and without it.
 
 It prints one table (item, measure, perfpost's figure, the baseline's, the figure the target
 holds: their ratio or difference, the target, met; a missed target says why) and writes it,
@@ -48,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, CpuWatch, Row, asjson, machine, table
 
 SCHEMA_VERSION = 1
-ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver")
+ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver", "sampler")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -77,6 +79,10 @@ def _load(name: str):
         import delivery
 
         return delivery.run
+    if name == "sampler":
+        import sampler_cost
+
+        return sampler_cost.run
     import remote
 
     return remote.run
@@ -117,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    order = {f"{i} ": i for i in range(1, 10)}
-    rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 9))
+    order = {f"{i} ": i for i in range(1, 11)}
+    rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 10))
     print()
     print(table(rows))
     noisy = {k: v for k, v in contention.items() if v["foreign_cores"] > 0.3}

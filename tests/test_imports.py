@@ -28,7 +28,7 @@ LAYERS = {
     "core": 0,
     "tools": 1,  # one folder per tool: command builder, parser, method text, provisioning
     "clusters": 1,  # clusters of the system under test perfpost sets up itself
-    "instrument": 1,  # the agent perfpost attaches to JVM tools: provisioning, rules, counts
+    "instrument": 1,  # what runs beside a measurement: the Byteman agent, the resource sampler
     "plan": 2,  # config -> plan of cells
     "run": 3,  # cells on hosts -> records
     "analysis": 4,  # records -> tables, figures, posts

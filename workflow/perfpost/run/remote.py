@@ -286,6 +286,9 @@ class RemoteHost:
         for c in self._hops:
             self._verify_keys(c)
         self._open = False
+        # Threads share a host (a sampler's loop beside the cell's own steps): the first
+        # opens its connection, the others wait for it rather than open a second one.
+        self._opening = threading.Lock()
 
     @property
     def where(self) -> str:
@@ -313,6 +316,11 @@ class RemoteHost:
     def _connect(self) -> None:
         if self._open:
             return
+        with self._opening:
+            if not self._open:
+                self._open_hops()
+
+    def _open_hops(self) -> None:
         from paramiko.ssh_exception import (
             AuthenticationException,
             BadHostKeyException,

@@ -1,0 +1,179 @@
+"""Item 10: what the resource sampler costs a host, and whether it moves a result.
+
+1. The loop alone, as a cell runs it on a host (``sampler_script``, one sample a second), for
+   30 s (10 with --quick): its CPU time and that of every process it started (``tail``,
+   ``sleep``; the kernel's rusage of the reaped process tree) over the wall time, in cores.
+   Target: under 1% of a core.
+2. One daemon's ``/prom`` read each second: the same loop with one scrape of a 200 kB
+   Prometheus page (a datanode's is 200 kB) served here, its extra CPU over the loop alone.
+   The daemon's side (writing the page) is not in it.
+3. A result with and without it: the same dd cell (256 MiB into /dev/shm, CPU-bound: what a
+   sampler would steal shows) through snakemake with ``resources:`` on and off, alternately;
+   the ratio of the median throughputs with a bootstrap interval. Target: 1 +- 0.01.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import resource
+import shutil
+import socketserver
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from benchlib import Row, check, make_checkout, median, snakemake
+from cell_overhead import median_ci
+
+
+def _loop_cores(seconds: float, scrapes: list[tuple[str, str, str]]) -> tuple[float, int]:
+    """Cores the loop and its children used over ``seconds``, and the samples it took."""
+    from perfpost.instrument import sampler
+
+    state = tempfile.mkdtemp(prefix="perfpost-bench-sampler-")
+    shutil.rmtree(state)
+    script = sampler.sampler_script(state, 1.0, (), ("/var/tmp",), scrapes)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    time.sleep(seconds)
+    subprocess.run(["sh", "-c", sampler.stop_script(state)], check=True)
+    out, _ = proc.communicate(timeout=30)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The stop script's own sh is a child too: a few ms, counted against the loop.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu / wall, len(sampler.parse(out).samples)
+
+
+def _serve(page: bytes) -> tuple[socketserver.TCPServer, str]:
+    class Prom(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = socketserver.TCPServer(("127.0.0.1", 0), Prom)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/prom"
+
+
+def _page() -> bytes:
+    """A Prometheus page of a datanode's size: 2,000 lines of its kinds."""
+    lines = []
+    for i in range(500):
+        group = f'instance="dn-{i % 7}",group="group-{i:012X}"'
+        lines += [
+            f"# TYPE ratis_log_worker_metric_{i} summary",
+            f'ratis_log_worker_syncTime{{quantile="0.5",{group},}} {0.001 * (i % 9):.6f}',
+            f"ratis_log_worker_syncTime_count{{{group},}} {1000 + i}.0",
+            f'storage_container_metrics_field_{i}{{context="dfs",hostname="vm"}} {i * 17}',
+        ]
+    text = "\n".join(lines) + "\n"
+    return (text * max(1, 200_000 // len(text))).encode()
+
+
+def _throughputs(work: Path, rounds: int, log) -> dict[str, list[float]]:
+    base = {
+        "tool": "dd",
+        "params": {
+            "mode": "write",
+            "dir": "/dev/shm/perfpost-bench-sampler",
+            "bs": "1M",
+            "count": 256,
+        },
+        "repeats": 1,
+    }
+    got: dict[str, list[float]] = {"on": [], "off": []}
+    for i in range(rounds):
+        for way in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            d = work / f"{way}-{i}"
+            exp = {**base} if way == "on" else {**base, "resources": False}
+            make_checkout(d, {"experiments": {"dd": exp}})
+            _wall, done = snakemake(d, "--cores", "1", "results/dd/tidy.csv")
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr[-2000:])
+            (rec,) = (d / "results" / "dd").rglob("record.json")
+            metrics = {m["name"]: m["value"] for m in json.loads(rec.read_text())["metrics"]}
+            got[way].append(metrics["throughput"])
+            log(
+                f"  dd 256 MiB to /dev/shm, round {i + 1}, sampler {way}: "
+                f"{metrics['throughput'] / 1e6:.0f} MB/s"
+            )
+    return got
+
+
+def run(quick: bool, log=print) -> list[Row]:
+    seconds = 10.0 if quick else 30.0
+    rows = []
+    alone, n = _loop_cores(seconds, [])
+    log(f"  the loop alone: {alone * 100:.2f}% of a core over {n} samples")
+    rows.append(
+        check(
+            Row(
+                "10 sampler",
+                f"the sampling loop on a host, 1 s interval, {n} samples: CPU of the loop "
+                "and its tail and sleep",
+                alone * 100,
+                "%",
+                details={"samples": n, "seconds": seconds},
+            ),
+            lambda v: v < 1.0,
+            "< 1% of a core",
+        )
+    )
+    from perfpost.clusters import metrics
+
+    server, url = _serve(_page())
+    try:
+        regex = metrics.filter_regex(metrics.ALL)
+        with_scrape, _ = _loop_cores(seconds, [("dn", url, regex)])
+    finally:
+        server.shutdown()
+    log(f"  with one 200 kB /prom page read each second: {with_scrape * 100:.2f}% of a core")
+    rows.append(
+        Row(
+            "10 sampler",
+            "... each daemon's /prom read (200 kB, curl | grep), extra over the loop alone",
+            (with_scrape - alone) * 100,
+            "%",
+            perfpost=with_scrape * 100,
+            baseline=alone * 100,
+            baseline_unit="%",
+            baseline_name="the loop alone",
+        )
+    )
+    rounds = 4 if quick else 10
+    with tempfile.TemporaryDirectory(prefix="perfpost-bench-sampler-") as d:
+        got = _throughputs(Path(d), rounds, log)
+    ratio = median(got["on"]) / median(got["off"])
+    lo_on, hi_on = median_ci(got["on"])
+    lo_off, hi_off = median_ci(got["off"])
+    rows.append(
+        check(
+            Row(
+                "10 sampler",
+                f"dd 256 MiB to /dev/shm, {rounds} runs each way: median throughput with the "
+                f"sampler / without (95% CIs of each median {lo_on / 1e6:.0f}..{hi_on / 1e6:.0f}"
+                f" and {lo_off / 1e6:.0f}..{hi_off / 1e6:.0f} MB/s)",
+                ratio,
+                "x",
+                details=got,
+                perfpost=median(got["on"]) / 1e6,
+                baseline=median(got["off"]) / 1e6,
+                baseline_unit="MB/s",
+                baseline_name="resources: false",
+            ),
+            lambda v: abs(v - 1) <= 0.01,
+            "1 +- 0.01",
+        )
+    )
+    return rows
