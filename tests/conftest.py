@@ -138,6 +138,7 @@ def single_yarn(tool_cache, tmp_path_factory):
     from perfpost.clusters import base
     from perfpost.clusters.yarn import RUNTIME
     from perfpost.run.hosts import open_host
+    from tests.e2e import QUICK_DAEMONS
 
     launcher = provision.install(RUNTIME, "3.4.2", str(tool_cache), str(tool_cache / "yarn.log"))
     root = tmp_path_factory.mktemp("yarn")
@@ -147,6 +148,7 @@ def single_yarn(tool_cache, tmp_path_factory):
         version="3.4.2",
         roles={"resourcemanager": ["localhost"], "nodemanager": ["localhost"]},
         dir=str(root),
+        jvm={"all": QUICK_DAEMONS},
     )
     home = {"localhost": str(launcher.resolve().parents[1])}
     with base.running(spec, {"localhost": {"name": "localhost"}}, home, open_host) as dep:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -73,7 +73,13 @@ def builds_run(testbed, ozone_cache, tmp_path_factory):
     inventory = yaml.safe_load(Path(testbed.inventory).read_text())
     inventory["hosts"]["h2"]["ozone"] = "provisioned"  # the release's client, for its cells
     one = {"scm": "h1", "om": "h1", "datanode": "h1"}
-    cluster = {"kind": "ozone", "roles": one, "dir": "/tmp/pp-builds", "buckets": ["vol1/bucket1"]}
+    cluster = {
+        "kind": "ozone",
+        "roles": one,
+        "dir": "/tmp/pp-builds",
+        "buckets": ["vol1/bucket1"],
+        "jvm": QUICK_DAEMONS,
+    }
     cfg = {
         **inventory,
         "tools": {"ozone": {"version": "2.2.0", "cache": str(cache)}},

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAULTS, env_with_venv, snakemake_bin
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -118,7 +118,7 @@ def hdfs_config(cache: Path, cluster_dir: Path, scratch: Path) -> dict:
                 "repeats": 2,
             }
         },
-        "clusters": {"hdfs": {"kind": "hdfs", "dir": str(cluster_dir)}},
+        "clusters": {"hdfs": {"kind": "hdfs", "dir": str(cluster_dir), "jvm": QUICK_DAEMONS}},
     }
 
 
@@ -414,7 +414,7 @@ def dd_on_hdfs(cache: Path, cluster_dir: Path, scratch: Path) -> dict:
                 "repeats": 2,
             }
         },
-        "clusters": {"hdfs": {"kind": "hdfs", "dir": str(cluster_dir)}},
+        "clusters": {"hdfs": {"kind": "hdfs", "dir": str(cluster_dir), "jvm": QUICK_DAEMONS}},
     }
 
 

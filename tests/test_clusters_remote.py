@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, quick, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -141,19 +141,21 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
             "ozone": {"version": "2.2.0", "cache": str(cache)},
             "hadoop": {"cache": str(cache)},
         },
-        "clusters": {
-            "ozone3": {
-                "kind": "ozone",
-                "roles": {"scm": "h1", "om": "h1", "datanode": HOSTS},
-                "dir": str(shared / "clusters"),
-                "buckets": ["vol1/bucket1"],
-            },
-            "hdfs3": {
-                "kind": "hdfs",
-                "roles": {"namenode": "h1", "datanode": HOSTS},
-                "dir": str(shared / "clusters"),
-            },
-        },
+        "clusters": quick(
+            {
+                "ozone3": {
+                    "kind": "ozone",
+                    "roles": {"scm": "h1", "om": "h1", "datanode": HOSTS},
+                    "dir": str(shared / "clusters"),
+                    "buckets": ["vol1/bucket1"],
+                },
+                "hdfs3": {
+                    "kind": "hdfs",
+                    "roles": {"namenode": "h1", "datanode": HOSTS},
+                    "dir": str(shared / "clusters"),
+                },
+            }
+        ),
         "experiments": {
             # The client on a host of the cluster...
             "ozone-keys": {

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -36,6 +36,7 @@ def config(testbed, cache: Path) -> dict:
                 "roles": {"scm": "h1", "om": "h1", "datanode": "h1"},
                 "dir": "/tmp/perfpost-private-cluster",
                 "buckets": ["vol1/bucket1"],
+                "jvm": QUICK_DAEMONS,
             }
         },
         "experiments": {
