@@ -194,3 +194,17 @@ def test_a_cpu_bound_run_says_when_other_work_took_the_cpu():
     assert "h1 r1: 98% busy, at least 90% for 100% of the run, mostly by other work" in flag
     assert "h1 r2: 97% busy, at least 90% for 100% of the run)" in flag  # its own work
     assert flag.count("mostly by other work") == 1
+
+
+def test_compare_shows_both_sides_resource_profile_per_cell():
+    before = table(rows("a", 1, "h1", "client", 0.97, 0.9, [("sda", 0.2, 0.0, 1e6)]))
+    after = table(
+        rows("a", 1, "h1", "client", 0.40, 0.0, [("sda", 0.95, 0.8, 1e8)]),
+        rows("b", 1, "h1", "client", 0.40, 0.0),  # only the candidate ran b
+    )
+    text = resources.compare_markdown([("before", before, None), ("after", after, None)])
+    lines = [ln for ln in text.splitlines() if ln.startswith("| `")]
+    assert lines == [
+        "| `a` | before | h1 | 97% of 4 | 90% | sda 20% | CPU |",
+        "| `a` | after | h1 | 40% of 4 | 0% | sda 95% | disk sda |",
+    ]

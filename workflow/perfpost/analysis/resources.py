@@ -633,3 +633,36 @@ def _interval_text(done: pd.DataFrame) -> str:
     if not values:
         return "interval"
     return " or ".join("second" if v == 1 else f"{sig(v)} s" for v in values)
+
+
+def compare_markdown(
+    sides: list[tuple[str, pd.DataFrame, pd.DataFrame | None]],
+) -> str:
+    """``perfpost compare``'s resource profile: for each cell both sides ran, each side's
+    CPU, busiest disk and what bound it, next to the performance change above it. ``sides``:
+    (name, window table, tidy table) of the baseline, then of the candidate."""
+    profiles = [
+        {c["cell"]: c for c in cell_profiles(window, [], tool_cores(tidy_df))}
+        for _, window, tidy_df in sides
+    ]
+    cells = [c for c in profiles[0] if c in profiles[1]]
+    if not cells:
+        return ""
+    lines = [
+        "Resources while measuring (medians over each side's runs; see the posts' Resources):",
+        "",
+        "| cell | side | host | CPU busy | CPU >= 90% | busiest disk, util | what bound it |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for cell in cells:
+        for (name, _, _), side in zip(sides, profiles, strict=True):
+            c = side[cell]
+            for p in c["nodes"]:
+                disk = p["disk"]
+                lines.append(
+                    f"| `{cell}` | {name} | {p['node']} | {_pct(p['busy'])} of {p['cores']} | "
+                    f"{_pct(p['busy_share'])} | "
+                    + (f"{disk['name']} {_pct(disk['util'])}" if disk else "-")
+                    + f" | {c['bound']['verdict']} |"
+                )
+    return "\n".join(lines) + "\n"

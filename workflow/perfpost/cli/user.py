@@ -80,7 +80,8 @@ def _side_names(base: str, candidate: str) -> tuple[str, str]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     """benchstat for perfpost: two runs' tidy tables, cell by cell; then what changed in
     their environments, with a warning when it is more than what ``--changed`` names."""
-    from perfpost.analysis import compare, envdiff, tidy
+    from perfpost import paths
+    from perfpost.analysis import compare, envdiff, resources, tidy
 
     tables = []
     for path in (args.base, args.candidate):
@@ -100,6 +101,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if not rows:
         raise PerfpostError("the two tables have no finished cell and metric in common")
     print(compare.markdown(rows, *_side_names(args.base, args.candidate)), end="")
+    # What each side's hosts did, where the runs kept telemetry (resources-window.csv).
+    sides = []
+    for name, path, df in zip(
+        _side_names(args.base, args.candidate), (args.base, args.candidate), tables, strict=True
+    ):
+        window = Path(path).parent / Path(paths.RESOURCES_WINDOW_CSV).name
+        if window.is_file():
+            sides.append((name, resources.read_window(window), df))
+    if len(sides) == 2:
+        text = resources.compare_markdown(sides)
+        if text:
+            print()
+            print(text, end="")
     base, cand = envdiff.read_run(args.base), envdiff.read_run(args.candidate)
     changed = args.changed or []
     diffs = envdiff.differences(base, cand, changed)
