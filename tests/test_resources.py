@@ -208,3 +208,15 @@ def test_compare_shows_both_sides_resource_profile_per_cell():
         "| `a` | before | h1 | 97% of 4 | 90% | sda 20% | CPU |",
         "| `a` | after | h1 | 40% of 4 | 0% | sda 95% | disk sda |",
     ]
+
+
+def test_a_tools_series_lands_on_the_telemetrys_clock_whatever_the_logs_zone():
+    from perfpost.analysis.tidy import step_time
+
+    start = 1_800_000_000.0  # the measured step's start, by the host's clock
+    assert step_time(start + 1.5, start) == 1.5  # stamps read in the host's own zone
+    assert step_time(start + 3600 + 1.5, start) == 1.5  # a host an hour east
+    assert step_time(start - 5 * 3600 - 1800 + 2.25, start) == 2.25  # UTC-5:30
+    assert step_time(start - 0.25, start) == -0.25  # a point just before the step: kept
+    assert step_time(None, start) is None
+    assert step_time(start, None) is None

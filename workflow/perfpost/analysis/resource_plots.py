@@ -163,7 +163,10 @@ def over_time(
     handles: dict[str, Any] = {}
     for ax, panel in zip(axs, panels, strict=True):
         if panel == "rate":
-            ax.plot(rate["t"], rate["rate"], color="black", lw=1.2, marker=".", ms=3)
+            # On the telemetry's clock (since the measured step started) where the series
+            # has it; else from the tool's own start.
+            x = rate["t_step"] if "t_step" in rate and rate["t_step"].notna().all() else rate["t"]
+            ax.plot(x, rate["rate"], color="black", lw=1.2, marker=".", ms=3)
             ax.set_ylabel("tool ops/s", fontsize=8)
             ax.set_ylim(bottom=0)
         elif panel == "cpu":

@@ -177,13 +177,30 @@ SERIES_COLUMNS = (
     "completed",
     "total",
     "rate",
+    "t_step",
 )
+
+# Log stamps are read in the controller's time zone; a host in another is off by whole
+# quarter hours: an offset of at least half of one from the measured step is taken as that.
+_ZONE_STEP = 900.0
+
+
+def step_time(at: float | None, start_epoch: float | None) -> float | None:
+    """Seconds from the measured step's start (the host's clock) to a log stamp ``at``,
+    the time zone a log's stamps were read in taken off."""
+    if at is None or start_epoch is None:
+        return None
+    offset = at - start_epoch
+    zone = round(offset / _ZONE_STEP) * _ZONE_STEP if abs(offset) >= _ZONE_STEP / 2 else 0.0
+    return offset - zone
 
 
 def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataFrame:
     """Time series a tool reported while running (freon's progress lines): one row per point,
     ``t`` in seconds since the run started, ``rate`` in operations per second since the last
-    point. Only finished cells' series are results; others are left out.
+    point, ``t_step`` the same moment in seconds since the measured step started (the clock
+    the hosts' telemetry counts from; empty in records made before it was kept). Only
+    finished cells' series are results; others are left out.
 
     An axis named like a column of the series' own (freon's threads as an axis ``t``) gets no
     column here, where it would be a second ``t``: the cell id names its value."""
@@ -194,6 +211,8 @@ def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataF
             continue
         for name, points in (r.get("series") or {}).items():
             for p in points:
+                p = dict(p)
+                at = p.pop("at", None)
                 rows.append(
                     {
                         "experiment": r["experiment"],
@@ -203,6 +222,7 @@ def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataF
                         **{a: r["labels"].get(a) for a in axes},
                         "series": name,
                         **p,
+                        "t_step": step_time(at, r.get("start_epoch")),
                     }
                 )
     cols = [*SERIES_COLUMNS[:4], *axes, *SERIES_COLUMNS[4:]]

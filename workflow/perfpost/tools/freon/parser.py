@@ -566,7 +566,8 @@ def parse_series(logs: Mapping[str, str]) -> list[dict[str, float | None]]:
             rate = None
             if prev is not None and elapsed > prev[0]:
                 rate = (done - prev[1]) / (elapsed - prev[0])
-            rows.append({"t": elapsed, "completed": done, "total": total, "rate": rate})
+            at = t if t > 1e6 else None  # the log's own clock, epoch seconds
+            rows.append({"t": elapsed, "completed": done, "total": total, "rate": rate, "at": at})
             prev = (elapsed, done)
     return rows
 
