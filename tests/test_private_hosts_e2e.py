@@ -45,6 +45,8 @@ def config(testbed, cache: Path) -> dict:
                 "cluster": "one",
                 "hosts": ["h2"],
                 "repeats": 1,
+                # A flight recording of freon on h2 and of the datanode on h1, for the run.
+                "profile": {"daemons": ["datanode"]},
                 "params": {
                     "subcommand": "ockg",
                     "dir": "/tmp/perfpost-private-freon",
@@ -181,3 +183,21 @@ def test_a_second_run_on_the_same_hosts_ships_nothing(runs):
         assert json.loads(state.read_text())["deployment"]["delivered"] == []
     post = (second / "reports" / "keys" / "index.md").read_text()
     assert "nothing this time; already there: `ozone-2.2.0-" in post
+
+
+def test_flight_recordings_of_the_client_and_the_datanode_came_back(runs):
+    """JFR in freon's JVM on h2 and, through h1's jcmd, in the datanode for the measured step:
+    each recording is a JFR file (its format's magic, "FLR\\0") kept with the record, with
+    execution samples; the post lists the hottest methods."""
+    first, _ = runs
+    (path,) = (first / "results" / "keys").glob("cells/*/*/r*/attempt-*/record.json")
+    keys = json.loads(path.read_text())
+    assert set(keys["profile"]) == {"client", "one:datanode"}, keys.get("warnings")
+    for who, got in keys["profile"].items():
+        assert "error" not in got, got
+        assert (path.parent / got["raw"]).read_bytes()[:4] == b"FLR\0", who
+        assert got["samples"] > 0, who
+        assert got["top"] and all(n > 0 for _, n in got["top"]), got
+    post = (first / "reports" / "keys" / "index.md").read_text()
+    assert "### Where the JVMs' CPU went" in post
+    assert "`keys`, one:datanode (" in post or "one:datanode (" in post

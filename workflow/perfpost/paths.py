@@ -40,6 +40,8 @@ SERIES_CSV = EXPERIMENT_DIR + "/series.csv"
 RESOURCES_CSV = EXPERIMENT_DIR + "/resources.csv"
 RESOURCES_WINDOW_CSV = EXPERIMENT_DIR + "/resources-window.csv"
 RESOURCES_SCHEMA = EXPERIMENT_DIR + "/resources.schema.json"
+# Flight recordings' hottest methods, every run's (profile:).
+PROFILE_CSV = EXPERIMENT_DIR + "/profile.csv"
 # Per run: the warm-up MSER-5 found in its series, and whether the rest was steady.
 STEADY_CSV = EXPERIMENT_DIR + "/steady.csv"
 TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"

@@ -40,6 +40,7 @@ rule post:
         steady=paths.STEADY_CSV,
         figures=paths.FIGURES_DIR,
         resources=paths.RESOURCES_WINDOW_CSV,
+        profile=paths.PROFILE_CSV,
         env=lambda wc: glue.env_files(PLAN, wc.experiment),
     output:
         post=paths.POST,
@@ -68,4 +69,5 @@ rule post:
         " --out {output.post:q} --data {output.data:q}"
         " --comparisons {output.comparisons:q} --steady-data {output.steady:q}"
         " --resources {input.resources:q} --resources-data {output.resources:q}"
+        " --profile {input.profile:q}"
         " > {log:q} 2>&1"

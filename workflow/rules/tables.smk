@@ -26,6 +26,7 @@ rule tables:
         resources=paths.RESOURCES_CSV,
         resources_window=paths.RESOURCES_WINDOW_CSV,
         resources_schema=paths.RESOURCES_SCHEMA,
+        profile=paths.PROFILE_CSV,
     log:
         paths.TABLES_LOG,
     conda:

@@ -29,6 +29,7 @@ from perfpost.analysis import (
     compare,
     instrumented,
     precision,
+    profiles,
     resources,
     stats,
     steady,
@@ -589,6 +590,7 @@ def render(
     steady_csv: Path | None = None,
     resources_df: pd.DataFrame | None = None,
     resources_csv: Path | None = None,
+    profile_df: pd.DataFrame | None = None,
 ) -> str:
     """Write the post to ``out`` (and the tidy data beside it); returns the markdown.
     ``steady_df``: the steady-state table (:mod:`perfpost.analysis.steady`), where the tool
@@ -649,6 +651,7 @@ def render(
             tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None, resources_df
         ),
         "resources": resource_section(tidy_df, resources_df, axes, figures, resources_csv),
+        "profiles": profiles.section(profile_df),
         "steady": steady.section(steady_df),
         "steady_csv": steady_csv.name,
         "figures": [

@@ -198,7 +198,7 @@ def _load_records(planned: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     from perfpost import paths
-    from perfpost.analysis import resources, steady, tidy
+    from perfpost.analysis import profiles, resources, steady, tidy
     from perfpost.records import write_text_atomic
 
     loaded = _load_records(args.records)
@@ -211,6 +211,10 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     write_text_atomic(out / "series.csv", series.to_csv(index=False))
     steady.write(steady.table(series), out / Path(paths.STEADY_CSV).name)
     resources.write([r for _, r in loaded], axes, out)
+    write_text_atomic(
+        out / Path(paths.PROFILE_CSV).name,
+        profiles.table([r for _, r in loaded]).to_csv(index=False),
+    )
     print(f"{len(loaded)} records, {len(df)} rows -> {out}/tidy.csv")
     return 0
 
@@ -319,7 +323,7 @@ def _cmd_post(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from perfpost import tools
-    from perfpost.analysis import report, resources, steady, tidy
+    from perfpost.analysis import profiles, report, resources, steady, tidy
 
     exp = json.loads(args.experiment)
     tidy_df = tidy.read(args.tidy)
@@ -343,6 +347,7 @@ def _cmd_post(args: argparse.Namespace) -> int:
         steady_df=steady.read(args.steady) if args.steady else None,
         steady_csv=Path(args.steady_data) if args.steady_data else None,
         resources_df=resources.read_window(args.resources) if args.resources else None,
+        profile_df=profiles.read(args.profile) if args.profile else None,
         resources_csv=Path(args.resources_data) if args.resources_data else None,
     )
     print(f"post -> {out}")
@@ -454,4 +459,5 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--steady-data", help="where the post's copy of the steady-state table goes")
     s.add_argument("--resources", help="each run's measured step per host (resources-window.csv)")
     s.add_argument("--resources-data", help="where the post's copy of that table goes")
+    s.add_argument("--profile", help="flight recordings' hottest methods (profile.csv)")
     s.set_defaults(func=_cmd_post)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfpost.instrument import agent, resources
+from perfpost.instrument import agent, jfr, resources
 from perfpost.instrument.beside import Beside
 
 
@@ -14,6 +14,8 @@ def for_cell(spec: Any) -> list[Beside]:
     out: list[Beside] = []
     if spec.instrument:
         out.append(agent.Agent())
+    if getattr(spec, "profile", None):
+        out.append(jfr.Profiler(spec.profile))
     if getattr(spec, "resources", None):
         out.append(resources.Telemetry(spec.resources))
     return out

@@ -24,6 +24,7 @@ from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
 from perfpost.hostenv import LOCALHOST
+from perfpost.instrument import jfr
 from perfpost.instrument import resources as telemetry
 from perfpost.plan import matrix
 
@@ -31,7 +32,7 @@ SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
 
 # CellSpec fields left out of its JSON when empty (most cells have none of them).
-OPTIONAL_FIELDS = ("env", "clusters", "instrument", "resources")
+OPTIONAL_FIELDS = ("env", "clusters", "instrument", "resources", "profile")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class CellSpec:
     # The resource sampler's settings (instrument.resources.settings); empty when it is off.
     # Not part of the measurement: telemetry beside a run does not change what it measures.
     resources: dict[str, Any] = field(default_factory=dict)
+    # Java Flight Recorder beside the run (instrument.jfr.settings): part of the measurement,
+    # as a recording costs the JVMs it records.
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
@@ -96,6 +100,8 @@ class CellSpec:
             out["clusters"] = [ClusterSpec.from_dict(c).identity() for c in self.clusters]
         if self.instrument:  # an agent in the JVM, and the text of its rules
             out["instrument"] = instrument.identity(self.instrument)
+        if self.profile:  # a flight recording in the tool's JVM or the daemons'
+            out["profile"] = self.profile
         return out
 
     def cluster_specs(self) -> list[ClusterSpec]:
@@ -177,6 +183,7 @@ class Experiment:
     cluster: str | list[str] | None = None
     instrument: dict[str, Any] | list[str] | None = None
     resources: bool | dict[str, Any] | None = None
+    profile: bool | dict[str, Any] | None = None
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
@@ -223,6 +230,8 @@ class Experiment:
             out["instrument"] = self.instrument
         if self.resources is not None:
             out["resources"] = self.resources
+        if self.profile:
+            out["profile"] = self.profile
         if self.precision:
             out["precision"] = self.precision
         if self.env:
@@ -328,6 +337,7 @@ class Plan:
             clusters=copy.deepcopy(exp.cluster_specs.get(cell, [])),
             instrument=self._instrument(exp, cell, host_spec),
             resources=telemetry.settings(exp.resources),
+            profile=jfr.settings(exp.profile),
         )
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:
