@@ -38,7 +38,7 @@ def jar_props(jar: Path) -> dict[str, str]:
     return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln and ln[0] != "#")
 
 
-def make_build(release: Path, dest: Path) -> Path:
+def make_build(release: Path, dest: Path, fs_jar: Path) -> Path:
     """A copy of the release's install whose ozone-common reports another version and git
     revision, as a build from a patched source tree would."""
     build = dest / "ozone-2.2.0-local"
@@ -56,6 +56,8 @@ def make_build(release: Path, dest: Path) -> Path:
             out.writestr(item, data)
     tmp.replace(jar)
     (build / "VERSION").write_text("2.2.0-local\n")
+    # Its Hadoop file system client, as a distribution ships it (teragen loads it).
+    shutil.copy(fs_jar, build / "lib" / fs_jar.name)
     return build
 
 
@@ -63,10 +65,15 @@ def make_build(release: Path, dest: Path) -> Path:
 def builds_run(testbed, ozone_cache, tmp_path_factory):
     if testbed.mode != "netns":
         pytest.skip("hosts with their own filesystems need network namespaces, as root")
+    from perfpost import provision
+    from perfpost.tools import teragen
+
     cache, launcher = ozone_cache
     release = launcher.resolve().parents[1]
     made = tmp_path_factory.mktemp("builds")
-    build = make_build(release, made)
+    hadoop = provision.install(teragen.RUNTIME, None, str(cache), str(cache / "provision.log"))
+    (fs_jar,) = (hadoop.resolve().parents[1] / "lib").glob("ozone-filesystem-hadoop3-*.jar")
+    build = make_build(release, made, fs_jar)
     tarball = made / "ozone-2.2.0-local.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(build, arcname=build.name)
@@ -82,7 +89,10 @@ def builds_run(testbed, ozone_cache, tmp_path_factory):
     }
     cfg = {
         **inventory,
-        "tools": {"ozone": {"version": "2.2.0", "cache": str(cache)}},
+        "tools": {
+            "ozone": {"version": "2.2.0", "cache": str(cache)},
+            "hadoop": {"cache": str(cache)},
+        },
         "clusters": {
             "rel": cluster,
             "dir": {**cluster, "build": str(build)},
@@ -114,7 +124,23 @@ def builds_run(testbed, ozone_cache, tmp_path_factory):
                         "candidate": {"build": "local-dir"},
                     }
                 ],
-            }
+            },
+            # teragen into the build's Ozone loads that build's file system client; the JVM
+            # says where each class came from (-verbose:class).
+            "fs": {
+                "tool": "teragen",
+                "cluster": "{build}",
+                "hosts": ["h2"],
+                "repeats": 1,
+                "params": {
+                    "size": "1M",
+                    "local": True,
+                    "dir": "/tmp/pp-builds-teragen",
+                    "output": "{cluster.fs}",
+                    "java_opts": "-Xmx512m -verbose:class",
+                },
+                "axes": {"build": {"release": "rel", "local-tarball": "tar"}},
+            },
         },
     }
     work = tmp_path_factory.mktemp("builds-run")
@@ -124,9 +150,9 @@ def builds_run(testbed, ozone_cache, tmp_path_factory):
     return work, release, build, tarball
 
 
-def records(work: Path) -> dict[str, dict]:
+def records(work: Path, experiment: str = "builds") -> dict[str, dict]:
     out = {}
-    for path in (work / "results" / "builds").glob("cells/*/*/r*/attempt-*/record.json"):
+    for path in (work / "results" / experiment).glob("cells/*/*/r*/attempt-*/record.json"):
         rec = json.loads(path.read_text())
         out[rec["labels"]["build"]] = {**rec, "path": path}
     return out
@@ -178,3 +204,25 @@ def test_the_post_shows_each_build_s_version_block_and_compares_them(builds_run)
     assert "Build:" not in by_name["rel"]
     assert "local build vs release" in post
     assert re.search(r"local-dir.*release|release.*local-dir", post)
+
+
+def test_teragen_loads_the_file_system_client_of_the_build_its_ozone_runs(builds_run):
+    """The class that serves ofs:// came, by the JVM's own account (-verbose:class), from the
+    cluster's build as delivered to h2, and from the release's Hadoop client for the release."""
+    work, *_ = builds_run
+    recs = records(work, "fs")
+    assert set(recs) == {"release", "local-tarball"}
+    for label, rec in recs.items():
+        assert rec["status"] == "done", (label, rec["reason"])
+        log = (rec["path"].parent / "raw" / "teragen.log").read_text()
+        (loaded,) = re.findall(
+            r"\[class,load\] org\.apache\.hadoop\.fs\.ozone\.RootedOzoneFileSystem source: (\S+)",
+            log,
+        )
+        build = next((d for d in rec.get("delivered", []) if "local" in d["what"]), None)
+        if label == "release":
+            assert build is None
+            assert "/hadoop-3.4.2" in loaded, loaded
+        else:
+            assert build is not None, rec.get("delivered")
+            assert loaded.startswith(f"file:{build['path']}/lib/ozone-filesystem-hadoop3-"), loaded

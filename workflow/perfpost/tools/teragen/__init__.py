@@ -193,7 +193,9 @@ def for_clusters(
     """``params`` with the job's file system and staging directory on the cell's HDFS when
     the cell's YARN runs NodeManagers on a host other than the client's: a staging directory
     on the client's own disk (YARN's default) is one no other host can read, and the job's
-    ApplicationMaster would fail to start. ``defines`` entries for them win."""
+    ApplicationMaster would fail to start. ``defines`` entries for them win. With an Ozone
+    of a build of the user's, its file system client too (:func:`_ozone_client`)."""
+    params = _ozone_client(params, clusters)
     defines = params.get("defines", {})
     if params.get("local") or STAGING in defines or DEFAULT_FS in defines:
         return params
@@ -208,6 +210,22 @@ def for_clusters(
         **params,
         "defines": {**defines, DEFAULT_FS: fs, STAGING: f"{fs}/tmp/perfpost-staging"},
     }
+
+
+OZONE_BUILD = "PERFPOST_OZONE_BUILD"
+
+
+def _ozone_client(params: dict[str, Any], clusters: list[dict[str, Any]]) -> dict[str, Any]:
+    """``params`` whose launcher takes the Ozone file system client from the build the
+    cell's Ozone runs (``clusters.<name>.build``), unless ``env`` names one: perfpost's
+    ``yarn`` launcher puts that build's ozone-filesystem-hadoop3 jar first for the client
+    and, with -libjars, for the job's tasks."""
+    if OZONE_BUILD in params.get("env", {}):
+        return params
+    for c in clusters:
+        if c.get("kind") == "ozone" and c.get("build") and c.get("home"):
+            return {**params, "env": {**params.get("env", {}), OZONE_BUILD: c["home"]}}
+    return params
 
 
 def install_marker(
