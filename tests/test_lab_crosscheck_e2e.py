@@ -48,6 +48,8 @@ def lab(tmp_path_factory, tool_cache):
         tera["timeout"] = 600
         tera["params"]["size"] = "20M"
         tera["params"]["defines"]["mapreduce.job.maps"] = MAPS
+        # The agent in every map task, on NodeManager hosts that are not the client's.
+        tera["instrument"] = {"rules": ["output"], "tasks": True, "without": "none"}
         hcfs = cfg["experiments"]["lab-hcfs"]
         hcfs["repeats"] = 1
         hcfs["timeout"] = 600
@@ -178,8 +180,8 @@ def test_the_post_shows_each_cluster_on_its_hosts_and_no_daemon_is_left(lab):
     # Markdown: a line right after a list item continues the item; the version blocks'
     # headings stand apart from the section's list.
     assert not re.search(r"^- .*\n(Ozone|Hadoop) version:", post, re.M)
-    assert "| hdfs | 1 |" in post
-    assert "| ozone | 1 |" in post
+    assert re.search(r"\| hdfs \|( on \|)? 1 \|", post)
+    assert re.search(r"\| ozone \|( on \|)? 1 \|", post)
     # No daemon of this run's clusters on any host (their directories name the cluster's id).
     idents = {
         c["id"]
@@ -190,3 +192,20 @@ def test_the_post_shows_each_cluster_on_its_hosts_and_no_daemon_is_left(lab):
     assert len(idents) == 3
     for ident in idents:
         assert leftovers(f"perfpost-cluster-{ident}-") == {}, ident
+
+
+def test_every_map_task_on_every_nodemanager_host_counted_its_writes(lab):
+    """The Byteman agent reached the NodeManagers on h5 and h6 as well as the client's h4:
+    every map task's counts came back, and together they made two output-stream writes per
+    row teragen wrote (TeraOutputFormat writes a row's key, then its value), the rows from the
+    job's own size."""
+    work, _ = lab
+    rows = SIZE // 100
+    for _, rec in records(work, "lab-teragen"):
+        assert rec["status"] == "done", rec["reason"]
+        tasks = rec["instrument"]["tasks"]
+        assert len(tasks) == MAPS, tasks
+        metrics = {m["name"]: m["value"] for m in rec["metrics"]}
+        assert 2 * rows <= metrics["map-write.call"] <= 2 * rows + 1000, metrics["map-write.call"]
+        shipped = {d["host"] for d in rec["delivered"] if d["what"].startswith("byteman")}
+        assert shipped <= {"h4", "h5", "h6"}

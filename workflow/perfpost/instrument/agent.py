@@ -23,6 +23,44 @@ TASK_WAIT = 30.0  # seconds the map tasks' counts get to arrive after the job en
 class Agent(Beside):
     name = "byteman"
 
+    def __init__(self) -> None:
+        # NodeManager hosts other than the cell's own whose map tasks get the agent.
+        self.task_hosts: list[Any] = []
+
+    @staticmethod
+    def _nodemanagers(cell: Cell) -> list[Any]:
+        """The seats of the cell's YARN NodeManagers on hosts other than the cell's own."""
+        return [
+            seat
+            for seat in cell.seats()
+            if not seat.own
+            and any(r.split(" ", 1)[-1].startswith("nodemanager") for r in seat.roles)
+        ]
+
+    def _to_nodemanagers(self, cell: Cell, home: str, texts: dict[str, str]) -> str | None:
+        """The agent, its rules and the tasks' directory on every other NodeManager host, at
+        the paths the cell's own host has them: the map tasks' JVM options are one string
+        for all. A reason when a host cannot have them there."""
+        from perfpost import deliver
+
+        planned = cell.spec.instrument.get("planned_home", cell.spec.instrument["home"])
+        for seat in self._nodemanagers(cell):
+            mapping, done = deliver.deliver_for(seat.host, [planned])
+            there = deliver.localize(planned, mapping) if mapping else planned
+            if done:
+                cell.record.setdefault("delivered", []).extend(d.record() for d in done)
+            if there != home:
+                return (
+                    f"the Byteman agent is at {there} on {seat.name} but at {home} on "
+                    f"{cell.spec.host['name']}: map tasks take one -javaagent path, so their "
+                    "hosts' login users need one cache path (the inventory's `cache`)"
+                )
+            put = seat.host.run(shell.write_files_script(texts), SHORT_TIMEOUT)
+            if put.exit_code != 0:
+                return f"writing the Byteman rules on {seat.name} failed: {put.stderr}"
+            self.task_hosts.append(seat)
+        return None
+
     @staticmethod
     def _tasks(cell: Cell) -> bool:
         """The job's map tasks run in JVMs of their own (on YARN) and get the agent too."""
@@ -60,6 +98,9 @@ class Agent(Beside):
         jvm_var = tools.get(cell.spec.tool).JVM_OPTS_VAR
         params = byteman.attach(cell.measure_params, jvm_var, options)
         if self._tasks(cell):
+            why = self._to_nodemanagers(cell, inst["home"], texts)
+            if why is not None:
+                return why
             out = f"{cell.logdir}/{byteman.TASKS_DIR}/{byteman.TASK_RESULT}"
             task_options = byteman.java_options(inst["home"], rule_paths, out)
             cell.record["instrument"]["task_java_options"] = task_options
@@ -113,23 +154,26 @@ class Agent(Beside):
 
         launched = next((int(m.value) for m in parsed if m.name == "map_tasks"), None)
         where = f"{cell.logdir}/{byteman.TASKS_DIR}"
+        hosts = [cell.host, *(seat.host for seat in self.task_hosts)]
         deadline = time.monotonic() + TASK_WAIT
         while True:
-            got = cell.host.run(f"ls -1 -- {quote(where)}", SHORT_TIMEOUT)
-            names = sorted(n for n in got.stdout.split() if n.endswith(".json"))
-            if (launched is not None and len(names) >= launched) or time.monotonic() > deadline:
+            found = []  # (host, file name): each NodeManager host's tasks wrote theirs there
+            for host in hosts:
+                got = host.run(f"ls -1 -- {quote(where)} 2>/dev/null; true", SHORT_TIMEOUT)
+                found += [(host, n) for n in sorted(got.stdout.split()) if n.endswith(".json")]
+            if (launched is not None and len(found) >= launched) or time.monotonic() > deadline:
                 break
             time.sleep(1.0)
         texts: dict[str, Any] = {}
-        for name in names:
-            text = cell.read_log(f"{where}/{name}", f"task-{name}")
+        for host, name in found:
+            text = cell.read_log(f"{where}/{name}", f"task-{name}", host)
             if text is not None:
                 texts[name] = text
         if not texts or (launched is not None and len(texts) < launched):
             return [], (
                 f"counts of {len(texts)} of {launched if launched is not None else '?'} map "
-                f"tasks arrived in {where}: could the tasks' JVMs load the agent and write "
-                "there (the NodeManager on the cell's host, as its user)?"
+                f"tasks arrived in {where} on the NodeManagers' hosts: could the tasks' JVMs "
+                "load the agent and write there (as the NodeManager's user)?"
             )
         try:
             metrics, info = byteman.merge_tasks(texts)
@@ -139,3 +183,13 @@ class Agent(Beside):
         if info["unfinished"]:
             return metrics, f"{info['unfinished']} instrumented call(s) in map tasks never returned"
         return metrics, None
+
+    def cleanup(self, cell: Cell) -> None:
+        """The rules and the tasks' counts on the other NodeManager hosts go with the cell."""
+        from shlex import quote
+
+        for seat in self.task_hosts:
+            try:
+                seat.host.run(f"rm -rf -- {quote(cell.logdir)}", SHORT_TIMEOUT, force=True)
+            except Exception:
+                pass

@@ -913,12 +913,16 @@ def _instrumented_cells(exp: Experiment, where: str) -> None:
             raise ConfigError(f"{where}.instrument.tasks", "only teragen runs map tasks on YARN")
         exp.instrument_tasks = spec["tasks"]
         rules = instrument.resolve_rules(spec["rules"], f"{where}.instrument.rules")
-        exp.axes[instrument.AXIS] = {instrument.ON: spec["rules"], instrument.OFF: []}
+        exp.axes[instrument.AXIS] = {instrument.ON: spec["rules"]}
+        if spec["without"] != "none":
+            exp.axes[instrument.AXIS][instrument.OFF] = []
         cells = []
         for i, cell in enumerate(exp.cells):
             labels = [] if cell.id == matrix.NO_AXES_ID else list(cell.labels)
             for lab, rule_names in ((instrument.ON, spec["rules"]), (instrument.OFF, [])):
-                if lab == instrument.OFF and i > 0 and spec["without"] == "first":
+                if lab == instrument.OFF and (
+                    spec["without"] == "none" or (i > 0 and spec["without"] == "first")
+                ):
                     continue
                 new = (*labels, (instrument.AXIS, lab))
                 values = (*cell.values, (instrument.AXIS, rule_names))

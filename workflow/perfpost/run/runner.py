@@ -528,6 +528,8 @@ class _CellRun:
             return
         self.record["delivered"] = [d.record() for d in done]
         if inst:
+            # This machine's path too: the agent may go on to other hosts (NodeManagers).
+            inst.setdefault("planned_home", inst["home"])
             inst["home"] = deliver.localize(inst["home"], mapping)
         self.spec = dataclasses.replace(
             spec, params=deliver.localize(spec.params, mapping), instrument=inst or spec.instrument
