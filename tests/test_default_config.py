@@ -11,6 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.conftest import BACKGROUND, ROOT, env_with_venv, snakemake_bin
@@ -164,6 +165,30 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     for experiment in ("dd-fsync", "onefile"):
         post = (work / "reports" / experiment / "index.md").read_text()
         assert "**`sync` share.** `sync` after each run took " in post
+    # Every post says what bound each of its cells, from the hosts' and daemons' telemetry.
+    for experiment in experiments:
+        post = (work / "reports" / experiment / "index.md").read_text()
+        res = post.split("## Resources", 1)[1].split("\n## ", 1)[0]
+        said = [ln for ln in res.splitlines() if ln.startswith("- `")]
+        cells = pd.read_csv(work / "results" / experiment / "cells.csv")
+        done = cells[cells["status"] == "done"]["cell"].nunique()
+        assert len(said) == done, f"{experiment}: {said}"
+        assert all(
+            "this cell measured" in ln or "no single resource saturated" in ln or "competed" in ln
+            for ln in said
+        ), said
+        assert "figures/resources.png" in res
+    # The Ratis post: the datanode's own Ratis sync latency, per cell and over time.
+    ratis_res = ratis.split("## Resources", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"\| ratis:datanode \| localhost \| .*ratis sync p50 ", ratis_res), ratis_res
+    figures = json.loads(
+        (work / "reports" / "ratis-placement" / "figures" / "figures.json").read_text()
+    )
+    assert any(f.get("metric") == "resources_over_time" for f in figures)
+    assert (
+        "datanode ratis sync p50"
+        in (work / "reports" / "ratis-placement" / "figures" / "resources-1.svg").read_text()
+    )
     # The README's next step works with what scripts/setup installed.
     html = snakemake(work, "--report", "report.html", timeout=600)
     assert html.returncode == 0, html.stderr[-4000:]
