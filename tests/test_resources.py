@@ -220,3 +220,22 @@ def test_a_tools_series_lands_on_the_telemetrys_clock_whatever_the_logs_zone():
     assert step_time(start - 0.25, start) == -0.25  # a point just before the step: kept
     assert step_time(None, start) is None
     assert step_time(start, None) is None
+
+
+def test_the_tools_gc_is_a_median_share_of_each_runs_step():
+    tidy = pd.DataFrame(
+        [
+            {"cell": "a", "host": "h", "repeat": r, "status": "done", "metric": m, "value": v}
+            for r, pauses, time, wall in ((1, 3, 0.1, 1.0), (2, 5, 0.2, 1.0), (3, 4, 0.3, 2.0))
+            for m, v in (
+                ("jvm_gc_pauses", pauses),
+                ("jvm_gc_pause_time", time),
+                ("wall_time", wall),
+            )
+        ]
+    )
+    # Shares 0.1, 0.2 and 0.15: the median 0.15; pauses 3, 5, 4: 4.
+    got = resources.tool_gc(tidy)["a"]
+    assert got["pauses"] == 4
+    assert abs(got["share"] - 0.15) < 1e-12
+    assert "heap_peak" not in got

@@ -554,7 +554,9 @@ def resource_section(
     """The Resources section: what bound each cell, the table of its hosts, the figures."""
     if window is None or window.empty:
         return None
-    profiles = resources.cell_profiles(window, axes, resources.tool_cores(tidy_df))
+    profiles = resources.cell_profiles(
+        window, axes, resources.tool_cores(tidy_df), resources.tool_gc(tidy_df)
+    )
     if not profiles:
         return None
     done = window[window["status"] == records.DONE]

@@ -390,8 +390,35 @@ def tool_cores(tidy_df: pd.DataFrame | None) -> dict[str, float]:
     return {str(k): float(v) for k, v in cores.items()}
 
 
+def tool_gc(tidy_df: pd.DataFrame | None) -> dict[str, dict[str, float]]:
+    """Per cell, medians over its finished runs of the tool's JVM's GC: its pauses, their
+    share of the measured step, and the heap's peak before a collection."""
+    if tidy_df is None or tidy_df.empty:
+        return {}
+    done = tidy_df[tidy_df["status"] == "done"]
+    keys = ["cell", "host", "repeat"]
+    wide = done[
+        done["metric"].isin(["jvm_gc_pauses", "jvm_gc_pause_time", "jvm_heap_peak", "wall_time"])
+    ].pivot_table(index=keys, columns="metric", values="value", aggfunc="first")
+    if "jvm_gc_pauses" not in wide:
+        return {}
+    wide = wide[wide["jvm_gc_pauses"].notna()]
+    out: dict[str, dict[str, float]] = {}
+    for cell, d in wide.groupby(level="cell"):
+        time = d["jvm_gc_pause_time"] if "jvm_gc_pause_time" in d else pd.Series(0.0, d.index)
+        share = (time.fillna(0.0) / d["wall_time"]).median()
+        got = {"pauses": float(d["jvm_gc_pauses"].median()), "share": float(share)}
+        if "jvm_heap_peak" in d and d["jvm_heap_peak"].notna().any():
+            got["heap_peak"] = float(d["jvm_heap_peak"].median())
+        out[str(cell)] = got
+    return out
+
+
 def cell_profiles(
-    window: pd.DataFrame, axes: list[str], tools: Mapping[str, float] | None = None
+    window: pd.DataFrame,
+    axes: list[str],
+    tools: Mapping[str, float] | None = None,
+    gc: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per cell (in the table's order): its nodes' profiles over its finished runs and what
     bound it. ``tools``: :func:`tool_cores`, shown on the cell's own host."""
@@ -408,6 +435,7 @@ def cell_profiles(
         for p in profiles:
             if "client" in r_split(p["roles"]):
                 p["tool_cores"] = (tools or {}).get(cell)
+                p["tool_gc"] = (gc or {}).get(cell)
         out.append({"cell": cell, "nodes": profiles, "bound": bound(profiles)})
     return out
 
@@ -469,6 +497,15 @@ def daemon_table(profiles: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": rows, "meanings": meanings}
 
 
+def _gc_text(gc: Mapping[str, float] | None) -> str:
+    if not gc:
+        return "-"
+    text = f"{gc['share']:.1%} ({gc['pauses']:g} pauses"
+    if gc.get("heap_peak"):
+        text += f", heap {format_value(gc['heap_peak'], 'B')}"
+    return text + ")"
+
+
 def table(profiles: list[dict[str, Any]]) -> dict[str, Any]:
     """The post's Resources table: one row per cell and node."""
     rows = []
@@ -488,6 +525,7 @@ def table(profiles: list[dict[str, Any]]) -> dict[str, Any]:
                     "write": format_value(disk["write"], "B/s") if disk and disk["write"] else "-",
                     "await": format_value(disk["await"], "s") if disk and disk["await"] else "-",
                     "psi": f"{_pct(p['cpu_pressure'])} / {_pct(p['io_pressure'])}",
+                    "tool_gc": _gc_text(p.get("tool_gc")),
                     "daemons": ", ".join(
                         f"{k.split(':', 1)[-1]} {v:.2g}"
                         for k, v in p["processes"].items()

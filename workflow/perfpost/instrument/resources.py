@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from perfpost.instrument import sampler
+from perfpost.instrument import gclog, sampler
 from perfpost.instrument.beside import Beside, Cell, HostSeat
 from perfpost.tools.base import Metric
 
@@ -60,11 +60,21 @@ class Telemetry(Beside):
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self.interval = float(settings.get("interval", sampler.INTERVAL))
         self.loops: list[_Loop] = []
+        self.gc_log: str | None = None
 
     def setup(self, cell: Cell) -> str | None:
         """Start a loop on each host and wait until each took its first sample. A host
         where it cannot start leaves a note, not a failed cell: telemetry is evidence
         about the measurement, not the measurement."""
+        from perfpost import instrument, tools
+
+        # The tool's own JVM logs its collections beside the run (daemons' come from /prom).
+        var = getattr(tools.get(cell.spec.tool), "JVM_OPTS_VAR", None)
+        if var is not None:
+            self.gc_log = f"{cell.logdir}/{gclog.FILE}"
+            cell.measure_params = instrument.attach(
+                cell.measure_params, var, gclog.option(self.gc_log)
+            )
         token = uuid.uuid4().hex[:12]
         # Long enough for the whole step and a common start; the lifeline ends it sooner.
         timeout = float(cell.spec.timeout) + 120.0
@@ -135,7 +145,11 @@ class Telemetry(Beside):
     def collect(
         self, cell: Cell, texts: Mapping[str, str], parsed: list[Metric]
     ) -> tuple[list[Metric], str | None]:
-        return [], None
+        """The tool's JVM's collections, from its GC log: evidence, never a reason to fail."""
+        if self.gc_log is None:
+            return [], None
+        text = cell.read_log(self.gc_log, gclog.FILE)
+        return (gclog.parse(text) if text is not None else []), None
 
     def cleanup(self, cell: Cell) -> None:
         """A loop still running (its stop never arrived) is asked again; its lifeline and

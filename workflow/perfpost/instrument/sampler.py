@@ -433,8 +433,9 @@ def _interval(
             if cpu == "cpu":
                 for k, v in shares.items():
                     add("cpu", k, v, "ratio")
-            else:
-                add(cpu, "busy", shares["busy"], "ratio")
+            else:  # each core: a single thread's limit shows on one core, not on all
+                for k, v in shares.items():
+                    add(cpu, k, v, "ratio")
         if "ctxt" in a.system and "ctxt" in b.system:
             add("system", "context_switches", (b.system["ctxt"] - a.system["ctxt"]) / dt, "1/s")
         for k in ("procs_running", "procs_blocked"):
@@ -537,7 +538,9 @@ def window(
     cpu = {p.metric: p.value for p in pts if p.resource == "cpu"}
     if cpu:
         cpu["busy_time_share"] = busy_share("cpu", "busy")
-        per_core = [p.value for p in pts if re.fullmatch(r"cpu\d+", p.resource)]
+        per_core = [
+            p.value for p in pts if re.fullmatch(r"cpu\d+", p.resource) and p.metric == "busy"
+        ]
         if per_core:
             cpu["busiest_core"] = max(per_core)
         out["cpu"] = cpu
