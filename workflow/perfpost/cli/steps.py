@@ -292,7 +292,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         )
         if fig:
             drawn.append(fig)
-    if args.resources_window:
+    if getattr(args, "resources_window", None):
         import pandas as pd
 
         from perfpost.analysis import resource_plots, resources
@@ -346,9 +346,14 @@ def _cmd_post(args: argparse.Namespace) -> int:
         comparisons_csv=Path(args.comparisons) if args.comparisons else None,
         steady_df=steady.read(args.steady) if args.steady else None,
         steady_csv=Path(args.steady_data) if args.steady_data else None,
-        resources_df=resources.read_window(args.resources) if args.resources else None,
-        profile_df=profiles.read(args.profile) if args.profile else None,
-        resources_csv=Path(args.resources_data) if args.resources_data else None,
+        # Callers that name none of these (an older workflow's rule) get a post without them.
+        resources_df=(
+            resources.read_window(args.resources) if getattr(args, "resources", None) else None
+        ),
+        profile_df=profiles.read(args.profile) if getattr(args, "profile", None) else None,
+        resources_csv=(
+            Path(args.resources_data) if getattr(args, "resources_data", None) else None
+        ),
     )
     print(f"post -> {out}")
     return 0

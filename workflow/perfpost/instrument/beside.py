@@ -3,7 +3,8 @@ right after it, its findings collected into the cell's record.
 
 The runner (:mod:`perfpost.run.runner`) sequences them and knows none of them by name: it
 asks :func:`perfpost.instrument.lineup.for_cell` which a cell has, calls
-:meth:`Beside.setup` on each just before the measured step (in that order),
+:meth:`Beside.setup` on each before the cell prepares (in that order), :meth:`Beside.start`
+right before the measured step,
 :meth:`Beside.stop` right after it (in reverse order, whatever the step's outcome),
 :meth:`Beside.collect` once the tool's logs are parsed, and :meth:`Beside.cleanup` however
 the cell ends. What they need of the cell (its spec, record, host and the hosts of its
@@ -65,8 +66,12 @@ class Beside:
     name = ""
 
     def setup(self, cell: Cell) -> str | None:
-        """Before the measured step; a reason fails the cell before it measures."""
+        """Before the cell prepares (it may change the measured step's parameters); a reason
+        fails the cell before anything of it runs."""
         return None
+
+    def start(self, cell: Cell) -> None:
+        """Right before the measured step, once the cell is prepared (never fails it)."""
 
     def stop(self, cell: Cell) -> None:
         """Right after the measured step, whatever its outcome: stop, and keep what was

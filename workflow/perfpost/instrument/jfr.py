@@ -101,6 +101,10 @@ class Profiler(Beside):
             else:
                 option = client_option(f"{cell.logdir}/{CLIENT}.jfr")
                 cell.measure_params = instrument.attach(cell.measure_params, var, option)
+        return None
+
+    def start(self, cell: Cell) -> None:
+        """The daemons' recordings, for the measured step alone."""
         for seat in cell.seats():
             for pid, label in seat.daemons.items():
                 if label.rsplit(":", 1)[-1].split("-")[0] not in self.roles:
@@ -117,7 +121,6 @@ class Profiler(Beside):
                 else:
                     why = (got.stderr or got.stdout).strip().splitlines()[-1:] or ["?"]
                     self._note(cell, f"profile: {label} on {seat.name}: {why[0]}")
-        return None
 
     def stop(self, cell: Cell) -> None:
         for seat, pid, label, where in self.started:

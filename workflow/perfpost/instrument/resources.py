@@ -63,18 +63,22 @@ class Telemetry(Beside):
         self.gc_log: str | None = None
 
     def setup(self, cell: Cell) -> str | None:
-        """Start a loop on each host and wait until each took its first sample. A host
-        where it cannot start leaves a note, not a failed cell: telemetry is evidence
-        about the measurement, not the measurement."""
+        """The tool's own JVM logs its collections beside the run (the daemons' come from
+        their /prom)."""
         from perfpost import instrument, tools
 
-        # The tool's own JVM logs its collections beside the run (daemons' come from /prom).
         var = getattr(tools.get(cell.spec.tool), "JVM_OPTS_VAR", None)
         if var is not None:
             self.gc_log = f"{cell.logdir}/{gclog.FILE}"
             cell.measure_params = instrument.attach(
                 cell.measure_params, var, gclog.option(self.gc_log)
             )
+        return None
+
+    def start(self, cell: Cell) -> None:
+        """Start a loop on each host and wait until each took its first sample. A host
+        where it cannot start leaves a note, not a failed cell: telemetry is evidence
+        about the measurement, not the measurement."""
         token = uuid.uuid4().hex[:12]
         # Long enough for the whole step and a common start; the lifeline ends it sooner.
         timeout = float(cell.spec.timeout) + 120.0
@@ -92,7 +96,6 @@ class Telemetry(Beside):
                 ok, loop.error = False, e
             if not ok:
                 self._note(cell, f"resources on {loop.seat.name}: the sampler did not start")
-        return None
 
     @staticmethod
     def _note(cell: Cell, text: str) -> None:

@@ -439,6 +439,18 @@ class _CellRun:
         spec = self.spec
         self.measure_params = spec.params
         self.plan = plan = self.adapter.plan(spec.params, self.workdir)
+        # What runs beside the measured step is set up first: an agent's rule that does not
+        # compile fails the cell before anything of it runs, and what a beside adds to the
+        # measured step (an agent's JVM options) is in the command the record keeps.
+        for b in self.besides:
+            self.set_up.append(b)
+            why = b.setup(self)
+            if why is not None:
+                return self._finish(FAILED, why)
+        if self.measure_params is not spec.params:
+            # Only the measured step carries it: not teragen's removal of its output.
+            measured = self.adapter.plan(self.measure_params, self.workdir)
+            self.plan = plan = dataclasses.replace(plan, measure=measured.measure)
         self._show_command()
         self.record["prepare_commands"] = [_shown(p.argv) for p in plan.prepare]
         self.record["remove_commands"] = [_shown(p.argv) for p in plan.remove]
@@ -500,17 +512,8 @@ class _CellRun:
                 return self._finish(SKIPPED if skip else FAILED, reason)
             # The evidence it was dropped, for the post's validity checks.
             self.record["cache_drop"] = hostscript.parse_cache_line(drop.stdout)
-        for b in self.besides:
-            self.set_up.append(b)
-            why = b.setup(self)
-            if why is not None:
-                return self._finish(FAILED, why)
-        if self.measure_params is not spec.params:
-            # Only the measured step carries what a beside added (an agent's JVM options):
-            # not teragen's removal of its output.
-            measured = self.adapter.plan(self.measure_params, self.workdir)
-            self.plan = dataclasses.replace(self.plan, measure=measured.measure)
-            self._show_command()
+        for b in self.set_up:
+            b.start(self)
         return None
 
     def _show_command(self) -> None:
