@@ -128,3 +128,24 @@ def test_mistakes_name_their_key(tmp_path, cluster, said):
         plan_with(cluster)
     assert "clusters.oz.build" in str(e.value)
     assert said in str(e.value)
+
+
+def test_a_distributions_daemons_leave_its_shaded_file_system_client_out(tmp_path):
+    """An Ozone distribution's share/ozone/lib holds the shaded ozone-filesystem-hadoop3 jar
+    beside the daemons' jars; it repeats Ozone's classes against relocated libraries, and a
+    daemon that loaded it first failed (NoSuchMethodError in RatisHelper)."""
+    import subprocess
+
+    from perfpost.clusters.base import classpath
+
+    lib = tmp_path / "share" / "ozone" / "lib"
+    lib.mkdir(parents=True)
+    for name in ("hdds-common-2.3.0.jar", "ozone-filesystem-hadoop3-2.3.0.jar", "ratis-x.jar"):
+        (lib / name).touch()
+    got = subprocess.run(
+        ["sh", "-c", f'echo "{classpath(str(tmp_path))}"'], capture_output=True, text=True
+    ).stdout.strip()
+    assert sorted(p for p in got.split(":") if p) == [
+        f"{lib}/hdds-common-2.3.0.jar",
+        f"{lib}/ratis-x.jar",
+    ]

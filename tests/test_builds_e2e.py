@@ -56,8 +56,10 @@ def make_build(release: Path, dest: Path, fs_jar: Path) -> Path:
             out.writestr(item, data)
     tmp.replace(jar)
     (build / "VERSION").write_text("2.2.0-local\n")
-    # Its Hadoop file system client, as a distribution ships it (teragen loads it).
-    shutil.copy(fs_jar, build / "lib" / fs_jar.name)
+    # Its Hadoop file system client where a distribution ships it, apart from the daemons'
+    # jars (teragen loads it; it repeats Ozone's classes built against shaded libraries).
+    (build / "share" / "ozone" / "lib").mkdir(parents=True)
+    shutil.copy(fs_jar, build / "share" / "ozone" / "lib" / fs_jar.name)
     return build
 
 
@@ -225,4 +227,5 @@ def test_teragen_loads_the_file_system_client_of_the_build_its_ozone_runs(builds
             assert "/hadoop-3.4.2" in loaded, loaded
         else:
             assert build is not None, rec.get("delivered")
-            assert loaded.startswith(f"file:{build['path']}/lib/ozone-filesystem-hadoop3-"), loaded
+            where = f"file:{build['path']}/share/ozone/lib/ozone-filesystem-hadoop3-"
+            assert loaded.startswith(where), loaded

@@ -223,9 +223,14 @@ class Node:
 def classpath(home: str) -> str:
     """The jars of an install: perfpost's provisioned layout (``lib/``), or an Ozone or
     Hadoop distribution's (``share/...``)."""
+    # An Ozone distribution's share/ozone/lib also holds the shaded file system clients
+    # (ozone-filesystem-hadoop*.jar), which repeat Ozone's classes built against relocated
+    # libraries (Ozone's own scripts list each daemon's jars instead): a daemon started with
+    # them first failed with NoSuchMethodError in RatisHelper. They are left out.
     return (
         f'$(if [ -d {home}/lib ]; then echo "{home}/lib/*"; '
-        f'elif [ -d {home}/share/ozone/lib ]; then echo "{home}/share/ozone/lib/*"; '
+        f"elif [ -d {home}/share/ozone/lib ]; then for j in {home}/share/ozone/lib/*.jar; do "
+        'case "${j##*/}" in ozone-filesystem-hadoop*) ;; *) printf "%s:" "$j" ;; esac; done; '
         f'else for d in {home}/share/hadoop/*; do printf "%s/*:%s/lib/*:" "$d" "$d"; done; fi)'
     )
 
