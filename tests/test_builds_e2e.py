@@ -81,6 +81,7 @@ def builds_run(testbed, ozone_cache, tmp_path_factory):
         tar.add(build, arcname=build.name)
     inventory = yaml.safe_load(Path(testbed.inventory).read_text())
     inventory["hosts"]["h2"]["ozone"] = "provisioned"  # the release's client, for its cells
+    inventory["hosts"]["h2"]["yarn"] = "provisioned"  # teragen's Hadoop client, from here
     one = {"scm": "h1", "om": "h1", "datanode": "h1"}
     cluster = {
         "kind": "ozone",
