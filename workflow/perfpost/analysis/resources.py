@@ -376,18 +376,10 @@ def bound(profiles: list[dict[str, Any]]) -> dict[str, Any]:
 def tool_cores(tidy_df: pd.DataFrame | None) -> dict[str, float]:
     """Per cell, the median over its finished runs of the cores the tool's own processes
     kept busy (their CPU time over the measured step's wall time)."""
-    if tidy_df is None or tidy_df.empty:
-        return {}
-    done = tidy_df[tidy_df["status"] == "done"]
-    keys = ["cell", "host", "repeat"]
-    cpu = done[done["metric"] == "tool_cpu_time"].set_index(keys)["value"]
-    wall = done[done["metric"] == "wall_time"].set_index(keys)["value"]
-    both = pd.concat([cpu.rename("cpu"), wall.rename("wall")], axis=1).dropna()
-    both = both[both["wall"] > 0]
-    if both.empty:
-        return {}
-    cores = (both["cpu"] / both["wall"]).groupby(level="cell").median()
-    return {str(k): float(v) for k, v in cores.items()}
+    by_cell: dict[str, list[float]] = {}
+    for (cell, _, _), cores in _run_tool_cores(tidy_df).items():
+        by_cell.setdefault(cell, []).append(cores)
+    return {cell: float(np.median(v)) for cell, v in by_cell.items()}
 
 
 def tool_gc(tidy_df: pd.DataFrame | None) -> dict[str, dict[str, float]]:
