@@ -372,15 +372,18 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
 @pytest.mark.parametrize("experiment", ["ozone-keys", "hdfs-files"])
 def test_every_datanode_host_was_sampled_while_freon_wrote(cluster_run, experiment):
     """Telemetry from the three datanodes' hosts, each its own network namespace: every host
-    of the cluster was sampled during the run, its datanode followed by pid, and each took in
-    over its own interfaces at least the bytes freon wrote (three replicas: every datanode
-    stores every object, N x 4096 bytes), a bound from the test's own numbers, read from the
-    host's own /proc/net/dev."""
+    of the cluster was sampled during the run, its datanode followed by pid, and the hosts
+    took in over their own interfaces at least the bytes freon wrote, as many times as the
+    write waits for copies of them (a bound from the test's own numbers, read from each host's
+    own /proc/net/dev): HDFS closes a file once one DataNode has it (under load a pipeline
+    can lose one; a CI run's had), Ozone's Ratis once a majority, two of three, has it."""
     work, _ = cluster_run
     _, rec = record(work, experiment)
     hosts = rec["resources"]["hosts"]
     assert set(HOSTS) <= set(hosts), sorted(hosts)
     cluster = "ozone3" if experiment == "ozone-keys" else "hdfs3"
+    copies = 2 if experiment == "ozone-keys" else 1
+    received = 0.0
     for h in HOSTS:
         entry = hosts[h]
         assert f"{cluster} datanode" in " ".join(entry["roles"])
@@ -388,10 +391,12 @@ def test_every_datanode_host_was_sampled_while_freon_wrote(cluster_run, experime
         (dn,) = [k for k in procs if k.startswith(f"{cluster}:datanode")]
         assert procs[dn]["cpu"] > 0
         assert procs[dn]["rss"] > 50 * (1 << 20)  # a JVM, not a shell
-        received = sum(
-            v.get("rx_total", 0.0) for name, v in entry["window"]["nets"].items() if name != "lo"
-        )
-        assert received >= 0.9 * N * 4096, (h, entry["window"]["nets"])
+        nets = entry["window"]["nets"]
+        # Every datanode took part: bytes came in over the host's own interface.
+        assert sum(v.get("rx_total", 0.0) for n, v in nets.items() if n != "lo") > 0, (h, nets)
+        # A client on the host itself (h1) reaches it over loopback.
+        received += sum(v.get("rx_total", 0.0) for v in nets.values())
+    assert received >= 0.9 * copies * N * 4096, received
     # The cell's own host comes first, as the client.
     own = rec["host"]
     assert hosts[own]["own"] is True

@@ -364,6 +364,10 @@ class RemoteHost:
             ) from None
         except socket.gaierror as e:
             raise HostError(f"unreachable: {self.where}: cannot resolve: {e}") from None
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as e:
+            # The server had answered: a reset after it (a host going down mid-handshake,
+            # its sshd closing with our key exchange unread) is a lost connection.
+            raise HostError(f"connection to {self.where} lost: {e}") from None
         except OSError as e:
             raise HostError(f"unreachable: {self.where}: {e}") from None
         except SSHException as e:
