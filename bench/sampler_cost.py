@@ -4,9 +4,10 @@
    30 s (10 with --quick): its CPU time and that of every process it started (``tail``,
    ``sleep``; the kernel's rusage of the reaped process tree) over the wall time, in cores.
    Target: under 1% of a core.
-2. One daemon's ``/prom`` read each second: the same loop with one scrape of a 200 kB
-   Prometheus page (a datanode's is 200 kB) served here, its extra CPU over the loop alone.
-   The daemon's side (writing the page) is not in it.
+2. One daemon's metrics read each second: the same loop with a datanode's JMX queries
+   (``clusters.metrics``: five ``/jmx?qry=`` URLs in one curl) answered here with beans of a
+   datanode's size, its extra CPU over the loop alone. The daemon's side (writing the JSON)
+   is not in it.
 3. A result with and without it: the same dd cell (256 MiB into /dev/shm, CPU-bound: what a
    sampler would steal shows) through snakemake with ``resources:`` on and off, alternately;
    the ratio of the median throughputs with a bootstrap interval. Target: 1 +- 0.01.
@@ -29,7 +30,7 @@ from benchlib import Row, check, make_checkout, median, snakemake
 from cell_overhead import median_ci
 
 
-def _loop_cores(seconds: float, scrapes: list[tuple[str, str, str]]) -> tuple[float, int]:
+def _loop_cores(seconds: float, scrapes: list[tuple[str, list[str]]]) -> tuple[float, int]:
     """Cores the loop and its children used over ``seconds``, and the samples it took."""
     from perfpost.instrument import sampler
 
@@ -54,37 +55,45 @@ def _loop_cores(seconds: float, scrapes: list[tuple[str, str, str]]) -> tuple[fl
     return cpu / wall, len(sampler.parse(out).samples)
 
 
-def _serve(page: bytes) -> tuple[socketserver.TCPServer, str]:
-    class Prom(http.server.BaseHTTPRequestHandler):
+def _serve(beans: bytes) -> tuple[socketserver.TCPServer, str]:
+    class Jmx(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(page)))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(beans)))
             self.end_headers()
-            self.wfile.write(page)
+            self.wfile.write(beans)
 
         def log_message(self, *args) -> None:
             pass
 
-    server = socketserver.TCPServer(("127.0.0.1", 0), Prom)
+    server = socketserver.TCPServer(("127.0.0.1", 0), Jmx)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/prom"
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def _page() -> bytes:
-    """A Prometheus page of a datanode's size (200 kB), with as many lines perfpost keeps as a
-    datanode's with three Ratis groups (about 60)."""
-    lines = []
-    for i in range(20):
-        group = f'instance="dn-{i % 7}",group="group-{i:012X}"'
-        lines += [
-            f"# TYPE ratis_log_worker_metric_{i} summary",
-            f'ratis_log_worker_syncTime{{quantile="0.5",{group},}} {0.001 * (i % 9):.6f}',
-            f"ratis_log_worker_syncTime_count{{{group},}} {1000 + i}.0",
-            f'storage_container_metrics_field_{i}{{context="dfs",hostname="vm"}} {i * 17}',
-        ]
-    other = [f'rocksdb_some_statistic_{i}{{context="dfs",hostname="vm"}} {i}' for i in range(4000)]
-    return ("\n".join(lines + other) + "\n").encode()
+def _beans() -> bytes:
+    """A query's answer of a datanode's size: its JVM bean, three Ratis groups' timers."""
+    beans = [
+        {
+            "name": "Hadoop:service=HddsDatanode,name=JvmMetrics",
+            "GcCount": 14,
+            "GcTimeMillis": 202,
+            "MemHeapUsedM": 62.5,
+        }
+    ]
+    for g in range(3):
+        beans.append(
+            {
+                "name": f"ratis:name=ratis.log_worker.dn@group-{g}.syncTime",
+                "Count": 67,
+                "50thPercentile": 0.8,
+                "99thPercentile": 5.3,
+                "DurationUnit": "milliseconds",
+                **{f"{q}thPercentile": 1.0 for q in (75, 95, 98, 999)},
+            }
+        )
+    return json.dumps({"beans": beans}, indent=2).encode()
 
 
 def _throughputs(work: Path, rounds: int, log) -> dict[str, list[float]]:
@@ -138,17 +147,17 @@ def run(quick: bool, log=print) -> list[Row]:
     )
     from perfpost.clusters import metrics
 
-    server, url = _serve(_page())
+    server, base = _serve(_beans())
     try:
-        regex = metrics.filter_regex(metrics.ALL)
-        with_scrape, _ = _loop_cores(seconds, [("dn", url, regex)])
+        found = metrics.sources("ozone", "datanode")
+        with_scrape, _ = _loop_cores(seconds, [("dn", metrics.urls(base, found))])
     finally:
         server.shutdown()
-    log(f"  with one 200 kB /prom page read each second: {with_scrape * 100:.2f}% of a core")
+    log(f"  with a datanode's JMX queries each second: {with_scrape * 100:.2f}% of a core")
     rows.append(
         Row(
             "10 sampler",
-            "... each daemon's /prom read (200 kB, curl | grep), extra over the loop alone",
+            "... each daemon's JMX queries read (one curl), extra over the loop alone",
             (with_scrape - alone) * 100,
             "%",
             perfpost=with_scrape * 100,

@@ -34,9 +34,9 @@ class HostSeat:
     roles: list[str] = field(default_factory=list)
     # Directories whose disks matter (the cell's work directory, a datanode's data dirs).
     dirs: list[str] = field(default_factory=list)
-    # Daemons' metrics to read there: (label, URL, regex), and label -> what they are
+    # Daemons' metrics to read there: (label, URLs), and label -> what they are
     # (perfpost.clusters.metrics.Source).
-    scrapes: list[tuple[str, str, str]] = field(default_factory=list)
+    scrapes: list[tuple[str, list[str]]] = field(default_factory=list)
     sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 

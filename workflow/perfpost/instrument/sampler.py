@@ -60,14 +60,15 @@ def sampler_script(
     interval: float = INTERVAL,
     pids: Iterable[int] = (),
     dirs: Iterable[str] = (),
-    scrapes: Iterable[tuple[str, str, str]] = (),
+    scrapes: Iterable[tuple[str, Sequence[str]]] = (),
+    daemon_every: int = 1,
 ) -> str:
     """The sampling loop, for ``Host.run``: it prints samples on standard output until it
     gets ``USR1`` (:func:`stop_script`), then prints one more and exits. ``state_dir`` holds
     its pid once the first sample is out (:func:`ready_script`), and goes when it ends.
     ``dirs``: directories whose device is printed first (:data:`DIR_MARKER`). ``scrapes``:
-    (label, URL, extended regex): each sample also fetches the URL (a daemon's ``/prom``)
-    with curl, where the host has it, and keeps the lines the regex matches."""
+    (label, URLs): every ``daemon_every``-th sample, and the last, also fetches a daemon's
+    URLs (its ``/jmx`` queries) with one curl, where the host has it."""
     d = shlex.quote(state_dir)
     files = " ".join([*FILES, *(f"/proc/{int(p)}/stat" for p in pids)])
     body = "\n".join(
@@ -87,14 +88,18 @@ def sampler_script(
                 for x in dirs
             ),
             "curl=; command -v curl >/dev/null 2>&1 && curl=1",
-            "first=1",
+            "first=1; n=0",
             "while :; do",
             f'  now; echo "{SAMPLE_MARKER} $t"',
             f"  tail -n +1 -- {files} 2>/dev/null",
+            "  n=$((n+1)); read_daemons=; "
+            f'[ $(( (n - 1) % {max(1, int(daemon_every))} )) -eq 0 ] || [ -n "$stop" ] '
+            "&& read_daemons=1",
             *(
-                f"  [ -n \"$curl\" ] && {{ printf '\\n==> daemon:%s <==\\n' {shlex.quote(label)}; "
-                f"curl -s -m 2 {shlex.quote(url)} | grep -E {shlex.quote(regex)}; }}"
-                for label, url, regex in scrapes
+                '  [ -n "$curl" ] && [ -n "$read_daemons" ] && { '
+                f"printf '\\n==> daemon:%s <==\\n' {shlex.quote(label)}; "
+                f"curl -s -m 2 {' '.join(shlex.quote(u) for u in urls)}; echo; }}"
+                for label, urls in scrapes
             ),
             # Ready once the first sample is out: the measured step starts after it.
             f'  [ -n "$first" ] && {{ echo $$ > {d}/pid; first=; }}',
@@ -141,7 +146,7 @@ class Sample:
     nets: dict[str, tuple[int, int]] = field(default_factory=dict)  # rx, tx bytes
     pressure: dict[str, int] = field(default_factory=dict)  # cpu.some, io.full, ...: us
     procs: dict[int, tuple[int, int]] = field(default_factory=dict)  # pid -> cpu ticks, rss
-    daemons: dict[str, list[str]] = field(default_factory=dict)  # label -> /prom lines kept
+    daemons: dict[str, list[str]] = field(default_factory=dict)  # label -> its JMX answers
     devices: dict[str, tuple[int, int]] = field(default_factory=dict)  # disk -> major, minor
 
 
@@ -354,11 +359,12 @@ def intervals(
         for n in last.nets
         if not active_only or (n in first.nets and first.nets[n] != last.nets[n])
     )
-    values = _daemon_values(samples, daemons or {})
-    for (a, b), (va, vb) in zip(
-        itertools.pairwise(samples), itertools.pairwise(values), strict=True
-    ):
+    for a, b in itertools.pairwise(samples):
         points += _interval(data, a, b, disks, nets, labels or {})
+    # The daemons' metrics are read every few samples: intervals run from one read to the next.
+    read = [s for s in samples if s.daemons]
+    values = _daemon_values(read, daemons or {})
+    for (a, b), (va, vb) in zip(itertools.pairwise(read), itertools.pairwise(values), strict=True):
         points += _daemon_points(a, b, va, vb, daemons or {})
     return points
 
@@ -590,7 +596,7 @@ def _daemon_window(
 ) -> dict[str, dict[str, float]]:
     """Per daemon over the measured step: a counter's rate over the bracketing samples, a
     gauge's median over the intervals that overlap the step."""
-    pair = _bracket(data.samples, t0, t1)
+    pair = _bracket([s for s in data.samples if s.daemons], t0, t1)
     if pair is None:
         return {}
     a, b = pair

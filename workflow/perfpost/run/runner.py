@@ -247,8 +247,8 @@ class _CellRun:
                 if key in dep.ports and found:
                     spec = dep.hosts.get(d.host) or self.spec.host
                     address = Node(seat.host, {"name": d.host, **spec}).address
-                    url = f"http://{address}:{dep.ports[key]}/prom"
-                    seat.scrapes.append((label, url, daemon_metrics.filter_regex(found)))
+                    base = f"http://{address}:{dep.ports[key]}"
+                    seat.scrapes.append((label, daemon_metrics.urls(base, found)))
                     seat.sources[label] = found
         self._seats = list(seats.values())
         return self._seats

@@ -68,8 +68,7 @@ class Hdfs(Kind):
         # (fs.defaultFS, a cell's {cluster.fs}) follows it.
         rpc = dep.spec.site.get("hdfs-site", {}).get("dfs.namenode.rpc-address")
         rpc = rpc or f"{a}:{p['nn.rpc']}"
-        # The daemons' metrics in Prometheus' text form (/prom), as perfpost reads them.
-        core = {"fs.defaultFS": f"hdfs://{rpc}", "hadoop.prometheus.endpoint.enabled": "true"}
+        core = {"fs.defaultFS": f"hdfs://{rpc}"}
         hdfs = {
             "dfs.namenode.rpc-address": rpc,
             "dfs.namenode.http-address": f"{a}:{p['nn.http']}",

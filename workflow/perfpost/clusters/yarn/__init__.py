@@ -81,8 +81,7 @@ class Yarn(Kind):
         # delivered install lives in each login user's cache), expanded where a container starts.
         classpath = f"$HADOOP_CONF_DIR,${HOME_VAR}/lib/*"
         root = dep.root(rm)
-        # The daemons' metrics in Prometheus' text form (/prom), as perfpost reads them.
-        core = {"fs.defaultFS": "file:///", "hadoop.prometheus.endpoint.enabled": "true"}
+        core = {"fs.defaultFS": "file:///"}
         yarn = {
             "yarn.resourcemanager.hostname": addr,
             **{f"yarn.resourcemanager.{p}": f"{addr}:{dep.ports['rm.' + p]}" for p in RM_PORTS},
