@@ -54,7 +54,8 @@ def test_daemons_read_every_few_samples_give_rates_over_their_own_reads():
 
     def one(t: float, count: int | None) -> str:
         text = (
-            f"{sampler.SAMPLE_MARKER} {t}\n==> /proc/stat <==\ncpu  1 0 1 1 0 0 0 0 0 0\n"
+            f"{sampler.SAMPLE_MARKER} {t}\n==> /proc/stat <==\n"
+            f"cpu  {1 + 50 * t:.0f} 0 1 {1 + 50 * t:.0f} 0 0 0 0 0 0\n"
             "==> /proc/meminfo <==\nMemTotal: 10 kB\nMemAvailable: 5 kB\n"
             "==> /proc/diskstats <==\n   8 0 sda 0 0 0 0 0 0 0 0 0 0 0\n"
         )
@@ -71,3 +72,23 @@ def test_daemons_read_every_few_samples_give_rates_over_their_own_reads():
         if p.metric == "ratis_syncs"
     ]
     assert got == [(2.0, 2.0, 20.0), (3.0, 1.0, 10.0)]
+
+    # As the record keeps them, and resources.csv reads them back: the host's intervals are
+    # a second each, the daemons' as long as the reads they lie between, though both end at
+    # t = 2 (one length per end gave the host's interval the daemons' 2 s there).
+    from perfpost.analysis import resources as tables
+    from perfpost.instrument import resources
+
+    kept = resources.series(data, 0.0, {}, found)
+    record = {"experiment": "e", "cell": "c", "host": "h", "repeat": 1, "attempt": 1}
+    record["status"] = "done"
+    record["resources"] = {"hosts": {"h": {"series": kept}}}
+    csv = tables.series_table([record], [])
+    cpu = csv[(csv["resource"] == "cpu") & (csv["metric"] == "busy")]
+    assert list(zip(cpu["t"], cpu["seconds"], strict=True)) == [(1, 1), (2, 1), (3, 1)]
+    assert cpu["value"].tolist() == [0.5, 0.5, 0.5]  # 50 user of 100 jiffies each second
+    syncs = csv[csv["metric"] == "ratis_syncs"]
+    assert list(zip(syncs["t"], syncs["seconds"], syncs["value"], strict=True)) == [
+        (2, 2, 20),
+        (3, 1, 10),
+    ]

@@ -73,10 +73,13 @@ def series_table(records: Iterable[Mapping[str, Any]], axes: list[str]) -> pd.Da
         for node, entry in hosts.items():
             series = entry.get("series") or {}
             ts = series.get("t") or []
-            lengths = series.get("seconds") or [None] * len(ts)
+            host_lengths = series.get("seconds") or [None] * len(ts)
             for name, values in (series.get("values") or {}).items():
                 resource, _, metric = name.rpartition("/")
                 unit = (series.get("units") or {}).get(name, "")
+                lengths = host_lengths
+                if resource.startswith("daemon:") and series.get("daemon_seconds"):
+                    lengths = series["daemon_seconds"]
                 for t, dt, v in zip(ts, lengths, values, strict=False):
                     if v is None:
                         continue

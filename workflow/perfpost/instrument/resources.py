@@ -21,6 +21,7 @@ from perfpost.tools.base import Metric
 
 SCHEMA_VERSION = 1
 SHORT_TIMEOUT = 60.0
+DAEMON = "daemon:"  # the resource of a daemon's own metrics
 STOP_WAIT = 15.0  # seconds a loop gets to print its last sample and end
 RAW = "resources-{host}.txt"
 # Seconds between reads of the daemons' own metrics: each costs a daemon 20 to 30 ms of CPU
@@ -183,11 +184,16 @@ def series(
     daemons: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Each interval's values, column-wise: ``t`` (the interval's end, seconds since the
-    measured step started) and ``seconds`` (its length), and per ``<resource>/<metric>`` its
+    measured step started) and ``seconds`` (its length; ``daemon_seconds`` for the daemons'
+    metrics, read every few samples), and per ``<resource>/<metric>`` its
     values (None where that interval has none) and unit."""
     points = sampler.intervals(data, True, labels, daemons)
     ts = sorted({p.t for p in points})
-    lengths = {p.t: p.seconds for p in points}
+    # The daemons are read every few samples: their intervals end with a host interval but
+    # are longer, so they have lengths of their own (one length per end overwrote the host
+    # interval's with the daemons' at every read).
+    lengths = {p.t: p.seconds for p in points if not p.resource.startswith(DAEMON)}
+    daemon_lengths = {p.t: p.seconds for p in points if p.resource.startswith(DAEMON)}
     index = {t: i for i, t in enumerate(ts)}
     values: dict[str, list[float | None]] = {}
     units: dict[str, str] = {}
@@ -196,9 +202,14 @@ def series(
         col = values.setdefault(key, [None] * len(ts))
         col[index[p.t]] = round(p.value, 9)
         units[key] = p.unit
-    return {
+    out: dict[str, Any] = {
         "t": [round(t - t0, 6) for t in ts],
-        "seconds": [round(lengths[t], 6) for t in ts],
+        "seconds": [round(lengths.get(t, daemon_lengths.get(t, 0.0)), 6) for t in ts],
         "values": values,
         "units": units,
     }
+    if daemon_lengths:
+        out["daemon_seconds"] = [
+            round(daemon_lengths[t], 6) if t in daemon_lengths else None for t in ts
+        ]
+    return out
