@@ -9,7 +9,7 @@ import pandas as pd
 from perfpost.analysis import resources
 
 
-def rows(cell, repeat, node, roles, cpu_busy, cpu_share, disks=(), procs=(), dirs=()):
+def rows(cell, repeat, node, roles, cpu_busy, cpu_share, disks=(), procs=(), dirs=(), step=None):
     out = []
 
     def add(resource, metric, value, unit="ratio", detail=""):
@@ -35,6 +35,8 @@ def rows(cell, repeat, node, roles, cpu_busy, cpu_share, disks=(), procs=(), dir
     add("cpu", "busy", cpu_busy)
     add("cpu", "busy_time_share", cpu_share)
     add("window", "interval", 1.0, "s")
+    if step is not None:
+        add("window", "seconds", step, "s")
     for name, util, share, written in disks:
         add(f"disk:{name}", "util", util)
         add(f"disk:{name}", "busy_time_share", share)
@@ -65,6 +67,26 @@ def test_a_cell_whose_cpu_was_busy_names_the_cpu_with_its_numbers():
         "CPU 97% of 4 cores busy, at least 90% busy for 90% of the run (the tool 3.5 cores); "
         "disk sda 12% utilised: this cell measured the CPU"
     )
+
+
+def test_a_step_shorter_than_two_samples_is_not_given_a_bottleneck_or_a_flag():
+    """A 12 ms read sampled every second: the 1 s around it says nothing of it."""
+    w = table(
+        rows("r", 1, "h1", "client", 0.99, 1.0, step=0.012),
+        rows("r", 2, "h1", "client", 0.98, 1.0, step=0.010),
+        rows("r", 3, "h1", "client", 0.97, 1.0, step=0.014),
+        rows("long", 1, "h1", "client", 0.99, 1.0, step=2.0),
+    )
+    short, long = resources.cell_profiles(w, [], {"r": 0.0, "long": 1.9})
+    assert short["bound"]["verdict"] == "unresolved"
+    assert short["bound"]["sentence"] == (
+        "the measured step took 12 ms (median), shorter than 2 sampling intervals of 1 s: "
+        "the samples around it are mostly time outside it, so they cannot say what bound it"
+    )
+    assert long["bound"]["what"] == [("CPU", "h1")]  # two intervals: resolved
+    got = resources.check(w, [])
+    assert [f.split(":")[0] for f in got["flags"]] == ["`long`"]
+    assert "3 run(s) measured for less than 2 sampling intervals" in got["facts"][1]
 
 
 def test_a_cpu_busy_with_other_work_is_said_to_be_contention():

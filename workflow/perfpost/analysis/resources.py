@@ -29,9 +29,12 @@ from perfpost.clusters import metrics as daemon_metrics
 from perfpost.instrument.sampler import BUSY, SATURATED_SHARE
 from perfpost.plan.matrix import label
 from perfpost.records import write_json_atomic, write_text_atomic
-from perfpost.units import format_value, sig
+from perfpost.units import format_seconds, format_value, sig
 
 SCHEMA_VERSION = 1
+# A measured step shorter than this many sampling intervals is not resolved by the samples:
+# the intervals around it are mostly time outside it (a 10 ms read in a 1 s interval).
+RESOLVED_INTERVALS = 2.0
 
 RUN_COLUMNS = ("experiment", "cell", "host", "repeat", "attempt", "status")
 SERIES_COLUMNS = ("node", "resource", "metric", "t", "seconds", "value", "unit")
@@ -255,6 +258,8 @@ def node_profile(df: pd.DataFrame, node: str) -> dict[str, Any]:
         "cpu_pressure": _median(d, "pressure", "cpu_some"),
         "io_pressure": _median(d, "pressure", "io_some"),
         "runs": int(d[["cell", "host", "repeat"]].drop_duplicates().shape[0]),
+        "step": _median(d, "window", "seconds"),
+        "interval": _median(d, "window", "interval"),
     }
     disks = []
     for res in sorted({r for r in d["resource"] if r.startswith("disk:")}):
@@ -309,6 +314,11 @@ def _cpu_text(p: dict[str, Any]) -> str:
     return text
 
 
+def _unresolved(step: float | None, interval: float | None) -> bool:
+    """Whether a step is too short for the samples to tell what happened during it."""
+    return bool(step is not None and interval and step < RESOLVED_INTERVALS * interval)
+
+
 def _mostly_others(p: dict[str, Any]) -> bool:
     """Whether the cell's own processes (the tool, the daemons followed) account for less
     than half the busy CPU of the node, when they are known at all."""
@@ -329,6 +339,16 @@ def _disk_text(x: dict[str, Any]) -> str:
 def bound(profiles: list[dict[str, Any]]) -> dict[str, Any]:
     """What bound a cell, from its nodes' profiles: the saturated resources, and a sentence
     saying so with the numbers it rests on."""
+    short = [p for p in profiles if _unresolved(p.get("step"), p.get("interval"))]
+    if short:
+        p = short[0]
+        return {
+            "verdict": "unresolved",
+            "what": [],
+            "sentence": f"the measured step took {format_seconds(p['step'])} (median), shorter "
+            f"than {RESOLVED_INTERVALS:g} sampling intervals of {format_seconds(p['interval'])}: "
+            "the samples around it are mostly time outside it, so they cannot say what bound it",
+        }
     saturated = []
     for p in profiles:
         if p["cpu_saturated"]:
@@ -579,11 +599,17 @@ def check(
         return None
     cpu_bound: dict[str, list[str]] = {}
     wrong_disk: dict[str, list[str]] = {}
+    short: list[str] = []
     n_runs = 0
     nodes_seen: set[str] = set()
     for (cell, _host, repeat), d in done.groupby(["cell", "host", "repeat"], sort=False):
         n_runs += 1
         nodes_seen.update(d["node"])
+        step = d[(d["resource"] == "window") & (d["metric"] == "seconds")]["value"]
+        every = d[(d["resource"] == "window") & (d["metric"] == "interval")]["value"]
+        if len(step) and len(every) and _unresolved(step.iloc[0], every.iloc[0]):
+            short.append(f"{cell} r{repeat}")
+            continue  # the samples around it are not the step's
         for node in _sut_nodes(d):
             share = d[
                 (d["node"] == node) & (d["resource"] == "cpu") & (d["metric"] == "busy_time_share")
@@ -637,6 +663,13 @@ def check(
         f"({', '.join(sorted(nodes_seen))}): CPU, disks, network, memory and pressure, from "
         "/proc (see [Resources](#resources))."
     ]
+    if short:
+        shown = ", ".join(f"`{x}`" for x in short[:6]) + (" ..." if len(short) > 6 else "")
+        facts.append(
+            f"{len(short)} run(s) measured for less than {RESOLVED_INTERVALS:g} sampling "
+            f"intervals ({shown}): the samples around them are mostly time outside them, so "
+            "they are not checked here."
+        )
     flags = []
     for cell, said in cpu_bound.items():
         flags.append(
