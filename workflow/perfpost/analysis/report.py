@@ -133,17 +133,22 @@ def results_table(
 
 
 def run_table(
-    tidy_df: pd.DataFrame, metrics: Sequence[str], cells: pd.DataFrame | None = None
+    tidy_df: pd.DataFrame,
+    metrics: Sequence[str],
+    cells: pd.DataFrame | None = None,
+    part: str | None = None,
 ) -> dict[str, Any]:
     """Every finished run on its own row, as the onefile post's table: test, rate, ...;
     with ``cells``, each run's job id and status too (the teragen post's application id,
-    state and final status)."""
+    state and final status); with ``part`` (a fio job file's `job` or `group`), a row per
+    run and part."""
     done = tidy_df[tidy_df["status"] == records.DONE]
     done = done[done["metric"].isin(metrics)]
     if done.empty:
         return {"header": [], "rows": []}
+    parts = [part] if part and part in done.columns else []
     wide = done.pivot_table(
-        index=["cell", "host", "repeat"],
+        index=["cell", "host", "repeat", *parts],
         columns="metric",
         values="value",
         aggfunc="first",
@@ -158,6 +163,7 @@ def run_table(
     }
     header = [
         "test",
+        *parts,
         "host",
         "repeat",
         *(f"{metric_label(m)}" + (f" ({shown[m]})" if shown[m] else "") for m in present),
@@ -175,6 +181,7 @@ def run_table(
         rows.append(
             [
                 f"`{d['cell']}`",
+                *(str(d[x]) for x in parts),
                 d["host"],
                 str(d["repeat"]),
                 *([f"`{job[0]}`", job[1]] if jobs else []),
@@ -439,6 +446,19 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
         if workdir:
             parent, _, _ = workdir.rpartition("/")
             lines.append(f"WORK=$(mktemp -d {parent}/perfpost-XXXXXXXXXXXX)")
+        for name in rec.get("files", []):  # as it ran, from the record (a fio job file)
+            kept = Path(row.record).parent / paths.RAW / name
+            text = kept.read_text(errors="replace") if kept.is_file() else None
+            if text is None:
+                lines.append(f"# {name}: not kept with the record")
+                continue
+            # An unquoted here-document, so that $WORK is this run's; the file's own $, ` and
+            # \ are escaped, reaching fio as they were.
+            for c in "\\$`":
+                text = text.replace(c, "\\" + c)
+            text = text.replace(workdir, "$WORK") if workdir else text
+            end = "EOF" if "\nEOF\n" not in f"\n{text}\n" else "PERFPOST_EOF"
+            lines += [f'cat > "$WORK/{name}" <<{end}', *text.rstrip("\n").split("\n"), end]
         lines += commands.readable(rec.get("prepare_commands", []), workdir)
         if rec.get("params", {}).get("drop_cache"):
             lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
@@ -634,13 +654,17 @@ def render(
         "date": (now if now.tzinfo else now.replace(tzinfo=dt.UTC)).isoformat(timespec="seconds"),
         "axes": axes,
         "axis_values": {a: list(experiment["axes"][a]) for a in axes},
+        # The matrix the cells came from: not a run's parts (a job file's jobs or groups).
+        "matrix_axes": [a for a in axes if a != experiment.get("parts_axis")],
         "n_cells": cells["cell"].nunique(),
         "n_runs": len(cells),
         "n_done": int((cells["status"] == records.DONE).sum()),
         "overlap": overlap(cells),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
-        "runs": run_table(tidy_df, getattr(adapter, "RUN_TABLE", ()), cells),
+        "runs": run_table(
+            tidy_df, getattr(adapter, "RUN_TABLE", ()), cells, experiment.get("parts_axis")
+        ),
         "comparisons": [compare.sentence(r) for r in comparisons],
         "comparison_table": {
             "header": compare.TABLE_HEADER,

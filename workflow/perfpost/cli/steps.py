@@ -250,10 +250,10 @@ def _cmd_round(args: argparse.Namespace) -> int:
 
 def _cmd_figures(args: argparse.Namespace) -> int:
     from perfpost import tools
-    from perfpost.analysis import plots, tidy
+    from perfpost.analysis import parts, plots, tidy
 
-    exp = json.loads(args.experiment)
-    df = tidy.read(args.tidy)
+    whole = json.loads(args.experiment), tidy.read(args.tidy)
+    exp, df = parts.view(*whole)  # by job or group, where the plot asks
     labels = {a: list(v) for a, v in exp["axes"].items()}
     drawn = plots.plot_experiment(
         df,
@@ -305,8 +305,8 @@ def _cmd_figures(args: argparse.Namespace) -> int:
                 window,
                 series,
                 progress,
-                df,
-                list(exp["axes"]),
+                whole[1],
+                list(whole[0]["axes"]),
                 (tools.get(exp["tool"]).PLOT_METRICS or [None])[0],
                 exp["title"],
                 Path(args.out_dir),
@@ -323,11 +323,12 @@ def _cmd_post(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from perfpost import tools
-    from perfpost.analysis import profiles, report, resources, steady, tidy
+    from perfpost.analysis import parts, profiles, report, resources, steady, tidy
 
     exp = json.loads(args.experiment)
     tidy_df = tidy.read(args.tidy)
     exp["method"] = tools.get(exp["tool"]).describe(exp, tidy.results(tidy_df))
+    exp, tidy_df = parts.view(exp, tidy_df)  # by job or group, where the plot asks
     envs = {}
     for path in args.env:
         data = json.loads(Path(path).read_text())

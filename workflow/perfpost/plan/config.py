@@ -1030,8 +1030,18 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
         dupes = sorted({h for h in exp.hosts if exp.hosts.count(h) > 1})
         if dupes:
             raise ConfigError(f"{where}.hosts", f"host listed twice: {dupes}")
+        by = exp.plot.get("by")
+        parts = tuple(getattr(tools.get(exp.tool), "PARTS", ()))
+        if by and by not in parts:
+            raise ConfigError(
+                f"{where}.plot.by",
+                f"{exp.tool} reports no {by}s"
+                + (f" (it reports: {', '.join(parts)})" if parts else ""),
+            )
+        if by and by in exp.axes:
+            raise ConfigError(f"{where}.plot.by", f"{by!r} is an axis already: rename the axis")
         for key in ("x", "facet"):
-            if exp.plot.get(key) and exp.plot[key] not in exp.axes:
+            if exp.plot.get(key) and exp.plot[key] not in [*exp.axes, *([by] if by else [])]:
                 raise ConfigError(f"{where}.plot.{key}", f"{exp.plot[key]!r} is not an axis")
         if exp.plot.get("x") and exp.plot.get("x") == exp.plot.get("facet"):
             raise ConfigError(f"{where}.plot", "x and facet must be different axes")

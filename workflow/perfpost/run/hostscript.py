@@ -11,6 +11,7 @@ The same scripts run under ``sh -c`` locally and through SSH on remote hosts.
 
 from __future__ import annotations
 
+import base64
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,13 +49,22 @@ def _check_scratch(path: str) -> str:
     return shlex.quote(path)
 
 
-def prepare_script(workdir: str, logdir: str, procs: Sequence[Proc]) -> str:
-    """Create the cell's work directory and run the unmeasured preparation commands."""
+def prepare_script(
+    workdir: str, logdir: str, procs: Sequence[Proc], files: Sequence[tuple[str, str]] = ()
+) -> str:
+    """Create the cell's work directory, write the plan's files into it (as base64: no
+    character of them is read by the shell) and run the unmeasured preparation commands."""
     lines = [
         "set -u",
         "export LC_ALL=C",
         f"mkdir -p -- {_check_scratch(workdir)} {_check_scratch(logdir)} || exit $?",
     ]
+    for name, text in files:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"a plan's file is a name in the scratch directory: {name!r}")
+        data = base64.b64encode(text.encode()).decode()
+        target = shlex.quote(f"{workdir}/{name}")
+        lines.append(f"printf %s {data} | base64 -d > {target} || exit $?")
     log = shlex.quote(f"{logdir}/prepare.log")
     for proc in procs:
         lines.append(f"{quote(proc.argv)} >>{log} 2>&1 || exit $?")

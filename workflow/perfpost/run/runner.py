@@ -432,6 +432,11 @@ class _CellRun:
         """Tool version, preparation and the page cache: everything before the measurement.
         Returns the record when the cell is already over (failed or skipped)."""
         self.raw.mkdir(parents=True, exist_ok=True)
+        refuse = getattr(self.adapter, "refuse", None)
+        why = refuse(self.spec.params) if refuse is not None else None
+        if why is not None:  # decided here: no host was touched, none needs cleaning
+            self._cleaned = True
+            return self._finish(FAILED, why)
         # Before any step can make scratch: from here on the host removes it should perfpost
         # die, whatever it is doing (a step, copying a log back, or nothing on the host).
         self.guard = self.host.guard(self.scratch_cleanup)
@@ -480,9 +485,13 @@ class _CellRun:
 
         prep = self._run(
             "prepare",
-            hostscript.prepare_script(self.workdir, self.logdir, plan.prepare),
+            hostscript.prepare_script(self.workdir, self.logdir, plan.prepare, plan.files),
             spec.timeout,
         )
+        for name, text in plan.files:  # what ran, as it ran (a job file)
+            self._keep(name, text)
+            self.record["logs"].append(f"{paths.RAW}/{name}")
+        self.record["files"] = [name for name, _ in plan.files]
         if prep.exit_code != 0:
             detail = self.redactor.text(prep.stderr)
             detail = self._read_log(f"{self.logdir}/prepare.log", "prepare.log") or detail

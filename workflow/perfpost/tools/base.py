@@ -21,6 +21,8 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
   ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
   over time;
+- ``refuse(params)`` where the tool can tell on this machine, before any host is touched,
+  that a cell cannot run (fio's ``--parse-only`` of a job file): the reason, or None;
 - ``TIME_LAG`` where the tool's clock for a run can stop late: (the metric of the time a
   run's rate is over, the metric of how late it can stop, the lag of a run recorded without
   that metric, why); the post's validity section flags runs where it passes
@@ -62,13 +64,16 @@ class Proc:
 class Plan:
     """Everything a cell runs on its host, in order, as argument lists.
 
-    ``prepare`` runs unmeasured (create input files); ``drop_cache`` asks the runner to empty
+    ``files`` (name, text) are written into the scratch directory before anything runs, and
+    kept in the record's raw/ (a fio job file); ``prepare`` runs unmeasured (create input
+    files); ``drop_cache`` asks the runner to empty
     the page cache right before the measurement; ``measure`` runs concurrently and is timed on
     the host; ``background`` runs during ``measure`` and is stopped after it; ``remove``
     runs after everything else, whatever the outcome (output outside the scratch directory).
     """
 
     measure: tuple[Proc, ...]
+    files: tuple[tuple[str, str], ...] = ()
     prepare: tuple[Proc, ...] = ()
     background: tuple[Proc, ...] = ()
     remove: tuple[Proc, ...] = ()

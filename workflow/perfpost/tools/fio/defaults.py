@@ -18,6 +18,9 @@ TABLE_METRICS = (
     "clat_p99.9",
     "sync_time",
 )
+# What a run's metrics can be broken down by (plot: {by: ...}): job.<name>.<k>.<metric> and
+# group.<first job's name>.<metric> (perfpost.analysis.parts).
+PARTS = ("job", "group")
 # One row per run; the post's run table takes names without dots (it reads them as fields).
 RUN_TABLE = ("iops", "throughput", "runtime")
 # A buffered write's time with a slow `sync` after it (after: [sync]) as dd's.

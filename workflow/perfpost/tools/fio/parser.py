@@ -7,6 +7,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -303,8 +304,87 @@ def _disk_metrics(report: _Report) -> list[Metric]:
     return out
 
 
+@dataclass
+class _Job:
+    """One entry of fio's ``jobs``: a job, a clone of one, or a reporting group fio merged."""
+
+    prefix: str  # job.<name>.<k>
+    name: str
+    group: int
+    dirs: dict[str, _Direction]
+    sync: _Sync | None
+    steady: list[Metric]
+
+
+def _label(name: str) -> str:
+    """A job's name as it goes into metric names: dots would split them."""
+    return name.replace(".", "_")
+
+
+def _totals(prefix: str, parts: list[_Direction]) -> list[Metric]:
+    """Over every direction of ``parts``: what a post compares first. Latency percentiles only
+    where one direction of one job did all the I/O (they cannot be merged)."""
+    return [
+        Metric(f"{prefix}iops", float(sum(p.iops for p in parts)), "1/s"),
+        Metric(f"{prefix}throughput", float(sum(p.bandwidth for p in parts)), "B/s"),
+        Metric(f"{prefix}bytes", float(sum(p.bytes for p in parts)), "B"),
+        Metric(f"{prefix}runtime", float(max((p.runtime for p in parts), default=0)), "s"),
+        *_pooled(prefix, parts),
+    ]
+
+
+def _directions(prefix: str, jobs: list[_Job]) -> list[Metric]:
+    """Each direction of ``jobs``: one job's own numbers, several jobs' summed and pooled."""
+    out = []
+    for d in DIRECTIONS:
+        parts = [j.dirs[d] for j in jobs if d in j.dirs]
+        if parts:
+            out += (
+                _direction_metrics(prefix + d, parts[0])
+                if len(jobs) == 1
+                else _merged(prefix + d, parts)
+            )
+    syncs = [j.sync for j in jobs if j.sync is not None]
+    if syncs:
+        out.append(Metric(f"{prefix}sync.ios", float(sum(s.ios for s in syncs)), "count"))
+        if len(jobs) == 1:
+            out += _latency_metrics(f"{prefix}sync.", syncs[0].latency)
+    return out
+
+
+_SS_CRITERION = re.compile(r"^(-?\d{1,20}(?:\.\d{1,20})?)%$")
+
+
+def _steady(report: _Report, job: dict[str, Any], where: str) -> list[Metric]:
+    """fio's own steady-state detection (``steadystate=``): whether its criterion was met
+    (fio then ended the job: ``steady.at`` is the job's runtime), and the value it reached
+    (a percentage fio prints, stored as a fraction; a slope's can be negative)."""
+    block = job.get("steadystate")
+    if block is None:
+        return []
+    here = f"{where}.steadystate"
+    if not isinstance(block, dict):
+        raise _fail(report, f"{here} is not an object")
+    attained = _field(report, block, "attained", here)
+    out = [
+        Metric("steady.attained", float(attained > 0), "count"),
+        Metric("steady.duration", float(_field(report, block, "duration", here)), "s"),
+    ]
+    criterion = block.get("criterion")
+    m = _SS_CRITERION.match(criterion) if isinstance(criterion, str) else None
+    if criterion is not None and m is None:
+        raise _fail(report, f"{here}.criterion is {str(criterion)[:40]!r}, not a percentage")
+    if m:
+        out.append(Metric("steady.criterion", float(Fraction(m.group(1)) / 100), ""))
+    if attained:
+        out.append(Metric("steady.at", float(_field(report, job, "job_runtime", where) * MS), "s"))
+    return out
+
+
 def parse_report(text: str, source: str) -> list[Metric]:
-    """Metrics of one fio log: totals, each direction that did I/O, each job when several."""
+    """Metrics of one fio log: totals, each direction that did I/O, and when the report has
+    several jobs each job's own (``job.<name>.<k>.``) and, with several reporting groups, each
+    group's (``group.<first job's name>.``: fio's merged numbers where it merged them)."""
     if not text.strip():
         raise ParseError(source, "empty log: fio printed nothing")
     report = _Report(text, source)
@@ -317,11 +397,11 @@ def parse_report(text: str, source: str) -> list[Metric]:
             "no JSON report from fio (--output-format=json) in the log",
             len(report.lines) or None,
         )
-    jobs = _jobs(report)
-    _check_errors(report, jobs)
-    per_job: list[tuple[str, dict[str, _Direction], _Sync | None]] = []
+    entries = _jobs(report)
+    _check_errors(report, entries)
+    jobs: list[_Job] = []
     names: dict[str, int] = {}
-    for where, job in jobs:
+    for where, job in entries:
         dirs = {}
         for d in DIRECTIONS:
             if d in job:
@@ -331,39 +411,29 @@ def parse_report(text: str, source: str) -> list[Metric]:
         sync = _Sync(report, job["sync"], f"{where}.sync") if "sync" in job else None
         if sync is not None and not sync.ios:
             sync = None
-        name = job["jobname"]
+        name = _label(job["jobname"])
         names[name] = names.get(name, 0) + 1
-        per_job.append((f"job.{name}.{names[name]}", dirs, sync))
+        group = int(_number(report, job.get("groupid", 0), f"{where}.groupid"))
+        steady = _steady(report, job, where)
+        jobs.append(_Job(f"job.{name}.{names[name]}.", name, group, dirs, sync, steady))
 
-    out: list[Metric] = []
-    everything: list[_Direction] = []
-    for d in DIRECTIONS:
-        parts = [dirs[d] for _, dirs, _ in per_job if d in dirs]
-        if parts:
-            everything += parts
-            out += _direction_metrics(d, parts[0]) if len(per_job) == 1 else _merged(d, parts)
-    syncs = [s for _, _, s in per_job if s is not None]
-    if syncs:
-        out.append(Metric("sync.ios", float(sum(s.ios for s in syncs)), "count"))
-        if len(per_job) == 1:
-            out += _latency_metrics("sync.", syncs[0].latency)
-    # Totals over every direction and job: what a post compares first. Latency percentiles
-    # only where one direction of one report did all the I/O (they cannot be merged).
-    out = [
-        Metric("iops", float(sum(p.iops for p in everything)), "1/s"),
-        Metric("throughput", float(sum(p.bandwidth for p in everything)), "B/s"),
-        Metric("bytes", float(sum(p.bytes for p in everything)), "B"),
-        Metric("runtime", float(max((p.runtime for p in everything), default=0)), "s"),
-        Metric("jobs", float(len(per_job)), "count"),
-        *_pooled("", everything),
-        *out,
-    ]
-    if len(per_job) > 1:
-        for prefix, dirs, sync in per_job:
-            for d, part in dirs.items():
-                out += _direction_metrics(f"{prefix}.{d}", part)
-            if sync is not None:
-                out.append(Metric(f"{prefix}.sync.ios", float(sync.ios), "count"))
+    everything = [p for j in jobs for p in j.dirs.values()]
+    out = [*_totals("", everything), Metric("jobs", float(len(jobs)), "count")]
+    out += _directions("", jobs)
+    if len(jobs) == 1:
+        return out + jobs[0].steady + _disk_metrics(report)
+    for j in jobs:
+        out += _totals(j.prefix, list(j.dirs.values()))
+        out += _directions(j.prefix, [j])
+        out += [Metric(j.prefix + m.name, m.value, m.unit) for m in j.steady]
+    groups: dict[int, list[_Job]] = {}
+    for j in jobs:
+        groups.setdefault(j.group, []).append(j)
+    if len(groups) > 1:
+        for members in groups.values():
+            prefix = f"group.{members[0].name}."
+            out += _totals(prefix, [p for j in members for p in j.dirs.values()])
+            out += _directions(prefix, members)
     return out + _disk_metrics(report)
 
 
