@@ -26,7 +26,7 @@ Items (each ratio is against a baseline measured in the same run):
    and the post;
 9. deliver: the Ozone runtime to testbed hosts with their own disks (16; 4 with --quick),
    perfpost's delivery against ``tar | ssh`` to one host, and the check when all have it;
-10. sampler: the resource sampler's CPU on a host, a daemon's /prom read, and a dd result
+10. sampler: the resource sampler's CPU on a host, a daemon's JMX queries, and a dd result
     with the sampler and without it.
 
 It prints one table (item, measure, perfpost's figure, the baseline's, the figure the target
