@@ -10,13 +10,15 @@
    is not in it.
 3. A result with and without it: the same dd cell (256 MiB into /dev/shm, CPU-bound: what a
    sampler would steal shows) through snakemake with ``resources:`` on and off, alternately;
-   the ratio of the median throughputs with a bootstrap interval. Target: 1 +- 0.01.
+   the ratio (Hodges-Lehmann, with its exact 95% interval). Target: 1 +- 0.01, met when the
+   whole interval is within it; undecided when the runs' spread makes it wider.
 """
 
 from __future__ import annotations
 
 import http.server
 import json
+import math
 import resource
 import shutil
 import socketserver
@@ -26,8 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 from benchlib import Row, check, make_checkout, median, snakemake
-from cell_overhead import median_ci
 
 
 def _loop_cores(seconds: float, scrapes: list[tuple[str, list[str]]]) -> tuple[float, int]:
@@ -169,26 +171,34 @@ def run(quick: bool, log=print) -> list[Row]:
     rounds = 4 if quick else 10
     with tempfile.TemporaryDirectory(prefix="perfpost-bench-sampler-") as d:
         got = _throughputs(Path(d), rounds, log)
-    ratio = median(got["on"]) / median(got["off"])
-    lo_on, hi_on = median_ci(got["on"])
-    lo_off, hi_off = median_ci(got["off"])
-    rows.append(
-        check(
-            Row(
-                "10 sampler",
-                f"dd 256 MiB to /dev/shm, {rounds} runs each way: median throughput with the "
-                f"sampler / without (95% CIs of each median {lo_on / 1e6:.0f}..{hi_on / 1e6:.0f}"
-                f" and {lo_off / 1e6:.0f}..{hi_off / 1e6:.0f} MB/s)",
-                ratio,
-                "x",
-                details=got,
-                perfpost=median(got["on"]) / 1e6,
-                baseline=median(got["off"]) / 1e6,
-                baseline_unit="MB/s",
-                baseline_name="resources: false",
-            ),
-            lambda v: abs(v - 1) <= 0.01,
-            "1 +- 0.01",
-        )
+    # The ratio as perfpost's comparisons give it: the Hodges-Lehmann shift of the logs, with
+    # its exact distribution-free 95% interval (the runs' spread on this VM is wide).
+    from perfpost.analysis import stats
+
+    shift = stats.hodges_lehmann(np.log(got["off"]), np.log(got["on"]))
+    ratio = math.exp(shift.estimate)
+    lo, hi = (math.exp(shift.low), math.exp(shift.high)) if shift.low is not None else (0, 1e9)
+    row = Row(
+        "10 sampler",
+        f"dd 256 MiB to /dev/shm, {rounds} runs each way, alternating: throughput with the "
+        f"sampler / without (Hodges-Lehmann, 95% interval {lo:.2f}..{hi:.2f})",
+        ratio,
+        "x",
+        details={**got, "interval": [lo, hi]},
+        perfpost=median(got["on"]) / 1e6,
+        baseline=median(got["off"]) / 1e6,
+        baseline_unit="MB/s",
+        baseline_name="resources: false",
     )
+    row = check(row, lambda v: 0.99 <= lo and hi <= 1.01, "1 +- 0.01")
+    if not row.met:
+        row.why = (
+            f"undecided: the interval {lo:.2f}..{hi:.2f} is wider than the target (runs "
+            f"{min(min(got['on']), min(got['off'])) / 1e6:.0f} to "
+            f"{max(max(got['on']), max(got['off'])) / 1e6:.0f} MB/s either way); the loop's "
+            "own CPU (above) bounds what it can take from a CPU-bound run"
+            if lo <= 1.01 and hi >= 0.99
+            else f"the interval {lo:.2f}..{hi:.2f} lies outside the target"
+        )
+    rows.append(row)
     return rows
