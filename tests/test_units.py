@@ -164,3 +164,13 @@ def test_byte_seconds_are_shown_in_si_units():
 )
 def test_one_formatter_for_values_with_units(value, unit, scale, cell, shown):
     assert format_value(value, unit, scale, cell=cell) == shown
+
+
+def test_a_whole_number_off_by_a_scaling_rounding_error_reads_whole():
+    # 0.287 s shown in ms (divided by 0.001): IEEE doubles make it 286.99999999999994,
+    # which read "287.0" beside its column's 257 and 220; it reads 287.
+    assert 0.287 / 0.001 != 287
+    assert sig(0.287 / 0.001, 4) == "287"
+    assert sig(0.257 / 0.001, 4) == "257"
+    assert sig(287.5, 4) == "287.5"
+    assert sig(1.0003, 3) == "1.00"

@@ -197,8 +197,10 @@ def sig(x: float, digits: int = 3) -> str:
         return "n/a"
     if x == 0:
         return "0"
-    if x == int(x):  # counts stay whole numbers
-        return f"{int(x):,}"
+    # Counts stay whole numbers, and so does a whole number that a unit's scaling left a
+    # rounding error off (0.287 s in ms is 287.00000000000006: "287", as its neighbours).
+    if abs(x - round(x)) <= 1e-9 * max(1.0, abs(x)):
+        return f"{round(x):,}"
     magnitude = math.floor(math.log10(abs(x)))
     decimals = max(digits - 1 - magnitude, 0)
     return f"{x:,.{decimals}f}"
