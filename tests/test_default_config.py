@@ -173,10 +173,24 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
         cells = pd.read_csv(work / "results" / experiment / "cells.csv")
         done = cells[cells["status"] == "done"]["cell"].nunique()
         assert len(said) == done, f"{experiment}: {said}"
-        assert all(
-            "this cell measured" in ln or "no single resource saturated" in ln or "competed" in ln
-            for ln in said
-        ), said
+        # A cell whose step is shorter than two of the 1 s samples (by the tool's own wall
+        # time: dd-fsync's 0.2 s, the cached reads' 10 ms) is said to be too short to tell;
+        # every other names its bottleneck or says none saturated.
+        tidy = pd.read_csv(work / "results" / experiment / "tidy.csv")
+        walls = tidy[(tidy["metric"] == "wall_time") & (tidy["status"] == "done")]
+        wall = walls.groupby("cell")["value"].median()
+        for ln in said:
+            cell = ln.split("`")[1]
+            if wall[cell] < 2.0:
+                assert "cannot say what bound it" in ln, ln
+            else:
+                assert (
+                    "this cell measured" in ln
+                    or "no single resource saturated" in ln
+                    or "competed" in ln
+                ), ln
+        if experiment in ("ratis-placement", "hcfs"):  # the posts the issue names
+            assert not any("cannot say" in ln for ln in said), said
         assert "figures/resources.png" in res
     # The Ratis post: the datanode's own Ratis sync latency, per cell and over time.
     ratis_res = ratis.split("## Resources", 1)[1].split("\n## ", 1)[0]
