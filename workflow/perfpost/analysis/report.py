@@ -35,6 +35,7 @@ from perfpost.analysis import (
     steady,
     validity,
 )
+from perfpost.instrument import load
 from perfpost.records import write_text_atomic
 from perfpost.units import (
     format_bytes,
@@ -475,6 +476,42 @@ def _commands(cell_rows: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[
     return out
 
 
+def background_load(
+    experiment: dict[str, Any], tidy_df: pd.DataFrame, cell_rows: pd.DataFrame
+) -> dict[str, Any] | None:
+    """What the experiment's background load did over the measured steps: its command (from
+    a record), its target, and the rate each run measured (medians per cell, the range)."""
+    raw = experiment.get("background")
+    if not raw:
+        return None
+    command = None
+    for row in cell_rows.itertuples(index=False):
+        rec = records.read_record(row.record)
+        command = (rec.get("background") or {}).get("command")
+        if command:
+            break
+    rates = tidy_df[(tidy_df["status"] == records.DONE) & (tidy_df["metric"] == "background.rate")]
+    per_cell = [
+        (str(cell), float(v.median()), len(v))
+        for cell, v in rates.groupby("cell", sort=False)["value"]
+    ]
+    target = raw.get("rate")
+    return {
+        "tool": raw.get("tool"),
+        "command": command,
+        "lead": raw.get("lead", 1),
+        "target": format_value(load.parse_rate(target, "background.rate"), "B/s")
+        if target is not None
+        else None,
+        "cells": [
+            f"`{c}` {format_value(m, 'B/s')} (median of {n} run{'s' if n != 1 else ''})"
+            for c, m, n in per_cell
+        ],
+        "low": format_value(float(rates["value"].min()), "B/s") if len(rates) else None,
+        "high": format_value(float(rates["value"].max()), "B/s") if len(rates) else None,
+    }
+
+
 # comparisons.csv: the comparisons' own record columns, in their order.
 COMPARISON_COLUMNS = compare.RECORD_COLUMNS
 
@@ -694,6 +731,7 @@ def render(
         "envs": _env_groups(envs),
         "clusters": clusters_of(cells),
         "deliveries": deliveries(cells, clusters_of(cells)),
+        "background": background_load(experiment, tidy_df, cells),
         "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
         "tails": _log_tails(cells),
         "tool_versions": versions,

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfpost.instrument import agent, jfr, resources
+from perfpost.instrument import agent, jfr, load, resources
 from perfpost.instrument.beside import Beside
 
 
 def for_cell(spec: Any) -> list[Beside]:
-    """The agent changes the measured command, so it comes first; the sampler starts last,
-    nearest the measured step."""
+    """The agent changes the measured command, so it comes first; a background load runs
+    its lead before the sampler starts, which starts last, nearest the measured step."""
     out: list[Beside] = []
     if spec.instrument:
         out.append(agent.Agent())
     if getattr(spec, "profile", None):
         out.append(jfr.Profiler(spec.profile))
+    if getattr(spec, "background", None):  # its lead before the sampler's first sample
+        out.append(load.Load(spec.background))
     if getattr(spec, "resources", None):
         out.append(resources.Telemetry(spec.resources))
     return out

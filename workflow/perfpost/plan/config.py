@@ -24,7 +24,7 @@ from perfpost.clusters.base import ClusterSpec
 from perfpost.columns import FIXED_COLUMNS, SUMMARY_COLUMNS, TAIL_COLUMNS
 from perfpost.errors import ConfigError
 from perfpost.hostenv import LOCALHOST
-from perfpost.instrument import jfr
+from perfpost.instrument import jfr, load
 from perfpost.instrument import resources as telemetry
 from perfpost.plan import matrix
 
@@ -32,7 +32,7 @@ SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
 
 # CellSpec fields left out of its JSON when empty (most cells have none of them).
-OPTIONAL_FIELDS = ("env", "clusters", "instrument", "resources", "profile")
+OPTIONAL_FIELDS = ("env", "clusters", "instrument", "resources", "profile", "background")
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,8 @@ class CellSpec:
     # Java Flight Recorder beside the run (instrument.jfr.settings): part of the measurement,
     # as a recording costs the JVMs it records.
     profile: dict[str, Any] = field(default_factory=dict)
+    # A load beside the measured step (instrument.load.settings): part of the measurement.
+    background: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
@@ -102,6 +104,8 @@ class CellSpec:
             out["instrument"] = instrument.identity(self.instrument)
         if self.profile:  # a flight recording in the tool's JVM or the daemons'
             out["profile"] = self.profile
+        if self.background:  # a load beside the measured step
+            out["background"] = self.background
         return out
 
     def cluster_specs(self) -> list[ClusterSpec]:
@@ -184,6 +188,7 @@ class Experiment:
     instrument: dict[str, Any] | list[str] | None = None
     resources: bool | dict[str, Any] | None = None
     profile: bool | dict[str, Any] | None = None
+    background: dict[str, Any] | None = None
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
@@ -195,6 +200,7 @@ class Experiment:
     # repeats given as a precision: {min, max, precision (a fraction), metric, step}; then
     # ``repeats`` is ``min``, the runs every cell gets before its precision is looked at
     precision: dict[str, Any] | None = None
+    load: dict[str, Any] = field(default_factory=dict)  # instrument.load.settings(background)
 
     @property
     def max_repeats(self) -> int:
@@ -232,6 +238,8 @@ class Experiment:
             out["resources"] = self.resources
         if self.profile:
             out["profile"] = self.profile
+        if self.background:
+            out["background"] = self.background
         if self.precision:
             out["precision"] = self.precision
         if self.env:
@@ -338,6 +346,7 @@ class Plan:
             instrument=self._instrument(exp, cell, host_spec),
             resources=telemetry.settings(exp.resources),
             profile=jfr.settings(exp.profile),
+            background=copy.deepcopy(exp.load),
         )
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:
@@ -1021,6 +1030,7 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
             tools.get(exp.tool)
         except KeyError as e:
             raise ConfigError(f"{where}.tool", str(e.args[0])) from None
+        exp.load = load.settings(exp.background, f"{where}.background")
         for i, host in enumerate(exp.hosts):
             if host not in hosts:
                 raise ConfigError(

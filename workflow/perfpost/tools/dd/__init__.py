@@ -439,8 +439,10 @@ def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
         )
     if params.get("background_writer") or "background_writer" in axes:
         lines.append(
-            f"A background writer wrote {val('background_writer')} bytes per second "
-            "(1 MiB chunks, each flushed) while the readers ran."
+            f"A background writer aimed at {val('background_writer')} bytes per second while "
+            "the readers ran: a 1 MiB chunk, flushed, then a sleep of 1 MiB over that rate, so "
+            "it wrote less than the rate by each chunk's write and flush time; what it wrote "
+            "was not measured (an experiment's `background:` load is)."
         )
     if params.get("on_unprivileged") == "skip":
         lines.append(

@@ -1,0 +1,91 @@
+"""The background load's pieces: its config, and its scripts run on this machine with a real
+dd, whose bytes the kernel counts (/proc/<pid>/io, proc(5)) and dd itself reports."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from perfpost.errors import ConfigError
+from perfpost.instrument import load
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [(10485760, 10485760.0), ("10MB/s", 10e6), ("10MiB/s", 10 * 2**20), ("1.5 GB", 1.5e9)],
+)
+def test_a_rate_is_bytes_per_second(given, want):
+    assert load.parse_rate(given, "x") == want
+
+
+@pytest.mark.parametrize("bad", ["fast", "-1MB/s", 0, True])
+def test_a_rate_that_is_none_is_refused(bad):
+    with pytest.raises(ConfigError):
+        load.parse_rate(bad, "e.background.rate")
+
+
+def test_fio_gets_the_rate_and_one_process_and_a_bad_load_is_refused_by_its_key():
+    got = load.settings(
+        {"tool": "fio", "params": {"dir": "/d", "rw": "write", "size": "8m"}, "rate": "10MB/s"},
+        "e.background",
+    )
+    assert got["params"]["options"] == {"thread": True, "rate": 10_000_000}
+    assert got["lead"] == 1.0
+    with pytest.raises(ConfigError, match=r"e\.background\.params\.numjobs"):
+        load.settings(
+            {"tool": "fio", "params": {"dir": "/d", "size": "8m", "numjobs": 2}, "rate": 1000},
+            "e.background",
+        )
+    with pytest.raises(ConfigError, match=r"e\.background\.params: dd in read mode needs"):
+        load.settings({"tool": "dd", "params": {"dir": "/d", "mode": "read"}}, "e.background")
+    with pytest.raises(ConfigError, match=r"e\.background\.tool"):
+        load.settings({"tool": "freon", "params": {}}, "e.background")
+    assert load.settings(None, "e.background") == {}
+
+
+def test_the_counters_are_read_as_the_kernel_prints_them():
+    text = "noise\n@perfpost-load io 1700000000.25 4096 1048576\n"
+    assert load.parse_counters(text) == (1700000000.25, 4096, 1048576)
+    assert load.parse_counters("@perfpost-load gone\n") is None
+    got = load.achieved((10.0, 0, 1000), (12.0, 50, 21000), writes=True)
+    assert got == {"seconds": 2.0, "read_bytes": 50.0, "write_bytes": 20000.0, "rate": 10000.0}
+
+
+def test_the_scripts_start_count_and_stop_a_real_dd_and_leave_nothing(tmp_path):
+    state = f"/tmp/perfpost-load-test-{uuid.uuid4().hex[:8]}"
+    work = tmp_path / "load"
+    # 64 KiB writes to /dev/null, as fast as dd goes: wchar counts every byte dd writes.
+    argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=64k"]
+    script = load.run_script(state, argv, str(work), 60)
+    out: dict = {}
+
+    def run():
+        out["done"] = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+
+    t = threading.Thread(target=run)
+    t.start()
+    sh = lambda s: subprocess.run(["sh", "-c", s], capture_output=True, text=True).stdout  # noqa: E731
+    before = load.parse_counters(sh(load.counters_script(state, 5.0)))
+    time.sleep(0.3)
+    after = load.parse_counters(sh(load.counters_script(state)))
+    sh(f"kill -USR1 $(cat {state}/pid); sleep 0.2")  # dd prints what it copied so far
+    sh(load.stop_script(state))
+    t.join(30)
+    assert before is not None
+    assert after is not None
+    assert after[0] > before[0]
+    assert after[2] - before[2] > 0
+    assert (after[2] - before[2]) % 65536 == 0  # whole blocks of dd's
+    text = out["done"].stdout
+    assert "@perfpost-load exit" in text
+    # dd's own count on SIGINT: at least what the counters saw between the two reads.
+    copied = int(
+        next(ln for ln in text.splitlines() if "bytes" in ln and "copied" in ln).split()[0]
+    )
+    assert copied >= after[2] - before[2]
+    assert not work.exists()  # its scratch is gone
+    assert "gone" in sh(load.counters_script(state))

@@ -1,0 +1,304 @@
+"""A background load beside the measured step (``background:`` on an experiment): another
+tool perfpost runs (fio with its ``rate=``, dd), started on the cell's host before each
+measured run and stopped right after it, as the *Cluster I/O performance* post read "with
+~10MB/s write" going on.
+
+What it did is measured, not assumed: the load's process's I/O counters (``/proc/<pid>/io``:
+``wchar``, ``rchar``, the bytes it passed to write and read calls) are read right before the
+measured step starts and right after it ends, so its rate is over the measured step. A load
+that exits before the step ends, or whose rate misses its target by more than
+:data:`TOLERANCE`, fails the run with the numbers.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from perfpost.errors import ConfigError
+from perfpost.instrument.beside import Beside, Cell
+from perfpost.tools.base import Metric
+from perfpost.units import format_value
+
+TOLERANCE = 0.10  # of the target rate
+LEAD = 1.0  # seconds the load runs before the measured step, by default
+SHORT_TIMEOUT = 30.0
+STOP_WAIT = 30.0
+RAW = "background.log"
+MARK = "@perfpost-load"
+TOOLS = ("fio", "dd")
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]i?)?([bB])?(?:/s)?\s*$")
+_FACTORS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
+
+
+def parse_rate(value: Any, where: str) -> float:
+    """Bytes per second from ``10485760``, ``"10MB/s"`` (10^6) or ``"10MiB/s"`` (2^20)."""
+    if isinstance(value, bool):
+        raise ConfigError(where, "a rate in bytes per second: 10485760, 10MB/s or 10MiB/s")
+    if isinstance(value, int | float):
+        rate = float(value)
+    else:
+        m = _RATE.match(str(value))
+        if not m:
+            raise ConfigError(where, f"{value!r} is not a rate: 10485760, 10MB/s or 10MiB/s")
+        rate = float(m.group(1)) * _FACTORS[(m.group(2) or "").lower()]
+    if rate <= 0:
+        raise ConfigError(where, "a rate above 0")
+    return rate
+
+
+def settings(raw: Any, where: str) -> dict[str, Any]:
+    """An experiment's ``background:`` as a cell's settings (empty without one): the tool and
+    its params (checked as that tool's), the target rate and the lead. The load's params get
+    what perfpost needs of them: fio runs its jobs as threads of one process (whose I/O
+    counters are then the load's) at the target rate (``rate=``) unless the params set one."""
+    if not raw:
+        return {}
+    from perfpost import tools
+
+    if not isinstance(raw, Mapping):
+        raise ConfigError(where, "a mapping: {tool: fio, params: {...}, rate: 10MB/s}")
+    tool = raw.get("tool")
+    if tool not in TOOLS:
+        raise ConfigError(f"{where}.tool", f"one of {', '.join(TOOLS)}")
+    adapter = tools.get(tool)
+    params = {
+        k: v["default"] for k, v in adapter.PARAMS_SCHEMA["properties"].items() if "default" in v
+    }
+    params.update(dict(raw.get("params") or {}))
+    rate = parse_rate(raw["rate"], f"{where}.rate") if raw.get("rate") is not None else None
+    if tool == "fio":
+        options = dict(params.get("options") or {})
+        options["thread"] = True
+        if rate is not None and "rate" not in options:
+            options["rate"] = int(rate)
+        params["options"] = options
+        if params.get("numjobs") not in (None, 1) and rate is not None:
+            raise ConfigError(
+                f"{where}.params.numjobs", "one job: fio's rate= holds for each job of several"
+            )
+    if params.get("drop_cache"):
+        raise ConfigError(f"{where}.params.drop_cache", "a background load drops no cache")
+    import jsonschema
+
+    errors = sorted(
+        jsonschema.Draft202012Validator(adapter.PARAMS_SCHEMA).iter_errors(params),
+        key=lambda e: list(e.path),
+    )
+    if errors:
+        e = errors[0]
+        sub = ".".join(str(p) for p in e.path)
+        raise ConfigError(f"{where}.params" + (f".{sub}" if sub else ""), e.message)
+    adapter.check_params(params, f"{where}.params")
+    if len(adapter.plan(params, "/perfpost-load").measure) != 1:
+        raise ConfigError(f"{where}.params", "a load of one process (one dd reader or writer)")
+    lead = float(raw.get("lead", LEAD))
+    if lead < 0:
+        raise ConfigError(f"{where}.lead", "seconds, 0 or more")
+    return {"tool": tool, "params": params, "rate": rate, "lead": lead}
+
+
+def run_script(
+    state: str, argv: list[str], workdir: str, timeout: float, prepare: list[list[str]] = ()
+) -> str:
+    """The load on the host: prepared (a dd reader's input file) and started in its own
+    scratch directory, its pid in ``state``; it ends when asked (TERM, then KILL) or after
+    ``timeout``, its files removed, and the script prints its exit status."""
+    s, w = shlex.quote(state), shlex.quote(workdir)
+    cmd = " ".join(shlex.quote(a) for a in argv)
+    return "\n".join(
+        [
+            "set -u",
+            "export LC_ALL=C",
+            f"mkdir -p -- {s} {w} || exit 97",
+            f"cd {w} || exit 97",
+            *(
+                f"{' '.join(shlex.quote(a) for a in p)} >> {s}/log 2>&1 || "
+                f'{{ echo "{MARK} exit prepare"; cat {s}/log; rm -rf -- {s} {w}; exit 0; }}'
+                for p in prepare
+            ),
+            f"{cmd} > {s}/log 2>&1 < /dev/null & pid=$!",
+            f"echo $pid > {s}/pid",
+            # The guard's sleep must not outlive it, nor hold the script's output open.
+            f"( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep {int(timeout)} & s=$!; "
+            f'wait $s; kill -TERM "$pid" 2>/dev/null ) >/dev/null 2>&1 & guard=$!',
+            'while :; do wait "$pid"; rc=$?; kill -0 "$pid" 2>/dev/null || break; done',
+            'kill "$guard" 2>/dev/null',
+            f'echo "{MARK} exit $rc"; cat {s}/log',
+            f"rm -rf -- {s} {w}",
+        ]
+    )
+
+
+def counters_script(state: str, wait: float = 0.0) -> str:
+    """The load's I/O counters now, and the host's clock: ``@perfpost-load io T rchar wchar``
+    (``gone`` once it has exited); ``wait``: seconds its pid may take to appear."""
+    s = shlex.quote(state)
+    return (
+        "export LC_ALL=C\n"
+        f"i=0; while [ ! -s {s}/pid ] && [ $i -lt {int(wait * 50)} ]; do i=$((i+1)); "
+        "sleep 0.02; done\n"
+        f"pid=$(cat {s}/pid 2>/dev/null)\n"
+        f'if [ -z "$pid" ] || [ ! -r /proc/$pid/io ]; then echo "{MARK} gone"; exit 0; fi\n'
+        f"t=$(date +%s.%N)\n"
+        f'awk -v t="$t" \'/^rchar:/ {{r=$2}} /^wchar:/ {{w=$2}} '
+        f'END {{print "{MARK} io", t, r, w}}\' /proc/$pid/io\n'
+    )
+
+
+def stop_script(state: str) -> str:
+    s = shlex.quote(state)
+    return (
+        f"pid=$(cat {s}/pid 2>/dev/null) || exit 0\n"
+        # TERM: a non-interactive shell starts its background commands ignoring INT.
+        'kill -TERM "$pid" 2>/dev/null; i=0\n'
+        'while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.05; done\n'
+        'kill -KILL "$pid" 2>/dev/null; exit 0\n'
+    )
+
+
+def parse_counters(text: str) -> tuple[float, int, int] | None:
+    """(host time, rchar, wchar) from :func:`counters_script`, None when the load was gone."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:2] == [MARK, "io"] and len(parts) == 5:
+            try:
+                return float(parts[2]), int(parts[3]), int(parts[4])
+            except ValueError:
+                return None
+    return None
+
+
+def achieved(
+    before: tuple[float, int, int], after: tuple[float, int, int], writes: bool
+) -> dict[str, float]:
+    """What the load did between two readings: bytes written and read, seconds, and its
+    rate in the direction it works (writes for a writer)."""
+    seconds = after[0] - before[0]
+    read, written = after[1] - before[1], after[2] - before[2]
+    moved = written if writes else read
+    return {
+        "seconds": seconds,
+        "read_bytes": float(read),
+        "write_bytes": float(written),
+        "rate": moved / seconds if seconds > 0 else float("nan"),
+    }
+
+
+class Load(Beside):
+    name = "background"
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.settings = dict(settings)
+        self.thread: threading.Thread | None = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.before: tuple[float, int, int] | None = None
+        self.after: tuple[float, int, int] | None = None
+        self.state = ""
+        self.writes = True
+        self.stopped_early = False
+
+    def start(self, cell: Cell) -> None:
+        """Start the load, give it its lead, and read its counters last, right before the
+        measured step."""
+        from perfpost import tools
+
+        adapter = tools.get(self.settings["tool"])
+        params = self.settings["params"]
+        token = uuid.uuid4().hex[:12]
+        self.state = f"/tmp/perfpost-load-{token}"
+        workdir = f"{str(params['dir']).rstrip('/')}/perfpost-load-{token}"
+        plan = adapter.plan(params, workdir)
+        (proc,) = plan.measure  # one process: its counters are the load's (settings checks)
+        self.writes = plan.writes
+        argv = list(proc.argv)
+        cell.record["background"] = {
+            "tool": self.settings["tool"],
+            "command": " ".join(shlex.quote(a) for a in argv).replace(workdir, "$LOAD"),
+            "target_rate": self.settings.get("rate"),
+            "lead": self.settings["lead"],
+            "writes": self.writes,
+        }
+        timeout = float(cell.spec.timeout) + self.settings["lead"] + 120.0
+        script = run_script(
+            self.state, argv, workdir, timeout, [list(p.argv) for p in plan.prepare]
+        )
+
+        def run() -> None:
+            try:
+                self.result = cell.host.run(script, timeout + 30, force=True)
+            except BaseException as e:  # the host went away: the record says so
+                self.error = e
+
+        self.thread = threading.Thread(target=run, daemon=True, name="background-load")
+        self.thread.start()
+        time.sleep(self.settings["lead"])
+        try:
+            got = cell.host.run(counters_script(self.state, 5.0), SHORT_TIMEOUT)
+            self.before = parse_counters(got.stdout)
+        except Exception as e:
+            self.error = self.error or e
+
+    def stop(self, cell: Cell) -> None:
+        """Read the counters first (the step just ended), then stop the load."""
+        try:
+            got = cell.host.run(counters_script(self.state), SHORT_TIMEOUT, force=True)
+            self.after = parse_counters(got.stdout)
+            self.stopped_early = self.after is None
+            cell.host.run(stop_script(self.state), SHORT_TIMEOUT, force=True)
+        except Exception as e:
+            self.error = self.error or e
+        if self.thread is not None:
+            self.thread.join(STOP_WAIT)
+        out = getattr(self.result, "stdout", "") or ""
+        if out:
+            cell.keep(RAW, out)
+            cell.record["logs"].append(f"raw/{RAW}")
+
+    def collect(
+        self, cell: Cell, texts: Mapping[str, str], parsed: list[Metric]
+    ) -> tuple[list[Metric], str | None]:
+        info = cell.record.setdefault("background", {})
+        target = self.settings.get("rate")
+        if self.before is None or self.after is None:
+            out = getattr(self.result, "stdout", "") or ""
+            tail = " ".join(ln for ln in out.splitlines()[-3:] if ln and MARK not in ln)
+            if self.error is not None:
+                why = str(self.error)
+            elif self.before is None:
+                why = "it was not running when the measured step started"
+            else:
+                why = "it exited before the measured step ended"
+            return [], f"background load ({info.get('command')}): {why}" + (
+                f": {tail[:300]}" if tail else ""
+            )
+        got = achieved(self.before, self.after, self.writes)
+        info.update(got)
+        metrics = [
+            Metric("background.rate", got["rate"], "B/s"),
+            Metric("background.write_bytes", got["write_bytes"], "B"),
+            Metric("background.read_bytes", got["read_bytes"], "B"),
+            Metric("background.seconds", got["seconds"], "s"),
+        ]
+        if target is not None and abs(got["rate"] - target) > TOLERANCE * target:
+            off = got["rate"] / target - 1
+            return metrics, (
+                f"the background load did {format_value(got['rate'], 'B/s')} over the measured "
+                f"step, {abs(off):.0%} {'under' if off < 0 else 'over'} its target of "
+                f"{format_value(target, 'B/s')} (more than {TOLERANCE:.0%} off)"
+            )
+        return metrics, None
+
+    def cleanup(self, cell: Cell) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            try:
+                cell.host.run(stop_script(self.state), SHORT_TIMEOUT, force=True)
+            except Exception:
+                pass
+            self.thread.join(STOP_WAIT)
