@@ -131,9 +131,13 @@ def _steady_sentences(results: Any) -> list[str]:
         return []
     rows = results[results["metric"].astype(str).str.endswith("steady.attained")]
     out = []
+    jobs = [str(m)[: -len("steady.attained")].rstrip(".") for m in dict.fromkeys(rows["metric"])]
     for metric, sub in rows.groupby("metric", sort=False):
         job = str(metric)[: -len("steady.attained")].rstrip(".")
-        who = f"job `{job.removeprefix('job.')}`" if job else "the job"
+        name = job.removeprefix("job.")
+        if name.endswith(".1") and f"job.{name[:-2]}.2" not in jobs:
+            name = name[:-2]  # one job of that name: its count says nothing
+        who = f"job `{name}`" if job else "the job"
         hit = int((sub["value"] > 0).sum())
         said = f"{who}: met in {hit} of {len(sub)} runs"
         at = results[results["metric"] == f"{job + '.' if job else ''}steady.at"]["value"]
