@@ -57,6 +57,7 @@ def run(tmp_path_factory):
             "blocks": {
                 "title": "Write 8 MiB to memory: block size",
                 "tags": ["dd", "test"],
+                "description": 'Eight MiB into memory\n  in blocks of 4 KiB or 1 MiB: "quoted".',
                 "tool": "dd",
                 "params": {"dir": "{storage}", "bs": "{bs}", "count": "{count}"},
                 "axes": {
@@ -111,6 +112,18 @@ def test_the_front_matter_is_what_hugo_and_jekyll_read(run):
     assert fm["date"].utcoffset() == dt.timedelta(0)
     assert fm["draft"] is False
     assert fm["render_with_liquid"] is False  # commands and logs are not Liquid templates
+    # What search results and social previews show: the description, on one line.
+    assert fm["description"] == 'Eight MiB into memory in blocks of 4 KiB or 1 MiB: "quoted".'
+    # Every fenced block names its language, so a theme's highlighter does not guess one
+    # for a log or a version block (PaperMod coloured them as sql, apache, ini).
+    opening, fenced = [], False
+    for line in (run / "reports" / "blocks" / "index.md").read_text().splitlines():
+        if line.startswith("```"):
+            if not fenced:
+                opening.append(line)
+            fenced = not fenced
+    assert opening
+    assert set(opening) <= {"```sh", "```text"}, set(opening)
     # Hugo looks for a publish date under `published`; a `layout` would override the one
     # the site gives its pages (Jekyll's `defaults`, Hugo's section templates).
     assert not {"published", "layout"} & set(fm)

@@ -18,13 +18,29 @@ DONE, FAILED, SKIPPED = "done", "failed", "skipped"
 STATUSES = (DONE, FAILED, SKIPPED)
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it where /proc says it (Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """``data`` appears at ``path`` whole or not at all (temporary name, fsync, rename),
-    whatever kills the writer."""
+    whatever kills the writer. Its mode is what ``open`` would give it (0666 less the
+    umask), not the temporary file's 0600: a post's data behind a web server running as
+    another user was unreadable."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
