@@ -11,7 +11,6 @@ The same scripts run under ``sh -c`` locally and through SSH on remote hosts.
 
 from __future__ import annotations
 
-import base64
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from perfpost.errors import PerfpostError
+from perfpost.shell import write_file_line
 from perfpost.tools.base import Proc
 
 MARKER = "@perfpost"
@@ -52,8 +52,8 @@ def _check_scratch(path: str) -> str:
 def prepare_script(
     workdir: str, logdir: str, procs: Sequence[Proc], files: Sequence[tuple[str, str]] = ()
 ) -> str:
-    """Create the cell's work directory, write the plan's files into it (as base64: no
-    character of them is read by the shell) and run the unmeasured preparation commands."""
+    """Create the cell's work directory, write the plan's files into it and run the
+    unmeasured preparation commands."""
     lines = [
         "set -u",
         "export LC_ALL=C",
@@ -62,9 +62,7 @@ def prepare_script(
     for name, text in files:
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"a plan's file is a name in the scratch directory: {name!r}")
-        data = base64.b64encode(text.encode()).decode()
-        target = shlex.quote(f"{workdir}/{name}")
-        lines.append(f"printf %s {data} | base64 -d > {target} || exit $?")
+        lines.append(f"{write_file_line(f'{workdir}/{name}', text)} || exit $?")
     log = shlex.quote(f"{logdir}/prepare.log")
     for proc in procs:
         lines.append(f"{quote(proc.argv)} >>{log} 2>&1 || exit $?")
