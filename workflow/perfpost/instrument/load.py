@@ -17,7 +17,7 @@ import shlex
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfpost.errors import ConfigError
@@ -104,7 +104,7 @@ def settings(raw: Any, where: str) -> dict[str, Any]:
 
 
 def run_script(
-    state: str, argv: list[str], workdir: str, timeout: float, prepare: list[list[str]] = ()
+    state: str, argv: list[str], workdir: str, timeout: float, prepare: Sequence[list[str]] = ()
 ) -> str:
     """The load on the host: prepared (a dd reader's input file) and started in its own
     scratch directory, its pid in ``state``; it ends when asked (TERM, then KILL) or after
@@ -202,7 +202,6 @@ class Load(Beside):
         self.after: tuple[float, int, int] | None = None
         self.state = ""
         self.writes = True
-        self.stopped_early = False
 
     def start(self, cell: Cell) -> None:
         """Start the load, give it its lead, and read its counters last, right before the
@@ -250,7 +249,6 @@ class Load(Beside):
         try:
             got = cell.host.run(counters_script(self.state), SHORT_TIMEOUT, force=True)
             self.after = parse_counters(got.stdout)
-            self.stopped_early = self.after is None
             cell.host.run(stop_script(self.state), SHORT_TIMEOUT, force=True)
         except Exception as e:
             self.error = self.error or e

@@ -70,9 +70,25 @@ def _strip_comment(line: str) -> str:
     return line.strip()
 
 
+class _Refused(Exception):
+    def __init__(self, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
 def parse(text: str, where: str) -> JobFile:
     """The sections and variables of a job file; a :class:`ConfigError` at ``where`` naming the
-    line for what fio would not read here (an option before any section, an ``include``)."""
+    line for what fio would not read here (an option before any section, an ``include``).
+    Read once per text: every cell and every run of an experiment plans from the same one."""
+    try:
+        return _parse(text)
+    except _Refused as e:
+        at = where if e.line is None else f"{where}, line {e.line}"
+        raise ConfigError(at, e.message) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(text: str) -> JobFile:
     lines = text.splitlines()
     sections: list[Section] = []
     current: tuple[str, int, list[tuple[str, str | None]]] | None = None
@@ -89,7 +105,7 @@ def parse(text: str, where: str) -> JobFile:
         for m in _VAR.finditer(raw.split(";", 1)[0].split("#", 1)[0]):
             name = m.group(1)
             if not _NAME.match(name):
-                raise ConfigError(f"{where}, line {no}", f"${{{name}}} is not a variable name")
+                raise _Refused(no, f"${{{name}}} is not a variable name")
             variables.setdefault(name, no)
         stripped = raw.strip()
         if not stripped or stripped[0] in ";#":
@@ -99,28 +115,26 @@ def parse(text: str, where: str) -> JobFile:
             close(last)
             name = m.group(1).strip()
             if name != GLOBAL and name in seen:
-                raise ConfigError(
-                    f"{where}, line {no}",
-                    f"job [{name}] is also at line {seen[name]}: overrides name a job once",
+                raise _Refused(
+                    no, f"job [{name}] is also at line {seen[name]}: overrides name a job once"
                 )
             seen[name] = no
             current = (name, no, [])
             last = no
             continue
         if stripped.startswith("include ") or stripped == "include":
-            raise ConfigError(
-                f"{where}, line {no}",
-                "`include` of another job file: perfpost delivers one file; put it in this one",
+            raise _Refused(
+                no, "`include` of another job file: perfpost delivers one file; put it in this one"
             )
         if current is None:
-            raise ConfigError(f"{where}, line {no}", f"{stripped!r} comes before any [section]")
+            raise _Refused(no, f"{stripped!r} comes before any [section]")
         option = _strip_comment(stripped)
         key, eq, value = option.partition("=")
         current[2].append((key.strip(), value.strip() if eq else None))
         last = no
     close(last)
     if not any(s.is_job for s in sections):
-        raise ConfigError(where, "no job in the file: only [global] sections, or none")
+        raise _Refused(None, "no job in the file: only [global] sections, or none")
     return JobFile(text, tuple(sections), tuple(variables.items()))
 
 
