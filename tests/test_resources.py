@@ -84,6 +84,10 @@ def test_a_step_shorter_than_two_samples_is_not_given_a_bottleneck_or_a_flag():
         "the samples around it are mostly time outside it, so they cannot say what bound it"
     )
     assert long["bound"]["what"] == [("CPU", "h1")]  # two intervals: resolved
+    # The table shows no share for it, and the overview figure does not draw it.
+    (row,) = [r for r in resources.table([short])["rows"]]
+    assert row["cpu"] == "step too short"
+    assert row["util"] == "-"
     got = resources.check(w, [])
     assert [f.split(":")[0] for f in got["flags"]] == ["`long`"]
     assert "3 run(s) measured for less than 2 sampling intervals" in got["facts"][1]

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from perfpost.analysis.plots import COLOURS, DPI, WIDTH_IN, _fit_title, _legend_below, _save
-from perfpost.analysis.resources import cell_profiles
+from perfpost.analysis.resources import UNRESOLVED, cell_profiles
 from perfpost.analysis.tidy import results
 from perfpost.clusters.metrics import LATENCIES
 
@@ -35,7 +35,8 @@ def _fit_above(fig: Any, legend: Any) -> None:
 
 def overview(window: pd.DataFrame, axes: list[str], title: str, out_base: Path) -> dict | None:
     """CPU busy and the busiest disk's utilisation per cell and host (bars, medians)."""
-    profiles = cell_profiles(window, axes)
+    # A cell whose step was shorter than two samples has no share of its own to draw.
+    profiles = [c for c in cell_profiles(window, axes) if c["bound"]["verdict"] != UNRESOLVED]
     rows = [(c["cell"], p) for c in profiles for p in c["nodes"]]
     if not rows:
         return None

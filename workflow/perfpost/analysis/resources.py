@@ -35,6 +35,7 @@ SCHEMA_VERSION = 1
 # A measured step shorter than this many sampling intervals is not resolved by the samples:
 # the intervals around it are mostly time outside it (a 10 ms read in a 1 s interval).
 RESOLVED_INTERVALS = 2.0
+UNRESOLVED = "unresolved"  # the verdict of such a step
 
 RUN_COLUMNS = ("experiment", "cell", "host", "repeat", "attempt", "status")
 SERIES_COLUMNS = ("node", "resource", "metric", "t", "seconds", "value", "unit")
@@ -343,7 +344,7 @@ def bound(profiles: list[dict[str, Any]]) -> dict[str, Any]:
     if short:
         p = short[0]
         return {
-            "verdict": "unresolved",
+            "verdict": UNRESOLVED,
             "what": [],
             "sentence": f"the measured step took {format_seconds(p['step'])} (median), shorter "
             f"than {RESOLVED_INTERVALS:g} sampling intervals of {format_seconds(p['interval'])}: "
@@ -527,6 +528,18 @@ def table(profiles: list[dict[str, Any]]) -> dict[str, Any]:
     for c in profiles:
         for p in c["nodes"]:
             disk = p["disk"]
+            if c["bound"]["verdict"] == UNRESOLVED:  # no share of the step's own to show
+                rows.append(
+                    {
+                        "cell": c["cell"],
+                        "node": p["node"],
+                        "roles": p["roles"],
+                        "cpu": "step too short",
+                        **dict.fromkeys(("cpu_busy", "iowait", "disk", "util", "write"), "-"),
+                        **dict.fromkeys(("await", "psi", "tool_gc", "daemons"), "-"),
+                    }
+                )
+                continue
             rows.append(
                 {
                     "cell": c["cell"],
