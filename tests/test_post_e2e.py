@@ -361,10 +361,13 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
     def embedded(rel: str) -> bytes:
         return base64.b64decode(results[rel]["data_uri"].split(";base64,", 1)[1])
 
-    # Each figure perfpost drew, byte for byte: the throughput, the comparison and the
-    # resources overview (its runs are too short for a figure over time).
+    # Each figure perfpost drew, byte for byte: the throughput and the comparison. No
+    # resources figure: 8 MiB into memory takes milliseconds, under two 1-s samples, so the
+    # samples cannot show what the step did (the post's Resources section says so).
     pngs = sorted((run / "reports" / "blocks" / "figures").glob("*.png"))
-    assert [p.name for p in pngs] == ["compare-1.png", "resources.png", "throughput.png"]
+    assert [p.name for p in pngs] == ["compare-1.png", "throughput.png"]
+    post = (run / "reports" / "blocks" / "index.md").read_text()
+    assert "every cell's measured step was shorter than two sampling intervals" in post
     for png in pngs:
         rel = str(png.relative_to(run))
         assert results[rel]["mime_type"] == "image/png"
@@ -606,10 +609,10 @@ def test_a_published_post_builds_in_hugo_and_shows_every_figure_and_table(
     with serving(tmp_path / "public") as base:
         good = dump_dom(f"{base}/posts/blocks/", tmp_path / "profile-1")
         bad = dump_dom(f"{base}/posts/broken/", tmp_path / "profile-2")
-    # The post: three figures (throughput, the comparison, the resources overview) and four
-    # tables (results, comparisons, resources, failed cells), each with the rows its
-    # markdown has.
-    assert len(image_links(post)) == 3
+    # The post: two figures (throughput, the comparison; the steps are too short for a
+    # resources figure) and four tables (results, comparisons, resources, failed cells), each
+    # with the rows its markdown has.
+    assert len(image_links(post)) == 2
     assert len(markdown_table_rows(post)) == 4
     assert page_problems(good, post) == []
     assert page_problems(bad, broken) == ["figures/missing.png: did not load"]
@@ -634,8 +637,8 @@ def test_a_published_post_is_a_page_of_a_jekyll_site(run, tmp_path, monkeypatch,
     assert isinstance(fm["date"], dt.datetime)
     assert all(isinstance(t, str) for t in fm["tags"])
     links = image_links(text) + re.findall(r"\]\(([^)#:]+\.(?:csv|svg))\)", text)
-    # 3 figures, their SVGs, data.csv, comparisons.csv, resources-window.csv
-    assert len(links) == 9
+    # 2 figures, their SVGs, data.csv, comparisons.csv, resources-window.csv
+    assert len(links) == 7
     for link in links:
         assert (page / link).is_file(), link
         assert not any(part.startswith((".", "_", "#", "~")) for part in Path(link).parts)
