@@ -118,6 +118,35 @@ def test_a_failed_task_fails_with_the_first_error_and_its_exception():
     assert reason.startswith("freon.log:5: Error on executing task 0: java.io.IOException")
 
 
+def test_cmdw_out_of_open_files_says_why_with_the_logs_own_numbers():
+    # A real run under `ulimit -n 512` (capture.sh): cmdw keeps every FILE_PER_BLOCK block's
+    # file open, so it failed once its blocks and the JVM's own files filled the limit.
+    text = read("cmdw-nofile.log")
+    with pytest.raises(ParseError) as e:
+        freon.parse_text(text, "cmdw-nofile.log")
+    assert "executed 4432 of 20000" in str(e.value)  # the log's own summary line
+    reason = freon.error_reason({"freon.log": text})
+    assert reason.startswith("freon.log:10: Error on executing task 4321:")
+    assert "151.block (Too many open files)" in reason
+    # 4432 chunks written ("Successful executions"), 16 a block ("chunksPerBlock=16"):
+    # ceil(4432 / 16) = 277 block files, and 512 - 277 = 235 left for the JVM's own.
+    assert "4432 chunks at 16 a block (-c) held about 277 files open" in reason
+    assert "ulimit -n" in reason
+
+
+def test_out_of_open_files_elsewhere_names_the_limit_but_not_cmdw():
+    text = re.sub(
+        r"java.io.IOException: Mkdirs failed.*",
+        "java.io.FileNotFoundException: /tmp/x/part-0 (Too many open files)",
+        read("dfsg-failed.log"),
+    )
+    reason = freon.error_reason({"freon.log": text})
+    assert reason.endswith(
+        "part-0 (Too many open files); the tool ran out of open files (its `ulimit -n`)"
+    )
+    assert "FILE_PER_BLOCK" not in reason
+
+
 def test_a_run_that_did_nothing_fails_with_its_bare_message():
     with pytest.raises(ParseError, match=r"executed 0 of 100 operations.*dbParentDir == null"):
         freon.parse_text(read("cmdw-failed.log"), "cmdw-failed.log")

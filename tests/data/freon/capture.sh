@@ -42,6 +42,10 @@ script -qec "$ozone vapor ${dn[*]} ${schema[*]} cmdw -n 30000 -s 1024 -t 2 -l FI
 "$ozone" vapor "${dn[@]}" "${schema[@]}" cmdw -n 100000000 -s 1024 -t 2 -l FILE_PER_CHUNK \
   2> cmdw-killed.log & p=$!
 sleep 6; kill -KILL $p; wait $p 2>/dev/null; echo "killed"
+# cmdw never finishes a block, so FILE_PER_BLOCK keeps every block's file open to the end of
+# the run: under an open-file limit of 512 it fails after about 512 - the JVM's own files, x 16.
+(ulimit -n 512; "$ozone" vapor "${dn[@]}" "${schema[@]}" cmdw -n 20000 -s 1024 -t 2 \
+  -l FILE_PER_BLOCK 2> cmdw-nofile.log); echo "cmdw-nofile exit $?"
 # A task that fails: ERROR with a stack trace, "One or more freon test is failed.", exit 255.
 (cd / && "$ozone" freon dfsg --path file:///proc/perfpost-nope -n 20 -s 1024 -t 1 \
   2> "$OLDPWD/dfsg-failed.log"); echo "dfsg-failed exit $?"

@@ -400,13 +400,32 @@ def error_reason(texts: Mapping[str, str]) -> str | None:
         log = _Log(text, name)
         if log.errors:
             no, msg = log.errors[0]
-            return f"{name}:{no}: {msg}"
+            return f"{name}:{no}: {msg}" + _out_of_files(msg, text, log)
         if log.failed_marker:
             return f"{name}:{log.failed_marker}: {_FAILED}"
         if log.bare:
             no, msg = log.bare[0]
             return f"{name}:{no}: {msg}"
     return None
+
+
+def _out_of_files(msg: str, text: str, log: _Log) -> str:
+    """What "Too many open files" means, said where a reader meets it. cmdw never finishes a
+    block (no putBlock), and Ozone's FILE_PER_BLOCK chunk manager keeps a block's file open
+    until it is finished or idle for 10 minutes: a run holds one file per block it wrote."""
+    if "Too many open files" not in msg:
+        return ""
+    said = "; the tool ran out of open files (its `ulimit -n`)"
+    per_block = re.search(r"chunksPerBlock=(\d+)", text)
+    if msg.rstrip().endswith(".block (Too many open files)") and per_block:
+        c = int(per_block.group(1))
+        done = log.success or 0
+        said += (
+            f": cmdw -l FILE_PER_BLOCK keeps the file of every block it writes open until the "
+            f"run ends, and {done} chunks at {c} a block (-c) held about {-(-done // c)} "
+            "files open; give it more chunks a block (-c), fewer chunks, or a higher limit"
+        )
+    return said
 
 
 def window(log: _Log) -> Window | None:
