@@ -26,6 +26,8 @@ quotes a number without the evidence behind it:
   chi-square approximation, which flags two sessions of three runs twice as often as it
   says). The post's cells with several sessions are one family: flagged where Holm's
   adjusted p is at most :data:`ALPHA`: the runs were pooled, but the sessions disagree.
+- **Drift**: each cell's runs against the order they started in (Mann-Kendall, exact p;
+  :mod:`perfpost.analysis.drift`); flagged where they rose or fell with it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from perfpost import tools
-from perfpost.analysis import resources
+from perfpost.analysis import drift, resources
 from perfpost.analysis.stats import holm
 from perfpost.analysis.tidy import results
 from perfpost.tools.base import LAG_SHARE
@@ -524,6 +526,7 @@ def checks(
         sync_check(tidy_df, axes),
         lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None)),
         session_check(tidy_df, cells, axes, metric),
+        drift.check(tidy_df, cells, axes, metric),
         resources.check(resources_df, axes, tidy_df),
     ]
     return [c for c in found if c is not None]
