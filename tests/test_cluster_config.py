@@ -187,6 +187,15 @@ def test_cells_of_one_configuration_come_before_the_next_ones():
     assert priority(W("storage=hdfs,buffer=one")) == 1
 
 
+def test_runs_against_clusters_cannot_be_interleaved():
+    def interleaved(cfg):
+        del cfg["clusters"]["hdfs"]["hdfs-site"]
+        cfg["experiments"]["e"]["order"] = "interleaved"
+
+    with pytest.raises(ConfigError, match=r"experiments\.e\.order.*grouped by cluster"):
+        plan_of(interleaved)
+
+
 def test_cells_without_clusters_have_no_priority_function():
     plan = build_plan(
         {

@@ -153,7 +153,7 @@ def test_the_check_orders_runs_by_their_start_and_flags_only_the_drifting_cell()
     assert f"S = +45 of at most 45, p = {p:.3g}; {2 * p:.3g} after Holm" in flag
     assert "from 910 MB/s in the first to 1 GB/s in the last" in flag
     # Theil-Sen: +10 MB/s a run over the median 955 MB/s is +1.05%, shown as +1.0%.
-    assert "+1.0% of the median a run" in flag
+    assert "+1.0% of the median a run of the cell" in flag
     assert "2 cell(s) tested" in " ".join(got["facts"])
 
 

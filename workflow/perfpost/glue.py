@@ -20,6 +20,7 @@ from typing import Any
 from perfpost import paths, records
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
+from perfpost.plan import order as order_
 from perfpost.plan.config import CellSpec, Plan, read_round
 from perfpost.run import cellclient
 from perfpost.run.lifeline import RETRIES_ENV
@@ -153,17 +154,34 @@ def _undecided_runs(plan: Plan, experiment: str) -> list[str]:
 
 
 def cell_priority(plan: Plan) -> Any:
-    """Cells of one cluster configuration before the next one's, so that few clusters are
-    up at once (each is stopped after its last cell); 0 where no experiment has clusters."""
+    """The order a host makes its runs in, as the cell jobs' priorities (a host runs one at a
+    time, the highest first): cells of one cluster configuration before the next one's, so
+    that few clusters are up at once (each is stopped after its last cell); an experiment's
+    ``order`` (plan.order) among its own runs; 0 where neither applies."""
     order: dict[str, int] = {}
     for exp in plan.experiments.values():
         for cell in exp.cells:
             for c in exp.cluster_specs.get(cell.id, []):
                 order.setdefault(ClusterSpec.from_dict(c).ident(), len(order))
-    if not order:
+    # (experiment, cell, repeat) -> its priority: the first run of the experiment's
+    # sequence the highest. An ordered experiment has no clusters, so its priorities and the
+    # clusters' ranks never order the same runs.
+    # Experiments declared earlier come first, each as one block.
+    runs: dict[tuple[str, str, int], int] = {}
+    for name, exp in reversed(plan.experiments.items()):
+        if exp.order is None:
+            continue
+        seq = order_.sequence(exp.order, [c.id for c in exp.cells], exp.repeats)
+        base = len(runs)
+        for i, (cell, repeat) in enumerate(seq):
+            runs[(name, cell, repeat)] = base + len(seq) - i
+    if not order and not runs:
         return 0
+    ordered = {name for name, _, _ in runs}
 
     def priority(wildcards: Any) -> int:
+        if wildcards.experiment in ordered:
+            return runs.get((wildcards.experiment, wildcards.cell, int(wildcards.repeat)), 0)
         specs = plan.experiments[wildcards.experiment].cluster_specs.get(wildcards.cell)
         if not specs:
             return 0
@@ -663,7 +681,10 @@ def axes_json(plan: Plan, experiment: str) -> str:
 def experiment_json(plan: Plan, experiment: str) -> str:
     exp = plan.experiments[experiment]
     # Key order matters: axes keep their declared order in figures and tables.
-    return json.dumps({**exp.public(), "config_hash": exp.config_hash()})
+    out = {**exp.public(), "config_hash": exp.config_hash()}
+    if exp.order is not None:
+        out["order_cells"] = [c.id for c in exp.cells]  # the rounds' order (plan.order)
+    return json.dumps(out)
 
 
 def env_files(plan: Plan, experiment: str) -> list[str]:

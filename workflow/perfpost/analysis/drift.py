@@ -154,8 +154,8 @@ def check(
             f"{t.pairs}, p = {t.p:.3g}; {adj:.3g} after Holm's correction over {len(tested)} "
             f"cells), from {format_value(values.iloc[0], unit)} in the first to "
             f"{format_value(values.iloc[-1], unit)} in the last, {share:+.1%} of the median a "
-            "run (Theil-Sen): the median is of a moving target, and cells measured one after "
-            "another differ by the drift too."
+            "run of the cell (Theil-Sen): the median is of a moving target, and cells whose "
+            "runs were not interleaved (`order:`) differ by the drift as well as by their axes."
         )
     where, _, least, _ = min(tested, key=lambda x: x[2].p)
     facts.append(

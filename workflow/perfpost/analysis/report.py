@@ -31,6 +31,7 @@ from perfpost.analysis import (
     precision,
     profiles,
     resources,
+    runorder,
     stats,
     steady,
     validity,
@@ -697,6 +698,7 @@ def render(
         "n_runs": len(cells),
         "n_done": int((cells["status"] == records.DONE).sum()),
         "overlap": overlap(cells),
+        "run_order": runorder.sentence(experiment, cells),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
         "runs": run_table(

@@ -27,6 +27,7 @@ from perfpost.hostenv import LOCALHOST
 from perfpost.instrument import jfr, load
 from perfpost.instrument import resources as telemetry
 from perfpost.plan import matrix
+from perfpost.plan import order as order_
 
 SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
@@ -201,6 +202,7 @@ class Experiment:
     # ``repeats`` is ``min``, the runs every cell gets before its precision is looked at
     precision: dict[str, Any] | None = None
     load: dict[str, Any] = field(default_factory=dict)  # instrument.load.settings(background)
+    order: Any = None  # plan.order: None, back-to-back, interleaved, {random: seed}
 
     @property
     def max_repeats(self) -> int:
@@ -242,6 +244,8 @@ class Experiment:
             out["background"] = self.background
         if self.precision:
             out["precision"] = self.precision
+        if self.order is not None:
+            out["order"] = self.order
         if self.env:
             out["env"] = hostenv.public(self.env)  # a secret by its source, never its value
         return out
@@ -1082,6 +1086,13 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
                     params,
                     f"{where}[{cell.id}]",
                 )
+        exp.order = order_.settings(
+            exp.order,
+            where,
+            clusters=bool(exp.cluster_specs),
+            precision=exp.precision is not None,
+            together=exp.start_together,
+        )
         experiments[name] = exp
     return Plan(
         hosts=hosts,

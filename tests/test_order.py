@@ -1,0 +1,119 @@
+"""The run order an experiment asks for: the sequences written out by hand, what the config
+refuses, the priorities the cell jobs get, and how the post reads the order from the runs'
+start times."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from perfpost import glue
+from perfpost.analysis import runorder
+from perfpost.errors import ConfigError
+from perfpost.plan import config as pconfig
+from perfpost.plan import order
+
+A, B, C = "c=a", "c=b", "c=c"
+
+
+def test_interleaved_is_abba_rounds():
+    # Two cells, four rounds: A B | B A | A B | B A.
+    assert order.sequence("interleaved", [A, B], 4) == [
+        (A, 1), (B, 1), (B, 2), (A, 2), (A, 3), (B, 3), (B, 4), (A, 4),
+    ]  # fmt: skip
+    # Three cells: declared order, then reversed.
+    assert [c for c, _ in order.sequence("interleaved", [A, B, C], 2)] == [A, B, C, C, B, A]
+
+
+def test_back_to_back_is_cell_after_cell():
+    assert order.sequence("back-to-back", [A, B], 2) == [(A, 1), (A, 2), (B, 1), (B, 2)]
+
+
+def test_random_rounds_are_each_a_shuffle_and_the_seed_repeats_them():
+    seq = order.sequence({"random": 7}, [A, B, C], 50)
+    rounds = [seq[i : i + 3] for i in range(0, 150, 3)]
+    assert all(sorted(c for c, _ in r) == [A, B, C] for r in rounds)
+    assert all({r for _, r in rnd} == {k} for k, rnd in enumerate(rounds, start=1))
+    assert len({tuple(c for c, _ in r) for r in rounds}) == 6  # all 3! orders turn up in 50
+    assert order.sequence({"random": 7}, [A, B, C], 50) == seq
+    assert order.sequence({"random": 8}, [A, B, C], 50) != seq
+
+
+def test_followed_counts_runs_in_their_planned_place():
+    planned = [(A, 1), (B, 1), (B, 2), (A, 2)]
+    assert order.followed(planned, planned) == 4
+    assert order.followed(planned, [(B, 1), (A, 1), (B, 2), (A, 2)]) == 2
+    # A run that never started is left out of both: the rest are still in place.
+    assert order.followed(planned, [(A, 1), (B, 2), (A, 2)]) == 3
+
+
+def exp_config(**over):
+    e = {"tool": "dd", "params": {"dir": "/tmp", "bs": "{bs}", "count": 1}, "repeats": 3}
+    e["axes"] = {"bs": ["4k", "1M"]}
+    return {"experiments": {"e": {**e, **over}}}
+
+
+def test_the_order_is_checked_with_its_key():
+    with pytest.raises(ConfigError, match=r"experiments\.e\.order"):
+        pconfig.build_plan(exp_config(order="abba"))
+    with pytest.raises(ConfigError, match=r"experiments\.e\.order.*precision target"):
+        pconfig.build_plan(
+            exp_config(order="interleaved", repeats={"min": 3, "max": 9, "precision": "5%"})
+        )
+    with pytest.raises(ConfigError, match=r"experiments\.e\.order.*start_together"):
+        pconfig.build_plan(exp_config(order="interleaved", start_together=True))
+
+
+def test_no_order_leaves_the_config_hash_as_it_was():
+    # Records made before `order:` existed keep their config hash, so nothing re-runs.
+    plain = pconfig.build_plan(exp_config()).experiments["e"]
+    assert "order" not in plain.public()
+    asked = pconfig.build_plan(exp_config(order="interleaved")).experiments["e"]
+    assert asked.public()["order"] == "interleaved"
+    assert asked.config_hash() != plain.config_hash()
+
+
+class WC:
+    def __init__(self, experiment, cell, repeat):
+        self.experiment, self.cell, self.repeat = experiment, cell, str(repeat)
+
+
+def test_priorities_put_each_host_s_runs_in_the_planned_order():
+    plan = pconfig.build_plan(exp_config(order="interleaved"))
+    priority = glue.cell_priority(plan)
+    cells = [c.id for c in plan.experiments["e"].cells]
+    by_priority = sorted(
+        ((c, r) for c in cells for r in (1, 2, 3)),
+        key=lambda x: -priority(WC("e", x[0], x[1])),
+    )
+    assert by_priority == order.sequence("interleaved", cells, 3)
+    assert json.loads(glue.experiment_json(plan, "e"))["order_cells"] == cells
+    assert glue.cell_priority(pconfig.build_plan(exp_config())) == 0  # unset: as before
+
+
+def cells_csv(runs):
+    t0 = pd.Timestamp("2026-11-27T00:00:00Z")
+    return pd.DataFrame(
+        [
+            {"cell": c, "host": h, "repeat": r, "start": str(t0 + pd.Timedelta(seconds=s))}
+            for c, r, h, s in runs
+        ]
+    )
+
+
+def test_the_post_says_how_many_runs_came_where_the_plan_put_them():
+    exp = {"order": "interleaved", "order_cells": [A, B], "repeats": 2}
+    # h1 kept the plan A B B A; on h2 the second round came A B (started in that order).
+    runs = [(A, 1, "h1", 0), (B, 1, "h1", 1), (B, 2, "h1", 2), (A, 2, "h1", 3)]
+    runs += [(A, 1, "h2", 0), (B, 1, "h2", 1), (A, 2, "h2", 2), (B, 2, "h2", 3)]
+    said = runorder.sentence(exp, cells_csv(runs))
+    assert "A B B A" in said
+    assert "on each of 2 hosts, 6 of the 8 runs came where the plan put them" in said
+
+
+def test_without_an_order_the_post_counts_the_moves_between_cells():
+    runs = [(A, 1, "h1", 0), (A, 2, "h1", 1), (B, 1, "h1", 2), (A, 3, "h1", 3), (B, 2, "h1", 4)]
+    said = runorder.sentence({"repeats": 3}, cells_csv(runs))
+    assert said.startswith("No order was asked for")
+    # A A B A B: three moves; cell after cell would be one.
+    assert "the 5 runs moved from one cell to another 3 time(s) (cell after cell: 1)" in said
