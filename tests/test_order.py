@@ -117,3 +117,14 @@ def test_without_an_order_the_post_counts_the_moves_between_cells():
     assert said.startswith("No order was asked for")
     # A A B A B: three moves; cell after cell would be one.
     assert "the 5 runs moved from one cell to another 3 time(s) (cell after cell: 1)" in said
+
+
+def test_an_experiment_that_compares_is_interleaved_unless_it_cannot_be():
+    compare = [{"baseline": {"bs": "4k"}, "candidate": {"bs": "1M"}}]
+    assert pconfig.build_plan(exp_config(compare=compare)).experiments["e"].order == "interleaved"
+    # A precision target adds runs round by round: left in the workflow's order, no error.
+    precise = exp_config(compare=compare, repeats={"min": 3, "max": 9, "precision": "5%"})
+    assert pconfig.build_plan(precise).experiments["e"].order is None
+    # Said otherwise, kept.
+    kept = exp_config(compare=compare, order="back-to-back")
+    assert pconfig.build_plan(kept).experiments["e"].order == "back-to-back"

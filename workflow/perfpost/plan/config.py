@@ -1092,6 +1092,7 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
             clusters=bool(exp.cluster_specs),
             precision=exp.precision is not None,
             together=exp.start_together,
+            compares=bool(exp.compare),
         )
         experiments[name] = exp
     return Plan(

@@ -24,13 +24,17 @@ BACK_TO_BACK = "back-to-back"
 INTERLEAVED = "interleaved"
 
 
-def settings(raw: Any, where: str, *, clusters: bool, precision: bool, together: bool) -> Any:
+def settings(
+    raw: Any, where: str, *, clusters: bool, precision: bool, together: bool, compares: bool
+) -> Any:
     """``order:`` as given (the schema checked its form), refused where perfpost cannot keep
     it: the runs of a cluster's cells are grouped so one cluster is up at a time, a precision
     target decides each cell's next runs from its last, and start_together runs are one job
-    for every host."""
+    for every host. Unset, an experiment that compares its cells is interleaved where it can
+    be (it costs nothing there), and any other keeps the workflow's order."""
     if raw is None:
-        return None
+        cheap = compares and not (clusters or precision or together)
+        return INTERLEAVED if cheap else None
     why = (
         "cells against clusters run grouped by cluster, so that one is up at a time"
         if clusters
