@@ -56,10 +56,6 @@ def exp_config(**over):
 def test_the_order_is_checked_with_its_key():
     with pytest.raises(ConfigError, match=r"experiments\.e\.order"):
         pconfig.build_plan(exp_config(order="abba"))
-    with pytest.raises(ConfigError, match=r"experiments\.e\.order.*precision target"):
-        pconfig.build_plan(
-            exp_config(order="interleaved", repeats={"min": 3, "max": 9, "precision": "5%"})
-        )
     with pytest.raises(ConfigError, match=r"experiments\.e\.order.*start_together"):
         pconfig.build_plan(exp_config(order="interleaved", start_together=True))
 
@@ -76,6 +72,17 @@ def test_no_order_leaves_the_config_hash_as_it_was():
 class WC:
     def __init__(self, experiment, cell, repeat):
         self.experiment, self.cell, self.repeat = experiment, cell, str(repeat)
+
+
+def test_a_precision_target_s_later_rounds_have_their_places_too():
+    precise = exp_config(order="interleaved", repeats={"min": 3, "max": 6, "precision": "5%"})
+    plan = pconfig.build_plan(precise)
+    priority = glue.cell_priority(plan)
+    cells = [c.id for c in plan.experiments["e"].cells]
+    # Round 5 (beyond min) is still A then B... reversed: an odd round, declared order.
+    assert priority(WC("e", cells[0], 5)) > priority(WC("e", cells[1], 5))
+    assert priority(WC("e", cells[1], 4)) > priority(WC("e", cells[0], 4))
+    assert priority(WC("e", cells[0], 4)) > priority(WC("e", cells[0], 5))
 
 
 def test_priorities_put_each_host_s_runs_in_the_planned_order():
@@ -122,9 +129,9 @@ def test_without_an_order_the_post_counts_the_moves_between_cells():
 def test_an_experiment_that_compares_is_interleaved_unless_it_cannot_be():
     compare = [{"baseline": {"bs": "4k"}, "candidate": {"bs": "1M"}}]
     assert pconfig.build_plan(exp_config(compare=compare)).experiments["e"].order == "interleaved"
-    # A precision target adds runs round by round: left in the workflow's order, no error.
+    # A precision target too: its later rounds take their planned places when they come.
     precise = exp_config(compare=compare, repeats={"min": 3, "max": 9, "precision": "5%"})
-    assert pconfig.build_plan(precise).experiments["e"].order is None
+    assert pconfig.build_plan(precise).experiments["e"].order == "interleaved"
     # Said otherwise, kept.
     kept = exp_config(compare=compare, order="back-to-back")
     assert pconfig.build_plan(kept).experiments["e"].order == "back-to-back"

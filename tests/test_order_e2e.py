@@ -114,3 +114,33 @@ def test_interleaved_the_drift_cancels_and_is_flagged(tmp_path):
     assert "A B B A" in post
     assert "Validity: " in post
     assert "Drift (2 cell(s))" in post
+
+
+def test_a_precision_target_s_later_rounds_keep_the_interleaved_order(tmp_path):
+    # Each cell's round decision is a checkpoint; its next runs exist only once it is made.
+    # Every cell's pending round is asked for at once, and decisions come before runs, so
+    # the runs of rounds 4..8 still alternate A B B A (a 0.1% target: every round is run).
+    shm = tmp_path / "target"
+    shm.mkdir()
+    config = {
+        "experiments": {
+            "precise": {
+                "tool": "dd",
+                "params": {"dir": str(shm), "bs": "{bs}", "count": 64},
+                "axes": {"bs": ["4k", "8k"]},
+                "repeats": {"min": 3, "max": 8, "precision": "0.1%"},
+                "order": "interleaved",
+            }
+        }
+    }
+    work = make_checkout(tmp_path / "w", config)
+    done = snakemake(work, "--cores", "4", "report")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    cells = pd.read_csv(work / "results" / "precise" / "cells.csv").sort_values("start")
+    made = [f"{c.split('=')[1]}/{r}" for c, r in zip(cells["cell"], cells["repeat"], strict=True)]
+    want = []
+    for r in range(1, 9):
+        want += [f"4k/{r}", f"8k/{r}"] if r % 2 else [f"8k/{r}", f"4k/{r}"]
+    assert made == want
+    post = (work / "reports" / "precise" / "index.md").read_text()
+    assert "16 of the 16 runs came where the plan put them" in post

@@ -171,7 +171,7 @@ def cell_priority(plan: Plan) -> Any:
     for name, exp in reversed(plan.experiments.items()):
         if exp.order is None:
             continue
-        seq = order_.sequence(exp.order, [c.id for c in exp.cells], exp.repeats)
+        seq = order_.sequence(exp.order, [c.id for c in exp.cells], exp.max_repeats)
         base = len(runs)
         for i, (cell, repeat) in enumerate(seq):
             runs[(name, cell, repeat)] = base + len(seq) - i
@@ -491,14 +491,25 @@ def _current_records(plan: Plan, experiment: str, checkpoints: Any = None) -> li
     cells = Path(paths.fill(paths.CELLS_DIR, experiment=experiment))
     tried = set(os.listdir(cells)) if cells.is_dir() else set()
     out = []
+    pending = []
     for cell in exp.cells:
         for host in exp.hosts:
             if checkpoints is not None:
-                runs = runs_decided(plan, experiment, cell.id, host, checkpoints)
+                try:
+                    runs = runs_decided(plan, experiment, cell.id, host, checkpoints)
+                except Exception as e:  # Snakemake's IncompleteCheckpointException
+                    if not hasattr(e, "targetfile"):
+                        raise
+                    # Every cell's pending round at once, not the first one's alone: with
+                    # one at a time Snakemake knew of one cell's runs only, and made them
+                    # all before the next cell's (no interleaving, no other host's runs).
+                    # The tables job depends on each, and is asked again as each is made.
+                    pending.append(e.targetfile)
+                    continue
             else:
                 runs = plan.planned_runs(experiment, cell.id, host)
             out += _records(plan, experiment, cell.id, host, range(1, runs + 1), tried)
-    return out
+    return out + pending
 
 
 def _records(

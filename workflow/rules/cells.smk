@@ -38,6 +38,9 @@ checkpoint round:
         paths.ROUND_LOG,
     wildcard_constraints:
         experiment=glue.precision_experiments(PLAN),
+    # Decided as soon as its runs are made: a decision waiting behind another cell's runs
+    # let that cell take every later round first (no interleaving).
+    priority: 1000
     conda:
         "../../envs/perfpost.yaml"
     resources:

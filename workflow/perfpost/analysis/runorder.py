@@ -46,7 +46,9 @@ def sentence(experiment: Mapping[str, Any], cells: pd.DataFrame) -> str:
             f"{switches} time(s) (cell after cell: {fewest}); `order: interleaved` "
             "alternates them."
         )
-    planned = plan_order.sequence(order, experiment["order_cells"], int(experiment["repeats"]))
+    precision = experiment.get("precision")
+    most = int(precision["max"]) if precision else int(experiment["repeats"])
+    planned = plan_order.sequence(order, experiment["order_cells"], most)
     kept = sum(plan_order.followed(planned, s) for s in by_host.values())
     runs = sum(len(s) for s in by_host.values())
     where = f" on each of {len(by_host)} hosts" if len(by_host) > 1 else ""

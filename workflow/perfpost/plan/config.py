@@ -1090,7 +1090,6 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
             exp.order,
             where,
             clusters=bool(exp.cluster_specs),
-            precision=exp.precision is not None,
             together=exp.start_together,
             compares=bool(exp.compare),
         )

@@ -24,22 +24,18 @@ BACK_TO_BACK = "back-to-back"
 INTERLEAVED = "interleaved"
 
 
-def settings(
-    raw: Any, where: str, *, clusters: bool, precision: bool, together: bool, compares: bool
-) -> Any:
+def settings(raw: Any, where: str, *, clusters: bool, together: bool, compares: bool) -> Any:
     """``order:`` as given (the schema checked its form), refused where perfpost cannot keep
-    it: the runs of a cluster's cells are grouped so one cluster is up at a time, a precision
-    target decides each cell's next runs from its last, and start_together runs are one job
-    for every host. Unset, an experiment that compares its cells is interleaved where it can
-    be (it costs nothing there), and any other keeps the workflow's order."""
+    it: the runs of a cluster's cells are grouped so one cluster is up at a time, and
+    start_together runs are one job for every host. Unset, an experiment that compares its
+    cells is interleaved where it can be (it costs nothing there), and any other keeps the
+    workflow's order. With a precision target the plan covers every run a cell may get; a
+    cell that stops early leaves its place in later rounds to the others."""
     if raw is None:
-        cheap = compares and not (clusters or precision or together)
-        return INTERLEAVED if cheap else None
+        return INTERLEAVED if compares and not (clusters or together) else None
     why = (
         "cells against clusters run grouped by cluster, so that one is up at a time"
         if clusters
-        else "a precision target adds a cell's runs one round at a time, from its results"
-        if precision
         else "start_together runs are planned per cell for every host at once"
         if together
         else None
