@@ -104,6 +104,15 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
     for storage, n in (("disk", n_disk), ("memdisk", n_mem)):
         assert re.search(rf"^\| storage={storage} \| {n} \| ", fsync, re.M), storage
     assert "95% CI" in claim
+    # Read against the A/A control, the disk measured twice, whose interval the post gives;
+    # the runs of the three cells were interleaved, as the post says.
+    (control,) = [ln for ln in fsync.splitlines() if ln.startswith("- disk again vs disk, an")]
+    assert "an A/A control (one configuration measured twice)" in control
+    assert "95% CI" in control
+    assert "A/A noise floor" in claim or "interval of the A/A control" in claim
+    assert re.search(r"^\| storage=disk-again \| \d+ \| ", fsync, re.M)
+    assert "The runs were interleaved" in fsync
+    assert "**Drift.**" in fsync
     assert "figures/compare-1.png" in fsync
     onefile = (work / "reports" / "onefile" / "index.md").read_text()
     assert "Ozone freon/vapor 2.2.0" in onefile
@@ -234,9 +243,10 @@ def _cluster_roots(work) -> list[bytes]:
 
 
 # The comparisons the default posts declare, as their reference posts made them: how many
-# groups each has (memdisk vs disk; the two layouts at two chunk sizes; Ozone vs HDFS and the
-# two copy buffers, per buffer and per storage; two Ratis placements against the disk's).
-DECLARED = {"dd-fsync": 1, "onefile": 2, "hcfs": 4, "ratis-placement": 2}
+# groups each has (memdisk vs disk and the disk's A/A control; the two layouts at two chunk
+# sizes; Ozone vs HDFS and the two copy buffers, per buffer and per storage; two Ratis
+# placements against the disk's).
+DECLARED = {"dd-fsync": 2, "onefile": 2, "hcfs": 4, "ratis-placement": 2}
 
 
 def _posts_pass_their_own_checks(work: Path) -> None:

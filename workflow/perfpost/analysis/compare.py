@@ -17,7 +17,7 @@ no interval at 95% exists at these n (2 runs against 2, 3 against 3), it says so
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -41,6 +41,8 @@ class Row:
     result: stats.Comparison
     base_label: str = "baseline"
     cand_label: str = "candidate"
+    control: bool = False  # an A/A control: one configuration measured twice
+    floor: Row | None = None  # the A/A control a claim was read against
 
 
 def _matches(df: pd.DataFrame, labels: Mapping[str, Any]) -> pd.Series:
@@ -103,8 +105,30 @@ def experiment_comparisons(
                     result=result,
                     base_label=_side_name(base_f),
                     cand_label=_side_name(cand_f),
+                    control=bool(comp.get("control")),
                 )
             )
+    return _against_controls(out)
+
+
+def _against_controls(rows: list[Row]) -> list[Row]:
+    """A claimed change that lies inside an A/A control's 95% interval (same metric; its
+    group, or its only group) is not a claim: the same configuration, measured twice in the
+    same session, moved as much."""
+    controls = [r for r in rows if r.control and r.result.ci_low is not None]
+    out = []
+    for row in rows:
+        floor = None
+        if not row.control:
+            same = [c for c in controls if c.metric == row.metric]
+            floor = next((c for c in same if c.group == row.group), None)
+            if floor is None and len(same) == 1:
+                floor = same[0]
+        if floor is not None and row.result.significant:
+            low, high = floor.result.ci_low, floor.result.ci_high
+            if low is not None and high is not None and low <= row.result.change <= high:
+                row = replace(row, result=replace(row.result, verdict=stats.NOISE_FLOOR))
+        out.append(replace(row, floor=floor) if floor is not None else row)
     return out
 
 
@@ -160,6 +184,19 @@ def sentence(row: Row) -> str:
             f"{head}: too few runs to say ({n}: the smallest possible p-value is "
             f"{_p(r.p_min)}, above {r.alpha:g}); {label} {medians} ({_pct(r.change)})."
         )
+    if row.control:
+        return _control_sentence(row, head, label, medians, n)
+    floor = ""
+    if row.floor is not None:
+        f = row.floor.result
+        floor = f"; beyond the A/A noise floor ({_pct(f.change)}, {level} CI {_ci(f)})"
+    if r.verdict == stats.NOISE_FLOOR and row.floor is not None:
+        return (
+            f"{head}: {label} changed {_pct(r.change)} ({level} CI {_ci(r)}; {medians}; {n}; "
+            f"{_tests(r)}), inside the {level} interval of the A/A control "
+            f"({row.floor.name}: {_ci(row.floor.result)}): the same configuration measured "
+            "twice moved as much, so this is not claimed."
+        )
     if r.verdict == stats.NO_DIFFERENCE:
         excludes = r.ci_low is not None and (r.ci_low > 0 or (r.ci_high or 0) < 0)
         if r.change != r.change:  # a shift over a baseline median of 0: no relative size
@@ -188,8 +225,34 @@ def sentence(row: Row) -> str:
         word = r.verdict
     return (
         f"{head}: {abs(r.change):.1%} {word} in {label} ({level} CI {_ci(r)}; {medians}; {n}; "
-        f"{_tests(r)})."
+        f"{_tests(r)}){floor}."
     )
+
+
+def _control_sentence(row: Row, head: str, label: str, medians: str, n: str) -> str:
+    """An A/A control's line: its difference and interval are the noise floor the other
+    comparisons are read against; a significant one says the session was not stable."""
+    r = row.result
+    level = f"{1 - r.alpha:.0%}"
+    said = (
+        f"{head}, an A/A control (one configuration measured twice): {label} "
+        f"{_pct(r.change)} ({level} CI {_ci(r)}; {medians}; {n}; {_tests(r)})"
+    )
+    if r.ci_low is None:
+        return f"{said}; too few runs for a {level} interval, so no noise floor."
+    if r.significant:
+        return (
+            f"{said}: the same configuration measured differently in the same session, so "
+            "something besides the axes moved the results; other comparisons inside this "
+            "interval are not claimed."
+        )
+    detect = ""
+    if r.detectable is not None and r.detectable == r.detectable:
+        detect = (
+            "; these runs could not have detected a difference smaller than about "
+            f"{r.detectable:.1%}"
+        )
+    return f"{said}: the noise floor, and a change of this metric inside it is not claimed{detect}."
 
 
 TABLE_HEADER = [
@@ -326,6 +389,7 @@ RECORD_COLUMNS = [
     "detectable",
     "method",
     "verdict",
+    "control",
 ]
 
 
@@ -335,7 +399,7 @@ def as_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
     out = []
     for row in rows:
         r = row.result
-        fields = {k: getattr(r, k) for k in RECORD_COLUMNS[4:]}
+        fields = {k: getattr(r, k) for k in RECORD_COLUMNS[4:-1]}
         out.append(
             {
                 "comparison": row.name,
@@ -343,6 +407,7 @@ def as_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 "metric": row.metric,
                 "unit": row.unit,
                 **fields,
+                "control": row.control,  # an A/A control: the noise floor, not a claim
             }
         )
     return out

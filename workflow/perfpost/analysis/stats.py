@@ -111,6 +111,9 @@ HIGHER_IS_BETTER = {"B/s": True, "1/s": True, "s": False, "ms": False}
 
 TOO_FEW = "too few runs to say"
 NO_DIFFERENCE = "no significant difference"
+# A change inside an A/A control's 95% interval: the same configuration measured twice moved
+# as much (perfpost.analysis.compare).
+NOISE_FLOOR = "within the A/A noise floor"
 IDENTICAL = "identical"  # every run of both sides had one and the same value: no test
 
 
@@ -286,7 +289,7 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        return self.verdict not in (NO_DIFFERENCE, TOO_FEW, IDENTICAL)
+        return self.verdict not in (NO_DIFFERENCE, TOO_FEW, IDENTICAL, NOISE_FLOOR)
 
 
 def _finite(values: Sequence[float]) -> list[float]:

@@ -901,6 +901,37 @@ def _check_comparisons(exp: Experiment, where: str) -> None:
                 )
 
 
+def _check_controls(exp: Experiment, where: str) -> None:
+    """An A/A control (``control: true``) compares one configuration with itself: each
+    baseline cell has a candidate cell with the same other labels and the same command."""
+    for i, comp in enumerate(exp.compare):
+        if not comp.get("control"):
+            continue
+        named = set(comp["baseline"]) | set(comp["candidate"])
+        sides = []
+        for side in ("baseline", "candidate"):
+            chosen = {}
+            for c in exp.cells:
+                labels = exp.labels[c.id]
+                if all(labels[a] == matrix.label(v) for a, v in comp[side].items()):
+                    rest = tuple(sorted((a, str(v)) for a, v in labels.items() if a not in named))
+                    chosen[rest] = c.id
+            sides.append(chosen)
+        for rest, base in sides[0].items():
+            cand = sides[1].get(rest)
+            if cand is None:
+                continue
+            a, b = exp.resolved[base], exp.resolved[cand]
+            if a != b:
+                diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                raise ConfigError(
+                    f"{where}.compare[{i}].control",
+                    f"an A/A control compares one command with itself, but `{base}` and "
+                    f"`{cand}` differ in params {', '.join(diff)}: give both labels the same "
+                    "value",
+                )
+
+
 def _instrumented_cells(exp: Experiment, where: str) -> None:
     """Which cells get a Byteman agent, and with which rules (``exp.rules``).
 
@@ -1086,6 +1117,7 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
                     params,
                     f"{where}[{cell.id}]",
                 )
+        _check_controls(exp, where)
         exp.order = order_.settings(
             exp.order,
             where,
