@@ -270,9 +270,11 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
     rows = compare.experiment_comparisons(df, exp, tools.get(exp["tool"]).PLOT_METRICS)
     for i, name in enumerate(dict.fromkeys(r.name for r in rows), start=1):
+        mine = [r for r in rows if r.name == name]
+        aa = " (A/A control: the noise floor)" if mine[0].control else ""
         fig = plots.plot_comparison(
-            [r for r in rows if r.name == name],
-            f"{exp['title']}: {name}",
+            mine,
+            f"{exp['title']}: {name}{aa}",
             Path(args.out_dir) / f"compare-{i}",
         )
         if fig:
