@@ -82,18 +82,23 @@ def mann_kendall(values: Sequence[float]) -> Trend:
         tail = sum(counts[: low + 1])
         p = min(1.0, float(2 * tail / math.factorial(n)) if s else 1.0)
     elif math.factorial(n) <= EXACT_ORDERS:
-        stats = [abs(_s(x[list(order)])) for order in itertools.permutations(range(n))]
-        p = sum(t >= abs(s) for t in stats) / len(stats)
+        orders = np.array(list(itertools.permutations(x)))
+        p = _as_far(orders, s) / len(orders)
     else:
         rng = np.random.default_rng(SEED)
-        i, j = np.triu_indices(n, 1)
         apart = 0
         for done in range(0, PERMUTATIONS, 1000):  # 1,000 orders at a time
-            orders = rng.permuted(np.tile(x, (min(1000, PERMUTATIONS - done), 1)), axis=1)
-            stats = np.abs(np.sign(orders[:, j] - orders[:, i]).sum(axis=1))
-            apart += int((stats >= abs(s)).sum())
+            apart += _as_far(
+                rng.permuted(np.tile(x, (min(1000, PERMUTATIONS - done), 1)), axis=1), s
+            )
         p = (1 + apart) / (PERMUTATIONS + 1)
     return Trend(s, pairs, p, _slope(x))
+
+
+def _as_far(orders: np.ndarray, s: int) -> int:
+    """How many rows of ``orders`` (each an order of the runs) have |S| at least ``|s|``."""
+    i, j = np.triu_indices(orders.shape[1], 1)
+    return int((np.abs(np.sign(orders[:, j] - orders[:, i]).sum(axis=1)) >= abs(s)).sum())
 
 
 def _ordered(tidy_df: pd.DataFrame, cells: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -90,6 +90,7 @@ def describe(order: Any) -> str:
 def followed(planned: list[tuple[str, int]], made: list[tuple[str, int]]) -> int:
     """How many of ``made`` (a host's runs as they started) came where the plan put them,
     among the planned runs that were made."""
-    made_set = set(made)
+    made_set, planned_set = set(made), set(planned)
     kept = [x for x in planned if x in made_set]
-    return sum(a == b for a, b in zip(kept, [x for x in made if x in set(planned)], strict=False))
+    came = [x for x in made if x in planned_set]
+    return sum(a == b for a, b in zip(kept, came, strict=True))
