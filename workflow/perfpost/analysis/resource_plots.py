@@ -54,7 +54,8 @@ def overview(window: pd.DataFrame, axes: list[str], title: str, out_base: Path) 
     ax.set_xlim(0, 100)
     ax.axvline(90, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("% of the measured step (median over runs); dotted: 90%")
-    ax.set_title(_fit_title(fig, f"{title}: resources while measuring", 11), fontsize=11)
+    # Over the figure, not the axes: the axes sit right of the centre by the cells' labels.
+    fig.suptitle(_fit_title(fig, f"{title}: resources while measuring", 11), fontsize=11)
     handles, texts = ax.get_legend_handles_labels()
     legend = _legend_below(fig, handles, texts, None)
     _fit_above(fig, legend)
@@ -217,7 +218,7 @@ def over_time(
             if x is not None:
                 ax.axvline(x, color="grey", lw=0.8, ls=":")
     axs[-1].set_xlabel("seconds since the measured step started (dotted: its start and end)")
-    axs[0].set_title(_fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
+    fig.suptitle(_fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
     legend = _legend_below(fig, list(handles.values()), list(handles), "host / daemon")
     _fit_above(fig, legend)
     got = _save(fig, out_base, "resources_over_time")
