@@ -265,3 +265,22 @@ def test_the_tools_gc_is_a_median_share_of_each_runs_step():
     assert got["pauses"] == 4
     assert abs(got["share"] - 0.15) < 1e-12
     assert "heap_peak" not in got
+
+
+def test_the_overview_s_title_stays_inside_the_figure_beside_long_cell_labels(tmp_path, figures):
+    # Long cell labels push the axes right of the figure's centre: a title centred over the
+    # axes lost its last word off the right edge (onefile's "resources while measuring").
+    from perfpost.analysis import resource_plots
+
+    cell = "layout=FILE_PER_CHUNK,size=1M,threads=16,sync=on"
+    w = table(rows(cell, 1, "h1", "client", 0.95, 0.9, step=5.0))
+    title = "Chunk writes: one file per chunk vs one file per block"
+    assert resource_plots.overview(w, [], title, tmp_path / "resources") is not None
+    (fig,) = figures
+    fig.canvas.draw()
+    # The title, wherever it is put (over the figure, or over the axes as it was).
+    (text,) = [t for t in [fig._suptitle, *(ax.title for ax in fig.axes)] if t and t.get_text()]
+    ext, box = text.get_window_extent(fig.canvas.get_renderer()), fig.bbox
+    assert box.x0 <= ext.x0, f"{text.get_text()!r}: {ext} outside {box}"
+    assert ext.x1 <= box.x1, f"{text.get_text()!r}: {ext} outside {box}"
+    assert " ".join(text.get_text().split()) == f"{title}: resources while measuring"
