@@ -335,8 +335,9 @@ def _fit_title(fig: Figure, text: str, fontsize: float) -> str:
     breaks lines at draw time, after ``tight_layout`` made room for one: a long title then
     ran off the top of the image."""
     renderer = fig.canvas.get_renderer()
-    # An axes' title is centred over the axes, which sit right of the figure's centre (the y
-    # labels' margin): a line as wide as the figure lost its last word off the right edge.
+    # Every caller puts it over the figure (suptitle), centred: 7% of the width spare each
+    # side. Over the axes it would sit right of the centre by the y labels, and a line as
+    # wide as the figure lost its last word off the right edge.
     limit = fig.bbox.width * 0.86
     probe = fig.text(0, 0, "", fontsize=fontsize)
     lines: list[str] = []
