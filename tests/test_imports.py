@@ -32,6 +32,7 @@ LAYERS = {
     "plan": 2,  # config -> plan of cells
     "run": 3,  # cells on hosts -> records
     "analysis": 4,  # records -> tables, figures, posts
+    "history": 5,  # finished runs of many sessions -> series over builds, change points
     "glue": 5,  # what the Snakemake rules call
     "cli": 6,  # the perfpost command
 }

@@ -45,6 +45,9 @@ PROFILE_CSV = EXPERIMENT_DIR + "/profile.csv"
 # Per run: the warm-up MSER-5 found in its series, and whether the rest was steady.
 STEADY_CSV = EXPERIMENT_DIR + "/steady.csv"
 TABLES_LOG = EXPERIMENT_DIR + "/logs/tables.log"
+# What the experiment's finished runs added to the history store (perfpost.history.store).
+HISTORY_RECEIPT = EXPERIMENT_DIR + "/history.json"
+HISTORY_LOG = EXPERIMENT_DIR + "/logs/history.log"
 FIGURES_LOG = EXPERIMENT_DIR + "/logs/figures.log"
 POST_LOG = EXPERIMENT_DIR + "/logs/post.log"
 

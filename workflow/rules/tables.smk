@@ -39,3 +39,27 @@ rule tables:
     shell:
         "perfpost tables --axes {params.axes:q} --out-dir {params.out_dir:q} {input:q}"
         " > {log:q} 2>&1"
+
+
+# Finished runs -> the history store (append-only, outside results/: a nightly job's clones
+# share it); the receipt says what this experiment's runs added.
+rule history:
+    input:
+        tidy=paths.TIDY_PARQUET,
+        cells=paths.CELLS_CSV,
+        env=lambda wc: glue.env_files(PLAN, wc.experiment),
+    output:
+        paths.HISTORY_RECEIPT,
+    log:
+        paths.HISTORY_LOG,
+    conda:
+        "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
+    params:
+        exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
+        store=PLAN.history or "",
+    shell:
+        "perfpost history-add --experiment {params.exp:q} --tidy {input.tidy:q}"
+        " --cells {input.cells:q} --env {input.env:q} --store {params.store:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -219,6 +219,54 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_history_add(args: argparse.Namespace) -> int:
+    """Add an experiment's finished runs to the history store (those it lacks) and write a
+    receipt of what was added."""
+    from perfpost.analysis import compare, tidy
+    from perfpost.history import store
+    from perfpost.records import write_json_atomic
+
+    exp = json.loads(args.experiment)
+    cells = pd_read_csv(args.cells)
+    loaded = _load_records([str(r) for r in cells["record"].dropna()])
+    df = tidy.read(args.tidy)
+    envs = {}
+    for path in args.env:
+        try:
+            env = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            continue
+        envs[str(env.get("host") or Path(path).stem)] = env
+    # The metric the post compares on: the first comparison's, else the tool's first.
+    declared = [c.get("metric") for c in exp.get("compare") or [] if c.get("metric")]
+    primary = declared[0] if declared else None
+    if primary is None:
+        from perfpost import tools
+
+        primary = compare.default_metric(df, tools.get(exp["tool"]).PLOT_METRICS)
+    rows = store.rows(df, loaded, envs, primary, Path(args.results))
+    if args.store:
+        added = store.add(Path(args.store), rows)
+        added["store"] = args.store
+    else:
+        added = {"store": None, "added_runs": 0, "added_rows": 0, "file": None}
+    added["experiment"] = exp["name"]
+    added["runs"] = int(rows.drop_duplicates(store.RUN_KEY).shape[0]) if len(rows) else 0
+    write_json_atomic(args.out, added)
+    print(
+        f"{added['added_runs']} of {added['runs']} finished runs added to {args.store}"
+        if args.store
+        else "history: off (config history: false)"
+    )
+    return 0
+
+
+def pd_read_csv(path: str) -> Any:
+    import pandas as pd
+
+    return pd.read_csv(path, dtype=str, keep_default_na=False).replace("", None)
+
+
 def _cmd_round(args: argparse.Namespace) -> int:
     from perfpost.analysis import precision
     from perfpost.records import write_json_atomic
@@ -437,6 +485,16 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--out-dir", required=True)
     s.add_argument("records", nargs="*")
     s.set_defaults(func=_cmd_tables)
+
+    s = sub.add_parser("history-add", help="(workflow step) add finished runs to the history")
+    s.add_argument("--experiment", required=True, help="the experiment as JSON")
+    s.add_argument("--tidy", required=True)
+    s.add_argument("--cells", required=True)
+    s.add_argument("--env", nargs="*", default=[])
+    s.add_argument("--results", default="results", help="the results directory (clusters/)")
+    s.add_argument("--store", default="", help="the history store; empty: history off")
+    s.add_argument("--out", required=True, help="the receipt (JSON)")
+    s.set_defaults(func=_cmd_history_add)
 
     s = sub.add_parser("round", help="(workflow step) decide whether a cell needs more runs")
     s.add_argument("--settings", required=True, help="the precision target and round, as JSON")

@@ -242,6 +242,47 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_history(args: argparse.Namespace) -> int:
+    """Each series over builds: a table and a figure; exit 1 when a newest build is worse
+    than the builds before it beyond the noise floor (a CI gate)."""
+    from perfpost.history import store, view
+
+    where = store.default_store(args.store)
+    if not store.runs_dir(where).is_dir():
+        raise PerfpostError(
+            f"{where}: no history here (a run's report adds to history/ beside results/;"
+            " --store names another)"
+        )
+    df = store.read(where)
+    chosen = view.select(df, args.experiment, args.cell, args.host, args.metric)
+    if chosen.empty:
+        asked = ", ".join(
+            f"{k} {v}"
+            for k, v in (
+                ("experiment", args.experiment),
+                ("cell", args.cell),
+                ("host", args.host),
+                ("metric", args.metric),
+            )
+            if v
+        )
+        raise PerfpostError(f"{where}: no runs in the history for {asked or 'any experiment'}")
+    found = view.series(chosen, by=args.by)
+    out = Path(args.out)
+    figures = {view.slug(s): view.figure(s, out) for s in found}
+    text = view.markdown(found, figures)
+    out.mkdir(parents=True, exist_ok=True)
+    from perfpost.records import write_text_atomic
+
+    write_text_atomic(out / "history.md", text)
+    print(text, end="")
+    print(f"\n{len(found)} series; figures and history.md in {out}/")
+    bad = view.worse(found)
+    for s in bad:
+        print(f"perfpost history: worse at the newest point: {view.title(s)}", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def add_commands(sub: Any) -> None:
     """The user commands, as subcommands of ``perfpost``. Building them imports nothing
     more: every perfpost step (one per cell) builds this parser."""
@@ -339,3 +380,27 @@ def add_commands(sub: Any) -> None:
         "--replace", action="store_true", help="replace a page already there that differs"
     )
     s.set_defaults(func=_cmd_publish)
+
+    s = sub.add_parser(
+        "history",
+        help="every series over builds: change points, a table and a figure; exit 1 when the "
+        "newest build is worse beyond the noise floor",
+        description="Read the history store (every finished run's results, with its build, "
+        "its host's fingerprint and its config's measurement hash) and show, per experiment, "
+        "cell, host and metric, the series over builds (or sessions) as a table and a figure, "
+        "with change points found by PELT. Exits 1 when a series' newest build is worse than "
+        "the builds before it beyond the noise floor, 0 otherwise, 2 on an error.",
+    )
+    s.add_argument("--store", help="the history store (default: history/, beside results/)")
+    s.add_argument("--experiment")
+    s.add_argument("--cell", help="a cell id, as in the post (storage=disk)")
+    s.add_argument("--host")
+    s.add_argument("--metric", help="default: the metric each experiment's post compares on")
+    s.add_argument(
+        "--by",
+        choices=("build", "session"),
+        default="build",
+        help="one point per build, in the order first measured (default), or per session",
+    )
+    s.add_argument("--out", default="reports/history", help="where figures and history.md go")
+    s.set_defaults(func=_cmd_history)

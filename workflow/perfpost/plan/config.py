@@ -261,6 +261,7 @@ class Plan:
     experiments: dict[str, Experiment]
     tools: dict[str, Any] = field(default_factory=dict)
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)  # as configured
+    history: str | None = "history"  # the history store (perfpost.history.store); None: off
     # A config that passed its schema checks here, to keep for the next run (where, what):
     # written by :meth:`keep_checked` when a run starts, never while the Snakefile is read.
     checked: tuple[Path, str] | None = None
@@ -1131,6 +1132,7 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
         experiments=experiments,
         tools=config.get("tools", {}),
         clusters=config.get("clusters", {}),
+        history=config.get("history", "history") or None,
         checked=(kept, filled) if kept is not None and filled is not None else None,
     )
 
