@@ -349,3 +349,16 @@ def test_history_exits_0_when_nothing_got_worse(tmp_path, capsys):
 def test_history_without_a_store_says_where_it_looked(tmp_path, capsys):
     assert main(["history", "--store", str(tmp_path / "none")]) == 2
     assert f"{tmp_path / 'none'}: no history here" in capsys.readouterr().err
+
+
+def test_tick_labels_keep_what_tells_builds_apart():
+    assert view.tick_labels(["dd (coreutils) 9.1", "dd (coreutils) 9.2"]) == (
+        "dd (coreutils)",
+        ["9.1", "9.2"],
+    )
+    shared, ticks = view.tick_labels(["ozone 2.2.0", "ozone 2.3.0-SNAPSHOT (ozone-a1b2c3d4.tgz)"])
+    assert shared == "ozone"
+    assert ticks[0] == "2.2.0"
+    assert len(ticks[1]) == 24
+    assert ticks[1].endswith("a1b2c3d4.tgz)")  # the end, where builds differ, is kept
+    assert view.tick_labels(["a", "b"]) == ("", ["a", "b"])

@@ -232,7 +232,7 @@ def figure(s: Series, out: Path) -> Path:
         )
     if a.segments:
         handles.append(seg)
-        labels.append("segment mean")
+        labels.append("segment's geometric mean" if a.log_scale else "segment mean")
     for c in a.changes:
         v = ax.axvline(c.index - 0.5, color="C3", ls="--", lw=1.2, zorder=1)
         ax.annotate(
@@ -257,10 +257,12 @@ def figure(s: Series, out: Path) -> Path:
         b = ax.fill_between([lo - 0.4, hi - 1 + 0.4], *band, color="C1", alpha=0.15, lw=0)
         handles.append(b)
         labels.append(f"noise floor, \u00b1{a.floor * 100:.1f}%")
+    prefix, ticks = tick_labels(a.builds)
     ax.set_xticks(xs)
-    ax.set_xticklabels([_short(b) for b in a.builds])
+    ax.set_xticklabels(ticks)
     ax.set_xlim(-0.6, len(xs) - 0.4)
-    ax.set_xlabel("build, in the order first measured" if _by_build(s) else "session")
+    what = "build, in the order first measured" if _by_build(s) else "session"
+    ax.set_xlabel(f"{what} ({prefix}\u2026)" if prefix else what)
     ylabel = metric_label(s.key["metric"])
     ax.set_ylabel(f"{ylabel} ({scale[0]})" if scale[0] else ylabel)
     ax.grid(axis="y", alpha=0.3)
@@ -278,8 +280,29 @@ def _by_build(s: Series) -> bool:
     return bool(s.points["point"].equals(s.points["build"]))
 
 
-def _short(label: str, most: int = 24) -> str:
-    return label if len(label) <= most else label[: most - 1] + "\u2026"
+def tick_labels(labels: list[str], most: int = 24) -> tuple[str, list[str]]:
+    """What tells the points apart: the words every label shares are said once (returned
+    first, for the axis' label), and a tail still too long loses its middle, never its end
+    (``dd (coreutils) 9.1`` and ``9.2``; ``ozone 2.3.0-SNAPSHOT (...-a1b2c3.tar.gz)``)."""
+    shared = ""
+    if len(labels) > 1:
+        common = labels[0]
+        for label in labels[1:]:
+            while not label.startswith(common):
+                common = common[:-1]
+        cut = max(common.rfind(" "), common.rfind("-"), common.rfind("/"))
+        shared = common[: cut + 1] if cut >= 3 else ""
+    tails = [label[len(shared) :] for label in labels]
+    if not all(tails):
+        shared, tails = "", list(labels)
+
+    def fit(text: str) -> str:
+        if len(text) <= most:
+            return text
+        keep = most - 1
+        return text[: keep // 3] + "\u2026" + text[len(text) - (keep - keep // 3) :]
+
+    return shared.strip(), [fit(t) for t in tails]
 
 
 def markdown(all_series: list[Series], figures: dict[str, Path] | None = None) -> str:
