@@ -27,7 +27,9 @@ Items (each ratio is against a baseline measured in the same run):
 9. deliver: the Ozone runtime to testbed hosts with their own disks (16; 4 with --quick),
    perfpost's delivery against ``tar | ssh`` to one host, and the check when all have it;
 10. sampler: the resource sampler's CPU on a host, a daemon's JMX queries, and a dd result
-    with the sampler and without it.
+    with the sampler and without it;
+11. history: `perfpost history` over 10,000 runs of 100 builds against pandas reading the
+    same store, and adding a night's runs against writing them to Parquet alone.
 
 It prints one table (item, measure, perfpost's figure, the baseline's, the figure the target
 holds: their ratio or difference, the target, met; a missed target says why) and writes it,
@@ -50,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, CpuWatch, Row, asjson, machine, table
 
 SCHEMA_VERSION = 1
-ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver", "sampler")
+ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver", "sampler", "history")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -83,6 +85,10 @@ def _load(name: str):
         import sampler_cost
 
         return sampler_cost.run
+    if name == "history":
+        import history
+
+        return history.run
     import remote
 
     return remote.run
@@ -123,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    order = {f"{i} ": i for i in range(1, 11)}
-    rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 10))
+    order = {f"{i} ": i for i in range(1, 12)}
+    rows.sort(key=lambda r: next((v for k, v in order.items() if r.item.startswith(k)), 11))
     print()
     print(table(rows))
     noisy = {k: v for k, v in contention.items() if v["foreign_cores"] > 0.3}

@@ -236,11 +236,11 @@ def add(store: Path, new: pd.DataFrame) -> dict[str, Any]:
     """Append the runs of ``new`` the store does not hold yet, as one new Parquet file;
     what was added."""
     _check_schema(store)
-    held = read(store, RUN_KEY) if _parts(store) else pd.DataFrame(columns=RUN_KEY)
-    if not new.empty and not held.empty:
-        key = new[RUN_KEY].astype(str).agg("\x1f".join, axis=1)
-        seen = set(held.astype(str).agg("\x1f".join, axis=1))
-        new = new[~key.isin(seen)]
+    if not new.empty and _parts(store):
+        held = read(store, RUN_KEY).drop_duplicates()
+        held = held.astype({k: new[k].dtype for k in RUN_KEY})
+        seen = new[RUN_KEY].merge(held, on=RUN_KEY, how="left", indicator=True)["_merge"]
+        new = new[(seen == "left_only").to_numpy()]
     runs = 0 if new.empty else len(new.drop_duplicates(RUN_KEY))
     if new.empty:
         return {"added_runs": 0, "added_rows": 0, "file": None}

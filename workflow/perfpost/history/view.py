@@ -19,6 +19,7 @@ import pandas as pd
 from perfpost.history.changes import Analysis, analyse
 from perfpost.units import format_value, metric_label, rate_scale, seconds_scale, sig
 
+MAX_TICKS = 20
 SERIES_KEY = ["experiment", "cell", "host", "fingerprint", "measurement", "metric", "unit"]
 
 
@@ -258,8 +259,14 @@ def figure(s: Series, out: Path) -> Path:
         handles.append(b)
         labels.append(f"noise floor, \u00b1{a.floor * 100:.1f}%")
     prefix, ticks = tick_labels(a.builds)
-    ax.set_xticks(xs)
-    ax.set_xticklabels(ticks)
+    # At most MAX_TICKS labelled builds (every k-th, and the newest); the others keep a
+    # minor tick. Laying out a hundred labels was most of the command's time.
+    k = math.ceil(len(xs) / MAX_TICKS)
+    shown = sorted({*xs[::k], xs[-1]} - ({xs[-1] - j for j in range(1, k)} if k > 1 else set()))
+    ax.set_xticks(shown)
+    ax.set_xticklabels([ticks[i] for i in shown])
+    if k > 1:
+        ax.set_xticks(xs, minor=True)
     ax.set_xlim(-0.6, len(xs) - 0.4)
     what = "build, in the order first measured" if _by_build(s) else "session"
     ax.set_xlabel(f"{what} ({prefix}\u2026)" if prefix else what)
