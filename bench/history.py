@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from benchlib import Row, check, median, timed
 
 CELLS, RUNS, METRICS = 10, 10, 12
