@@ -2,6 +2,7 @@
 with their key. No daemon starts here (see test_clusters_e2e.py for real ones)."""
 
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -187,13 +188,70 @@ def test_cells_of_one_configuration_come_before_the_next_ones():
     assert priority(W("storage=hdfs,buffer=one")) == 1
 
 
-def test_runs_against_clusters_cannot_be_interleaved():
-    def interleaved(cfg):
-        del cfg["clusters"]["hdfs"]["hdfs-site"]
-        cfg["experiments"]["e"]["order"] = "interleaved"
+def _interleaved(cfg):
+    del cfg["clusters"]["hdfs"]["hdfs-site"]
+    cfg["experiments"]["e"]["order"] = "interleaved"
 
-    with pytest.raises(ConfigError, match=r"experiments\.e\.order.*grouped by cluster"):
-        plan_of(interleaved)
+
+def _daemons(plan):
+    """Every daemon of every configuration the experiment compares, counted by hand."""
+    seen = {}
+    for cell_specs in plan.experiments["e"].cluster_specs.values():
+        for c in cell_specs:
+            seen[ClusterSpec.from_dict(c).ident()] = c
+    return sum(len(hosts) for c in seen.values() for hosts in c["roles"].values())
+
+
+@pytest.mark.parametrize(("gib", "mode"), [(64, "side by side"), (2, "restarts")])
+def test_interleaved_clusters_are_up_side_by_side_where_memory_allows(monkeypatch, gib, mode):
+    from perfpost.plan import config as pconfig
+
+    monkeypatch.setattr(pconfig, "_memory_here", lambda: gib * 2**30)
+    plan = plan_of(_interleaved)
+    exp = plan.experiments["e"]
+    daemons = _daemons(plan)
+    # 512 MiB of heap and 256 MiB beside it per daemon, all on localhost, against half of it.
+    need = daemons * (512 + 256) * 2**20
+    assert (need > gib * 2**30 / 2) == (mode == "restarts")
+    assert exp.cluster_order["mode"] == mode
+    assert exp.cluster_order["configs"] == 2
+    assert f"{need / 2**30:.1f} GiB" in exp.cluster_order["why"]
+    fresh = {c["fresh"] for s in exp.cluster_specs.values() for c in s}
+    assert fresh == ({"cell"} if mode == "restarts" else {"configuration"})
+    # Either way a cluster's id is its configuration's: restarts change when, not what.
+    other = plan_of(lambda cfg: cfg["clusters"]["hdfs"].pop("hdfs-site"))
+    ids = {ClusterSpec.from_dict(c).ident() for s in exp.cluster_specs.values() for c in s}
+    assert ids == {
+        ClusterSpec.from_dict(c).ident()
+        for s in other.experiments["e"].cluster_specs.values()
+        for c in s
+    }
+    assert json.loads(glue.experiment_json(plan, "e"))["cluster_order"]["mode"] == mode
+
+
+def test_clusters_fresh_for_every_cell_are_alternated_with_restarts():
+    def fresh(cfg):
+        _interleaved(cfg)
+        for c in cfg["clusters"].values():
+            c["fresh"] = "cell"
+
+    exp = plan_of(fresh).experiments["e"]
+    assert exp.cluster_order == {
+        "mode": "restarts",
+        "why": "its clusters are `fresh: cell`",
+        "configs": 2,
+    }
+
+
+def test_a_remote_host_s_memory_is_said_to_be_unknown():
+    from perfpost.plan import order
+
+    spec = {"roles": {"namenode": ["h1"], "datanode": ["h1", "h2"]}, "jvm": {"all": "-Xmx1g"}}
+    mode, why = order.cluster_mode([spec], lambda h: None)
+    assert mode == "side by side"
+    # h1: two daemons of 1 GiB heap (the config's -Xmx wins) and 256 MiB beside each.
+    assert why.startswith("their daemons take about 2.5 GiB on h1")
+    assert "the memory of h1, h2 was not known" in why
 
 
 def test_cells_without_clusters_have_no_priority_function():

@@ -214,6 +214,21 @@ def test_default_config_measures_this_machine_into_posts(tmp_path):
         "datanode ratis sync p50"
         in (work / "reports" / "ratis-placement" / "figures" / "resources-1.svg").read_text()
     )
+    # Every finished run went into the history store beside results/, once, and
+    # `perfpost history` reads it: one build of everything so far, so nothing is worse.
+    for experiment in experiments:
+        receipt = json.loads((work / "results" / experiment / "history.json").read_text())
+        cells = pd.read_csv(work / "results" / experiment / "cells.csv")
+        assert receipt["runs"] == int((cells["status"] == "done").sum()), receipt
+    stored = pd.read_parquet(work / "history" / "runs")
+    assert set(stored["experiment"]) == set(experiments)
+    assert len(set(stored["fingerprint"])) == 1  # one machine
+    shown = subprocess.run(
+        ["perfpost", "history"], cwd=work, capture_output=True, text=True, env=env_with_venv()
+    )
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr[-2000:]
+    assert "One build so far" in shown.stdout
+    assert list((work / "reports" / "history").glob("*.png"))
     # The README's next step works with what scripts/setup installed.
     html = snakemake(work, "--report", "report.html", timeout=600)
     assert html.returncode == 0, html.stderr[-4000:]

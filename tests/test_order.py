@@ -135,3 +135,16 @@ def test_an_experiment_that_compares_is_interleaved_unless_it_cannot_be():
     # Said otherwise, kept.
     kept = exp_config(compare=compare, order="back-to-back")
     assert pconfig.build_plan(kept).experiments["e"].order == "back-to-back"
+
+
+def test_what_restarts_cost_is_the_starts_median_time_to_ready():
+    starts = [
+        {"started": "2026-11-27T04:12:56+0000", "ready": "2026-11-27T04:13:34+0000"},  # 38 s
+        {"started": "2026-11-27T04:20:00+0000", "ready": "2026-11-27T04:20:12+0000"},  # 12 s
+        {"started": "2026-11-27T04:30:00+0000", "ready": "2026-11-27T04:30:20+0000"},  # 20 s
+        {"started": "2026-11-27T04:40:00+0000"},  # never ready: not a cost
+    ]
+    said = runorder.restart_cost(starts)
+    assert "3 starts, median 20 s (from 12 to 38 s) from start to ready" in said
+    assert "each 12 s" in runorder.restart_cost(starts[1:2])
+    assert runorder.restart_cost([]) == ""

@@ -164,8 +164,8 @@ def cell_priority(plan: Plan) -> Any:
             for c in exp.cluster_specs.get(cell.id, []):
                 order.setdefault(ClusterSpec.from_dict(c).ident(), len(order))
     # (experiment, cell, repeat) -> its priority: the first run of the experiment's
-    # sequence the highest. An ordered experiment has no clusters, so its priorities and the
-    # clusters' ranks never order the same runs.
+    # sequence the highest. An ordered experiment's runs follow its order alone, clusters or
+    # not (its configurations are up side by side, or restarted for every run).
     # Experiments declared earlier come first, each as one block.
     runs: dict[tuple[str, str, int], int] = {}
     for name, exp in reversed(plan.experiments.items()):
@@ -695,6 +695,8 @@ def experiment_json(plan: Plan, experiment: str) -> str:
     out = {**exp.public(), "config_hash": exp.config_hash()}
     if exp.order is not None:
         out["order_cells"] = [c.id for c in exp.cells]  # the rounds' order (plan.order)
+    if exp.cluster_order is not None:
+        out["cluster_order"] = exp.cluster_order  # side by side, or restarts
     return json.dumps(out)
 
 

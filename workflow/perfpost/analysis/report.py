@@ -685,6 +685,7 @@ def render(
     write_steady = steady_df is not None or steady_csv is not None
     steady_csv = steady_csv or data_csv.with_name(Path(paths.POST_STEADY).name)
     versions = sorted({v for v in cells["tool_version"].dropna()})
+    cluster_starts = clusters_of(cells)
     context = {
         "exp": experiment,
         # A full time with its offset, not a day: Hugo skips a page dated in the future, and
@@ -698,7 +699,7 @@ def render(
         "n_runs": len(cells),
         "n_done": int((cells["status"] == records.DONE).sum()),
         "overlap": overlap(cells),
-        "run_order": runorder.sentence(experiment, cells),
+        "run_order": runorder.sentence(experiment, cells, cluster_starts),
         "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
         "table": table,
         "runs": run_table(
@@ -731,8 +732,8 @@ def render(
         "failed": failed_list,
         "commands": _commands(cells, experiment),
         "envs": _env_groups(envs),
-        "clusters": clusters_of(cells),
-        "deliveries": deliveries(cells, clusters_of(cells)),
+        "clusters": cluster_starts,
+        "deliveries": deliveries(cells, cluster_starts),
         "background": background_load(experiment, tidy_df, cells),
         "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
         "tails": _log_tails(cells),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,10 +31,47 @@ def _switches(seq: list[tuple[str, int]]) -> int:
     return sum(a[0] != b[0] for a, b in itertools.pairwise(seq))
 
 
-def sentence(experiment: Mapping[str, Any], cells: pd.DataFrame) -> str:
-    """What was planned, and how closely the runs kept to it."""
+def restart_cost(starts: list[Mapping[str, Any]]) -> str:
+    """What the restarts cost: each cluster start's time from start to ready."""
+    took = []
+    for c in starts:
+        try:
+            a = pd.Timestamp(c["started"])
+            b = pd.Timestamp(c["ready"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        took.append((b - a).total_seconds())
+    if not took:
+        return ""
+    took.sort()
+    mid = statistics.median(took)
+    spread = (
+        f"each {mid:.0f} s"
+        if took[0] == took[-1]
+        else f"median {mid:.0f} s (from {took[0]:.0f} to {took[-1]:.0f} s)"
+    )
+    return (
+        f" Each restart cost a cluster start: {len(took)} starts, {spread} from start to"
+        " ready (state.json's times, to the second), none of it inside a measured step."
+    )
+
+
+def sentence(
+    experiment: Mapping[str, Any],
+    cells: pd.DataFrame,
+    starts: list[Mapping[str, Any]] | None = None,
+) -> str:
+    """What was planned, and how closely the runs kept to it; for clusters, how they were
+    kept (``starts``: each cluster start's ``started`` and ``ready``)."""
     order = experiment.get("order")
     said = plan_order.describe(order)
+    kept_how = experiment.get("cluster_order")
+    if kept_how:
+        said += " " + plan_order.describe_clusters(
+            kept_how["mode"], kept_how["why"], kept_how["configs"]
+        )
+        if kept_how["mode"] == plan_order.RESTARTS:
+            said += restart_cost(starts or [])
     by_host = made(cells)
     if not by_host:
         return said

@@ -203,6 +203,8 @@ class Experiment:
     precision: dict[str, Any] | None = None
     load: dict[str, Any] = field(default_factory=dict)  # instrument.load.settings(background)
     order: Any = None  # plan.order: None, back-to-back, interleaved, {random: seed}
+    # interleaved cells against clusters: {mode, why, configs} (plan.order.cluster_mode)
+    cluster_order: dict[str, Any] | None = None
 
     @property
     def max_repeats(self) -> int:
@@ -1126,6 +1128,8 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
             together=exp.start_together,
             compares=bool(exp.compare),
         )
+        if exp.order is not None and exp.cluster_specs:
+            exp.cluster_order = _cluster_order(exp)
         experiments[name] = exp
     return Plan(
         hosts=hosts,
@@ -1135,6 +1139,34 @@ def build_plan(config: dict[str, Any], cache: str | Path | None = None) -> Plan:
         history=config.get("history", "history") or None,
         checked=(kept, filled) if kept is not None and filled is not None else None,
     )
+
+
+def _memory_here() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _cluster_order(exp: Experiment) -> dict[str, Any]:
+    """Interleaved runs against clusters: their configurations kept up side by side, or
+    alternated with a restart before every run (``fresh: cell`` on every cell's clusters)
+    where their daemons would not fit in this machine's memory together."""
+    configs: dict[str, dict[str, Any]] = {}
+    for specs in exp.cluster_specs.values():
+        for c in specs:
+            configs.setdefault(ClusterSpec.from_dict(c).ident(), c)
+    here = _memory_here()
+    mode, why = order_.cluster_mode(configs.values(), lambda h: here if h == "localhost" else None)
+    if mode == order_.RESTARTS:
+        for specs in exp.cluster_specs.values():
+            for c in specs:
+                c["fresh"] = "cell"  # the cluster's identity leaves fresh out
+    return {"mode": mode, "why": why, "configs": len(configs)}
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -10,12 +10,21 @@ declared order in odd rounds and the reverse in even ones, so two cells go A B B
 The order is a plan for each host: a host makes its runs one at a time, in this order (the
 cell jobs' priorities); hosts run side by side. What was made when is in ``cells.csv``
 (``start``), and the post compares it with the plan.
+
+Cells against clusters, interleaved, need every configuration compared at hand at once:
+kept up side by side (each started once, stopped after its last run) where the hosts'
+memory allows, else alternated with restarts (``fresh: cell``: each run starts a cluster of
+its own, from empty directories). :func:`cluster_mode` chooses, from the daemons' heaps on
+each host against half its memory, where that memory is known when the plan is made (this
+machine); clusters already ``fresh: cell`` are alternated with restarts anyway.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from perfpost.errors import ConfigError
@@ -26,23 +35,71 @@ INTERLEAVED = "interleaved"
 
 def settings(raw: Any, where: str, *, clusters: bool, together: bool, compares: bool) -> Any:
     """``order:`` as given (the schema checked its form), refused where perfpost cannot keep
-    it: the runs of a cluster's cells are grouped so one cluster is up at a time, and
-    start_together runs are one job for every host. Unset, an experiment that compares its
-    cells is interleaved where it can be (it costs nothing there), and any other keeps the
-    workflow's order. With a precision target the plan covers every run a cell may get; a
-    cell that stops early leaves its place in later rounds to the others."""
+    it: start_together runs are one job for every host. Unset, an experiment that compares
+    its cells is interleaved where it costs nothing (no clusters: with them, the
+    configurations compared must be up side by side or restarted, so it is asked for), and
+    any other keeps the workflow's order. With a precision target the plan covers every run
+    a cell may get; a cell that stops early leaves its place in later rounds to the others."""
     if raw is None:
         return INTERLEAVED if compares and not (clusters or together) else None
-    why = (
-        "cells against clusters run grouped by cluster, so that one is up at a time"
-        if clusters
-        else "start_together runs are planned per cell for every host at once"
-        if together
-        else None
-    )
-    if why:
-        raise ConfigError(f"{where}.order", f"runs cannot be reordered here: {why}")
+    if together:
+        raise ConfigError(
+            f"{where}.order",
+            "runs cannot be reordered here: start_together runs are planned per cell for every"
+            " host at once",
+        )
     return raw
+
+
+SIDE_BY_SIDE = "side by side"
+RESTARTS = "restarts"
+DEFAULT_HEAP = "512m"  # what perfpost starts every daemon with (clusters/<kind>: HEAP)
+JVM_OVERHEAD = 256 * 2**20  # a JVM's memory beyond its heap: metaspace, code, threads
+MEMORY_SHARE = 0.5  # of a host's memory the daemons may take; the rest is the tools' and cache's
+_SIZE = re.compile(r"^-Xmx(\d+)([kKmMgG]?)$")
+
+
+def _heap(spec: Mapping[str, Any], role: str) -> int:
+    """A daemon's heap in bytes: perfpost's, then the config's (the last -Xmx wins)."""
+    jvm = spec.get("jvm") or {}
+    opts = ["-Xmx" + DEFAULT_HEAP, *shlex.split(jvm.get(role, jvm.get("all", "")))]
+    size = 0
+    for o in opts:
+        m = _SIZE.match(o)
+        if m:
+            size = int(m.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[m.group(2).lower()]
+    return size
+
+
+def cluster_mode(
+    configs: Iterable[Mapping[str, Any]], memory: Callable[[str], int | None]
+) -> tuple[str, str]:
+    """How the clusters of an interleaved experiment are kept, and why: ``configs`` its
+    distinct cluster configurations (ClusterSpec dicts), ``memory`` a host's memory in
+    bytes, or None where it is not known when the plan is made."""
+    configs = list(configs)
+    if all(c.get("fresh") == "cell" for c in configs):
+        return RESTARTS, "its clusters are `fresh: cell`"
+    need: dict[str, int] = {}
+    for c in configs:
+        for role, hosts in c["roles"].items():
+            for h in hosts:
+                need[h] = need.get(h, 0) + _heap(c, role) + JVM_OVERHEAD
+    unknown = []
+    for host, n in sorted(need.items()):
+        total = memory(host)
+        if total is None:
+            unknown.append(host)
+        elif n > total * MEMORY_SHARE:
+            return RESTARTS, (
+                f"their daemons up at once would take about {n / 2**30:.1f} GiB on {host},"
+                f" more than half its {total / 2**30:.1f} GiB"
+            )
+    most = max(need.items(), key=lambda kv: kv[1]) if need else ("", 0)
+    said = f"their daemons take about {most[1] / 2**30:.1f} GiB on {most[0]}"
+    if unknown:
+        said += f" (the memory of {', '.join(unknown)} was not known when the plan was made)"
+    return SIDE_BY_SIDE, said
 
 
 def sequence(order: Any, cells: Iterable[str], repeats: int) -> list[tuple[str, int]]:
@@ -60,6 +117,19 @@ def sequence(order: Any, cells: Iterable[str], repeats: int) -> list[tuple[str, 
             round_ = cells if r % 2 else cells[::-1]
         out += [(c, r) for c in round_]
     return out
+
+
+def describe_clusters(mode: str, why: str, configs: int) -> str:
+    """The post's sentence on how interleaved runs had their clusters."""
+    if mode == SIDE_BY_SIDE:
+        return (
+            f"The {configs} cluster configurations were kept up side by side, each started "
+            f"once and stopped after its last run ({why})."
+        )
+    return (
+        f"The {configs} cluster configurations were alternated with restarts: each run "
+        f"started a cluster of its own from empty directories ({why})."
+    )
 
 
 def describe(order: Any) -> str:

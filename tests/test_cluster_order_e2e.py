@@ -1,0 +1,116 @@
+"""Interleaved runs against two real HDFS configurations (dfs.blocksize 64 MiB against
+128 MiB), A B B A: kept up side by side where this machine's memory allows (each started
+once, both up while the other measured), or alternated with a restart before every run
+(`fresh: cell`), and the post says which and what the restarts cost.
+
+Expected values: the order from the runs' own start times in cells.csv; the starts and their
+times from each cluster's state.json; the restarts' median from those times, by hand.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+import pytest
+
+from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
+from tests.test_clusters_e2e import (
+    HDFS_VERSION,
+    OZONE_VERSION,
+    RUN_TIMEOUT,
+    cluster_dir,  # noqa: F401  (a fixture: kills whatever this test's clusters left)
+    cluster_ids,
+    java_daemons,
+    starts,
+    state,
+)
+
+pytestmark = pytest.mark.e2e
+
+A, B = "blocksize=64m", "blocksize=128m"
+
+
+def config(cache, clusters_at, scratch, fresh: str) -> dict:
+    return {
+        "tools": {
+            "ozone": {"version": OZONE_VERSION, "cache": str(cache)},
+            "hadoop": {"version": HDFS_VERSION, "cache": str(cache)},
+        },
+        "experiments": {
+            "blocks": {
+                "tool": "freon",
+                "cluster": "hdfs",
+                "params": {
+                    "subcommand": "dfsg",
+                    "dir": str(scratch),
+                    "env": {"HADOOP_USER_NAME": "perfpost"},
+                    "options": {"path": "{cluster.fs}/{run}", "n": 10, "s": 10240, "t": 1},
+                },
+                "axes": {"blocksize": ["64m", "128m"]},
+                "repeats": 2,
+                "order": "interleaved",
+            }
+        },
+        "clusters": {
+            "hdfs": {
+                "kind": "hdfs",
+                "dir": str(clusters_at),
+                "jvm": QUICK_DAEMONS,
+                "fresh": fresh,
+                "hdfs-site": {"dfs.blocksize": "{blocksize}"},
+            }
+        },
+    }
+
+
+def _t(text: str) -> pd.Timestamp:
+    return pd.Timestamp(text)
+
+
+@pytest.mark.parametrize("fresh", ["configuration", "cell"])
+def test_interleaved_configurations_side_by_side_or_restarted(
+    hdfs_cache,
+    cluster_dir,  # noqa: F811
+    tmp_path,
+    fresh,
+):
+    work = make_checkout(
+        tmp_path / "w", config(hdfs_cache, cluster_dir, tmp_path / "scratch", fresh)
+    )
+    done = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not java_daemons(cluster_dir)
+    cells = pd.read_csv(work / "results" / "blocks" / "cells.csv")
+    assert set(cells["status"]) == {"done"}, cells[["cell", "status", "reason"]]
+    made = cells.assign(t=pd.to_datetime(cells["start"], format="ISO8601")).sort_values("t")
+    assert list(made["cell"]) == [A, B, B, A]  # A B B A, from the runs' own starts
+    ids = cluster_ids(work)
+    assert len(ids) == 2  # two configurations
+    post = (work / "reports" / "blocks" / "index.md").read_text()
+    if fresh == "configuration":
+        # Each started once, and both were up while the middle runs measured: the first
+        # configuration stopped after the second was ready.
+        assert all(starts(work, i) == ["start-1"] for i in ids)
+        first, second = sorted((state(work, i, 1) for i in ids), key=lambda s: s["started"])
+        assert _t(first["stopped"]) > _t(second["ready"])
+        assert "The 2 cluster configurations were kept up side by side" in post
+        assert "each started once and stopped after its last run" in post
+    else:
+        # A cluster of its own for every run: two starts of each configuration.
+        assert all(starts(work, i) == ["start-1", "start-2"] for i in ids)
+        took = [
+            (_t(s["ready"]) - _t(s["started"])).total_seconds()
+            for i in ids
+            for s in (state(work, i, 1), state(work, i, 2))
+        ]
+        assert "The 2 cluster configurations were alternated with restarts" in post
+        assert "(its clusters are `fresh: cell`)" in post
+        mid = statistics.median(took)
+        spread = (
+            f"each {mid:.0f} s"
+            if min(took) == max(took)
+            else f"median {mid:.0f} s (from {min(took):.0f} to {max(took):.0f} s)"
+        )
+        assert f"Each restart cost a cluster start: 4 starts, {spread} from start to" in post
+    assert "4 of the 4 runs came where the plan put them" in post
