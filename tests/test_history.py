@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from perfpost.cli import main
-from perfpost.errors import PerfpostError
+from perfpost.errors import ConfigError, PerfpostError
 from perfpost.history import changes, store, view
 
 ENV = {
@@ -362,3 +362,29 @@ def test_tick_labels_keep_what_tells_builds_apart():
     assert len(ticks[1]) == 24
     assert ticks[1].endswith("a1b2c3d4.tgz)")  # the end, where builds differ, is kept
     assert view.tick_labels(["a", "b"]) == ("", ["a", "b"])
+
+
+def test_history_false_keeps_none_and_a_path_is_kept_as_given(tmp_path):
+    from perfpost.plan.config import build_plan
+
+    exp = {"e": {"tool": "dd", "params": {"dir": str(tmp_path), "bs": "4k", "count": 1}}}
+    assert build_plan({"experiments": exp}).history == "history"
+    assert build_plan({"experiments": exp, "history": False}).history is None
+    assert build_plan({"experiments": exp, "history": "/srv/h"}).history == "/srv/h"
+    with pytest.raises(ConfigError, match=r"history"):
+        build_plan({"experiments": exp, "history": 7})
+
+
+def test_an_addition_with_the_history_off_writes_its_receipt_alone(tmp_path, capsys):
+    df, _ = tidy_and_records()
+    (tmp_path / "tidy.csv").write_text(df.assign(**{"bs": "4k"}).to_csv(index=False))
+    cells = pd.DataFrame({"record": [], "status": []})
+    (tmp_path / "cells.csv").write_text(cells.to_csv(index=False))
+    exp = json.dumps({"name": "dd-fsync", "tool": "dd", "compare": []})
+    receipt = tmp_path / "history.json"
+    argv = ["history-add", "--experiment", exp, "--tidy", str(tmp_path / "tidy.csv")]
+    argv += ["--cells", str(tmp_path / "cells.csv"), "--store", "", "--out", str(receipt)]
+    assert main(argv) == 0
+    assert json.loads(receipt.read_text())["store"] is None
+    assert "history: off" in capsys.readouterr().out
+    assert not (tmp_path / "history").exists()
