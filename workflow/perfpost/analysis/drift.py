@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from perfpost.analysis.stats import holm
-from perfpost.analysis.tidy import results
+from perfpost.analysis.tidy import cell_name, results
 from perfpost.units import format_value, metric_label
 
 ALPHA = 0.05  # the family's, after Holm's correction
@@ -130,7 +130,7 @@ def check(
             few += 1
             continue
         row = SimpleNamespace(**{a: sub[a].iloc[0] for a in [*axes, "cell"]})
-        name = ", ".join(f"{a}={getattr(row, a)}" for a in axes) or str(row.cell)
+        name = cell_name(row, axes)
         values = sub["value"]
         tested.append((f"`{name}` on {host}", len(sub), mann_kendall(values.tolist()), values))
     label = metric_label(metric).lower()

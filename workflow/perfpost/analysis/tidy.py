@@ -315,6 +315,11 @@ def read(path: str | Path) -> pd.DataFrame:
     return df
 
 
+def cell_name(row: Any, axes: list[str]) -> str:
+    """A cell as a post names it: its axis values (``bs=4k, storage=disk``), else its id."""
+    return ", ".join(f"{a}={getattr(row, a)}" for a in axes) or str(row.cell)
+
+
 def results(df: pd.DataFrame) -> pd.DataFrame:
     """Only rows that are results: cells that finished and parsed."""
     return df[df["status"] == "done"]

@@ -44,7 +44,7 @@ import pandas as pd
 from perfpost import tools
 from perfpost.analysis import drift, resources
 from perfpost.analysis.stats import holm
-from perfpost.analysis.tidy import results
+from perfpost.analysis.tidy import cell_name, results
 from perfpost.tools.base import LAG_SHARE
 from perfpost.units import format_bytes, format_value, metric_label, sig
 
@@ -73,10 +73,6 @@ PERMUTATIONS = 9_999  # beyond, random deals: p resolves to 1 / 10,000
 PERMUTATION_SEED = 20261101  # the same runs give the same p in every post
 
 
-def _cell_name(row: Any, axes: list[str]) -> str:
-    return ", ".join(f"{a}={getattr(row, a)}" for a in axes) or str(row.cell)
-
-
 def _runs(tidy_df: pd.DataFrame, metric: str) -> pd.DataFrame:
     done = results(tidy_df)
     return done[done["metric"] == metric]
@@ -93,7 +89,7 @@ class _Flags:
 
     def add(self, row: Any, value: float, share: float = float("nan")) -> None:
         key = (str(row.cell), str(row.host))
-        self.names.setdefault(key, _cell_name(row, self.axes))
+        self.names.setdefault(key, cell_name(row, self.axes))
         self.cells.setdefault(key, []).append((int(row.repeat), value, share))
 
     def lines(self, text: Any) -> list[str]:
@@ -481,7 +477,7 @@ def session_check(
             continue
         # The cell's fields by name: a Series' own attributes (``size``) would shadow axes.
         row = SimpleNamespace(**{a: sub[a].iloc[0] for a in [*axes, "cell"]})
-        tested.append((f"`{_cell_name(row, axes)}` on {host}", len(groups), session_p(groups)))
+        tested.append((f"`{cell_name(row, axes)}` on {host}", len(groups), session_p(groups)))
     adjusted = holm([p for _, _, p in tested])
     flags = [
         f"{where}: its runs from {n} sessions disagree (Kruskal-Wallis, permutation "
