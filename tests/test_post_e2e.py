@@ -5,6 +5,7 @@ failed cell listed; `perfpost compare` between two runs; the HTML report in Chro
 import base64
 import csv
 import datetime as dt
+import html
 import io
 import itertools
 import json
@@ -618,27 +619,69 @@ def test_a_published_post_builds_in_hugo_and_shows_every_figure_and_table(
     assert page_problems(bad, broken) == ["figures/missing.png: did not load"]
 
 
-def test_a_published_post_is_a_page_of_a_jekyll_site(run, tmp_path, monkeypatch, capsys):
-    # Jekyll is not run here: what it needs is checked as its documentation states it. A
-    # folder outside _posts is a page; index.md becomes <folder>/index.html, and the other
-    # files, none named with a leading . _ # or ~, are copied beside it as they are.
+# A Jekyll site as `jekyll new` makes one, with Debian's Jekyll 4.3 and its minima theme and
+# feed plugin: a home page that lists the posts, an About page in the header's menu. The
+# footer is minima's own with the load script above added, so the page says which of its
+# images loaded.
+JEKYLL_CONFIG = """title: perfpost publish test
+description: Storage benchmarks.
+url: "http://127.0.0.1"
+baseurl: ""
+theme: minima
+plugins:
+  - jekyll-feed
+"""
+MINIMA_FOOTER = Path("/usr/share/rubygems-integration/all/gems")
+LOAD_SCRIPT = HUGO_SINGLE.split("<script>", 1)[1].split("</script>", 1)[0]
+
+
+def test_a_published_post_is_a_post_of_a_minima_site_listed_in_its_feed(
+    run, tmp_path, monkeypatch, capsys
+):
+    jekyll = shutil.which("jekyll")
+    assert jekyll, "jekyll is missing: scripts/setup --test installs it (and minima, jekyll-feed)"
     site = tmp_path / "jekyll"
-    site.mkdir()
-    (site / "_config.yml").write_text("title: perfpost publish test\n")
+    (site / "_includes").mkdir(parents=True)
+    (site / "_config.yml").write_text(JEKYLL_CONFIG)
+    (site / "index.md").write_text("---\nlayout: home\n---\n")
+    (site / "about.md").write_text(
+        "---\nlayout: page\ntitle: About\npermalink: /about/\n---\nHi.\n"
+    )
+    (footer,) = MINIMA_FOOTER.glob("minima-*/_includes/footer.html")
+    (site / "_includes" / "footer.html").write_text(
+        footer.read_text() + f"<script>{LOAD_SCRIPT}</script>\n"
+    )
     monkeypatch.chdir(run)
-    assert main(["publish", "--site", str(site), "--section", "benchmarks"]) == 0
-    out = capsys.readouterr()
-    page = site / "benchmarks" / "blocks"
-    assert out.out == f"blocks -> {page} (new)\n"
-    assert "no layout" in out.err  # the site gives these pages none: said, with the fix
-    text = (page / "index.md").read_text()
-    fm = front_matter(text)
-    assert isinstance(fm["title"], str)
-    assert isinstance(fm["date"], dt.datetime)
-    assert all(isinstance(t, str) for t in fm["tags"])
-    links = image_links(text) + re.findall(r"\]\(([^)#:]+\.(?:csv|svg))\)", text)
-    # 2 figures, their SVGs, data.csv, comparisons.csv, resources-window.csv
-    assert len(links) == 7
-    for link in links:
-        assert (page / link).is_file(), link
-        assert not any(part.startswith((".", "_", "#", "~")) for part in Path(link).parts)
+    assert main(["publish", "--site", str(site)]) == 0
+    out = capsys.readouterr().out
+    (post_file,) = (site / "_posts").glob("*-blocks.md")
+    assert out == f"blocks -> {post_file} (new)\n"
+    made = front_matter((run / "reports" / "blocks" / "index.md").read_text())
+    assert post_file.name == f"{made['date']:%Y-%m-%d}-blocks.md"
+    post = post_file.read_text()
+    built = subprocess.run(
+        [jekyll, "build", "--source", str(site), "--destination", str(tmp_path / "_site")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    home = (tmp_path / "_site" / "index.html").read_text()
+    title = html.escape(made["title"], quote=False)
+    # Listed on the home page as a post, at its address; the header's menu has About alone.
+    assert 'href="/posts/blocks/"' in home
+    assert title in home.split('class="post-list"', 1)[1]
+    menu = home.split('class="trigger"', 1)[1].split("</div>", 1)[0]
+    assert "About" in menu
+    assert title not in menu
+    # In the feed, its figures at addresses a feed reader resolves.
+    feed = (tmp_path / "_site" / "feed.xml").read_text()
+    assert made["title"] in html.unescape(feed)
+    assert "/posts/blocks/figures/" in html.unescape(feed)
+    assert 'src="figures/' not in html.unescape(feed)
+    # Readable by a web server running as another user: the data and the page.
+    for rel in ("posts/blocks/data.csv", "posts/blocks/comparisons.csv", "posts/blocks/index.html"):
+        assert (tmp_path / "_site" / rel).stat().st_mode & 0o004, rel
+    with serving(tmp_path / "_site") as base:
+        dom = dump_dom(f"{base}/posts/blocks/", tmp_path / "profile")
+    assert page_problems(dom, post) == []

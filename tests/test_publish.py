@@ -64,21 +64,50 @@ def test_a_hugo_site_gets_a_page_bundle_under_content(tmp_path, config):
     assert [p.name for p in done.dest.parent.iterdir()] == ["blocks"]  # no temporary left
 
 
-def test_a_jekyll_site_gets_a_page_folder_at_the_section(tmp_path):
+def test_a_jekyll_site_gets_a_post_with_its_files_at_its_address(tmp_path):
     make_post(tmp_path / "reports")
     site = tmp_path / "site"
     site.mkdir()
-    (site / "_config.yml").write_text("title: t\n")
-    (done,) = publish.publish(site, ["blocks"], "blog/perf", reports=tmp_path / "reports")
-    assert done.dest == site / "blog" / "perf" / "blocks"
-    assert (done.dest / "figures" / "throughput.png").is_file()
-    hint = publish.layout_hint(publish.detect(site), "blog/perf")
-    assert hint
-    assert "path: blog/perf" in hint
+    (site / "_config.yml").write_text("title: t\nbaseurl: /blog\n")
+    (done,) = publish.publish(site, ["blocks"], "perf", reports=tmp_path / "reports")
+    # A post, named by the day of its date, so it is listed and in the feed.
+    assert done.dest == site / "_posts" / "2026-01-02-blocks.md"
+    text = done.dest.read_text()
+    head = text.split("---\n")[1]
+    assert "permalink: /perf/blocks/\n" in head
+    assert "layout: post\n" in head  # the site's defaults give posts none
+    # Links root-relative, under the site's baseurl: right on the page and in a feed; the
+    # anchor and the fenced code as they were.
+    assert "[data.csv](/blog/perf/blocks/data.csv)" in text
+    assert "![Throughput](/blog/perf/blocks/figures/throughput.png)" in text
+    assert "[the results](#results)" in text
+    assert "echo '![not a link](figures/nowhere.png)'" in text
+    # Its files where the links point, the post itself not among them.
+    files = tree(site / "perf" / "blocks")
+    assert files == {"data.csv": b"a,b\n1,2\n", "figures/throughput.png": b"\x89PNG not really"}
+    # Again: nothing to do. The same post made later (a new date) replaces the old one
+    # only when asked, and leaves one post.
+    (again,) = publish.publish(site, ["blocks"], "perf", reports=tmp_path / "reports")
+    assert again.outcome == "unchanged"
+    later = POST.replace("2026-01-02T03:04:05", "2026-02-03T03:04:05")
+    (tmp_path / "reports" / "blocks" / "index.md").write_text(later)
+    with pytest.raises(PerfpostError, match=r"2026-01-02-blocks.md is there"):
+        publish.publish(site, ["blocks"], "perf", reports=tmp_path / "reports")
+    (third,) = publish.publish(site, ["blocks"], "perf", True, reports=tmp_path / "reports")
+    assert third.outcome == "replaced"
+    assert [p.name for p in (site / "_posts").iterdir()] == ["2026-02-03-blocks.md"]
+
+
+def test_a_jekyll_site_whose_defaults_give_posts_a_layout_keeps_it(tmp_path):
+    make_post(tmp_path / "reports")
+    site = tmp_path / "site"
+    site.mkdir()
     (site / "_config.yml").write_text(
-        "defaults:\n  - scope: {path: blog}\n    values: {layout: post}\n"
+        "defaults:\n  - scope: {type: posts}\n    values: {layout: article}\n"
     )
-    assert publish.layout_hint(publish.detect(site), "blog/perf") is None
+    (done,) = publish.publish(site, ["blocks"], reports=tmp_path / "reports")
+    assert "layout:" not in done.dest.read_text().split("---\n")[1]
+    assert "![Throughput](/posts/blocks/figures/throughput.png)" in done.dest.read_text()
 
 
 def test_publishing_the_same_post_again_changes_nothing(tmp_path):

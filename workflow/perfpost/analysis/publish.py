@@ -6,9 +6,12 @@ and tables relatively), so publishing is a copy to where the generator keeps suc
 - Hugo: ``content/<section>/<experiment>/``, a leaf page bundle. Hugo publishes a bundle's
   files beside the page (``build.publishResources`` is true by default), so the relative links
   resolve at ``/<section>/<experiment>/``.
-- Jekyll: ``<section>/<experiment>/``, a page. Jekyll copies the folder's other files as
-  static files beside ``index.html``. A post under ``_posts/`` could not keep them: Jekyll
-  copies nothing else from there, and a post's URL is made from its date, not its folder.
+- Jekyll: a post, ``_posts/<date>-<experiment>.md``, so that it is listed and in the feed as
+  the site's other posts are, with ``permalink: /<section>/<experiment>/``; its figures and
+  data go to ``<section>/<experiment>/`` (Jekyll copies nothing from ``_posts/`` but the
+  post), static files at the post's own address. Its links to them are made root-relative
+  (the site's ``baseurl``, the section, the experiment), which a feed's full text keeps
+  working, where a relative link would resolve against the feed's address.
 
 perfpost never writes over a page that differs from the post unless told to (``replace``):
 the copy in the site may have been edited there.
@@ -216,6 +219,141 @@ def _copy_in(src: Path, dest: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+
+
+def _jekyll_config(site: Site) -> dict[str, Any]:
+    if site.config.suffix not in (".yml", ".yaml"):
+        return {}
+    try:
+        config = yaml.safe_load(site.config.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _post_has_layout(config: dict[str, Any]) -> bool:
+    """Whether the site's ``defaults`` give posts a layout."""
+    for entry in config.get("defaults") or []:
+        if not isinstance(entry, dict):
+            continue
+        scope, values = entry.get("scope") or {}, entry.get("values") or {}
+        if scope.get("type") == "posts" and not scope.get("path") and values.get("layout"):
+            return True
+    return False
+
+
+def _rewrite_links(markdown: str, prefix: str) -> str:
+    """Local links and images pointed at ``prefix`` + their target, outside code."""
+
+    def one(m: re.Match[str]) -> str:
+        target = m.group(1)
+        if _EXTERNAL.match(target):
+            return m.group(0)
+        return m.group(0).replace(target, prefix + target, 1)
+
+    out, last = [], 0
+    for fence in _FENCE.finditer(markdown):
+        out.append(_LINK.sub(one, markdown[last : fence.start()]))
+        out.append(fence.group(0))
+        last = fence.end()
+    out.append(_LINK.sub(one, markdown[last:]))
+    return "".join(out)
+
+
+def jekyll_post(text: str, index: Path, url: str, baseurl: str, layout: bool) -> tuple[str, str]:
+    """The post as Jekyll's ``_posts/`` wants it: its file name (the day of its ``date``,
+    then the experiment) and its text, with the address its files are at and, where the
+    site gives posts none, minima's ``post`` layout."""
+    head, body = text.split("---\n", 2)[1:]
+    meta = yaml.safe_load(head) or {}
+    day = _DATE.match(str(meta.get("date") or ""))
+    if not day:
+        raise PerfpostError(f"{index}: the front matter has no date (YYYY-MM-DD...)")
+    extra = f"permalink: {url}\n"
+    if layout and "layout" not in meta:
+        extra += "layout: post\n"
+    return day.group(1), f"---\n{head}{extra}---\n" + _rewrite_links(body, baseurl + url)
+
+
+def _jekyll_existing(site: Site, exp: str) -> list[Path]:
+    return sorted(
+        (site.root / "_posts").glob(f"[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]-{exp}.md")
+    )
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.perfpost-tmp"
+    tmp.write_text(text)
+    tmp.rename(path)
+
+
+def _publish_jekyll(
+    site: Site, section: str, chosen: list[str], replace: bool, reports: Path
+) -> list[Published]:
+    """Each post into ``_posts/``, its files into ``<section>/<experiment>/``: every post
+    checked and compared before anything is written."""
+    config = _jekyll_config(site)
+    baseurl = str(config.get("baseurl") or "").rstrip("/")
+    layout = not _post_has_layout(config)
+    staging = Path(tempfile.mkdtemp(prefix="perfpost-publish-"))
+    try:
+        plan, refused = [], []
+        for exp in chosen:
+            src = reports / exp
+            index = src / "index.md"
+            url = f"/{section}/{exp}/"
+            day, text = jekyll_post(index.read_text(), index, url, baseurl, layout)
+            post = site.root / "_posts" / f"{day}-{exp}.md"
+            files = staging / exp
+            shutil.copytree(
+                src,
+                files,
+                ignore=lambda d, names, src=src: [
+                    n for n in names if _hidden(n) or (Path(d) == src and n == "index.md")
+                ],
+            )
+            folder = site.folder(section) / exp
+            old = _jekyll_existing(site, exp)
+            if not old and not (folder.exists() or folder.is_symlink()):
+                plan.append((exp, post, text, files, folder, old, "new"))
+                continue
+            why = None
+            if [post] != old:
+                why = f"{old[0].name} is there" if old else f"no {post.name}"
+            elif post.read_text() != text:
+                why = f"{post.name} differs"
+            else:
+                why = difference(files, folder)
+                why = None if why is None else f"{folder}: {why}"
+            if why is None:
+                plan.append((exp, post, text, files, folder, old, "unchanged"))
+            elif replace:
+                plan.append((exp, post, text, files, folder, old, "replaced"))
+            else:
+                refused.append(f"{exp}: the site's copy differs ({why})")
+        if refused:
+            raise PerfpostError(
+                "; ".join(refused) + ": nothing published (--replace replaces such a post)"
+            )
+        done = []
+        for exp, post, text, files, folder, old, outcome in plan:
+            if outcome != "unchanged":
+                try:
+                    _copy_in(files, folder)
+                    _write_text(post, text)
+                    for stale in old:
+                        if stale != post:
+                            stale.unlink()
+                except OSError as e:
+                    raise PerfpostError(f"{post}: cannot publish {reports / exp}: {e}") from None
+            done.append(Published(exp, post, outcome))
+        return done
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def publish(
     site_root: Path,
     experiments: list[str],
@@ -228,11 +366,14 @@ def publish(
     site = detect(site_root)
     check_section(section, site)
     chosen = posts(reports, experiments)
+    for exp in chosen:
+        check_post(reports / exp, site)
+    if site.kind == "jekyll":
+        return _publish_jekyll(site, section, chosen, replace, reports)
     plan: list[tuple[str, Path, str]] = []
     refused = []
     for exp in chosen:
         src = reports / exp
-        check_post(src, site)
         dest = site.folder(section) / exp
         if not (dest.exists() or dest.is_symlink()):
             plan.append((exp, dest, "new"))
@@ -257,28 +398,3 @@ def publish(
                 raise PerfpostError(f"{dest}: cannot publish {reports / exp}: {e}") from None
         done.append(Published(exp, dest, outcome))
     return done
-
-
-def layout_hint(site: Site, section: str) -> str | None:
-    """For a Jekyll site whose _config.yml gives pages under the section no layout: what to
-    add. The post names no layout itself, so the site's own choice applies; without one,
-    Jekyll writes the page as bare HTML."""
-    if site.kind != "jekyll" or site.config.suffix not in (".yml", ".yaml"):
-        return None
-    try:
-        config: Any = yaml.safe_load(site.config.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return None
-    for entry in (config.get("defaults") or []) if isinstance(config, dict) else []:
-        if not isinstance(entry, dict):
-            continue
-        scope, values = entry.get("scope") or {}, entry.get("values") or {}
-        where = str(scope.get("path", "")).strip("/")
-        applies = not where or section == where or section.startswith(where + "/")
-        if applies and scope.get("type", "pages") == "pages" and values.get("layout"):
-            return None
-    return (
-        f"{site.config} gives pages under {section}/ no layout, so Jekyll renders them without "
-        f"one; to use your theme's, add to it:\n"
-        f"defaults:\n  - scope:\n      path: {section}\n    values:\n      layout: post"
-    )

@@ -236,9 +236,6 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     site = Path(args.site)
     for p in publish.publish(site, args.experiments, args.section, args.replace):
         print(f"{p.experiment} -> {p.dest} ({p.outcome})")
-    hint = publish.layout_hint(publish.detect(site), args.section)
-    if hint:
-        print(f"perfpost: note: {hint}", file=sys.stderr)
     return 0
 
 
@@ -367,11 +364,12 @@ def add_commands(sub: Any) -> None:
     s = sub.add_parser(
         "publish",
         help="copy posts (reports/<experiment>/) into a Hugo or Jekyll site",
-        description="Copy each post's folder as it is into an existing site: a Hugo site "
+        description="Copy each post into an existing site: a Hugo site "
         "(hugo.toml or config.toml/yaml/json, and content/) gets content/SECTION/EXPERIMENT/, "
-        "a page bundle; a Jekyll site (_config.yml) gets SECTION/EXPERIMENT/, a page with its "
-        "files. A page already there that differs is never written over without --replace. "
-        "Run it where the posts were made.",
+        "a page bundle; a Jekyll site (_config.yml) gets a post, _posts/DATE-EXPERIMENT.md, "
+        "at /SECTION/EXPERIMENT/, its figures and data in SECTION/EXPERIMENT/. A post already "
+        "there that differs is never written over without --replace. Run it where the posts "
+        "were made.",
     )
     s.add_argument("experiments", nargs="*", metavar="EXPERIMENT", help="default: every post")
     s.add_argument("--site", required=True, metavar="DIR", help="the site's root folder")
