@@ -265,7 +265,7 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
     post = (work / "reports" / "hcfs" / "index.md").read_text()
     version_block = post.split("Hadoop version:", 1)[1].split("```")[1]
     assert f"Hadoop {HDFS_VERSION}" in version_block
-    table = post.split("Default settings used except", 1)[1].split("\n\n", 2)[1]
+    table = post.split("not at the release's default", 1)[1].split("\n\n", 2)[1]
     # One DataNode: replication 1, where Hadoop's own default is 3.
     assert "| hdfs-site | `dfs.replication` | `1` | `3` |" in table, table
 

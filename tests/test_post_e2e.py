@@ -446,13 +446,37 @@ HUGO_CONFIG = """baseURL = "http://127.0.0.1/"
 title = "perfpost publish test"
 disableKinds = ["taxonomy", "term", "RSS", "sitemap"]
 """
+# Its page is a column of 700 px whose tables scroll sideways where they are wider, as
+# PaperMod's do (PaperMod itself cannot be fetched here). The page template marks every
+# image with its natural width once the page has loaded (0 for one the browser could not
+# load), and every table with the key columns out of view: its first, and a comparison's
+# change, interval, verdict and p. Chromium's --dump-dom reads them back.
 HUGO_SINGLE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>{{ .Title }}</title></head>
-<body><h1>{{ .Title }}</h1>
+<html><head><meta charset="utf-8"><title>{{ .Title }}</title>
+<style>
+main { max-width: 700px; margin: 0 auto; font: 16px/1.6 sans-serif; }
+table { display: block; overflow-x: auto; border-collapse: collapse; }
+th, td { padding: 4px 8px; border: 1px solid #ccc; }
+</style></head>
+<body><main><h1>{{ .Title }}</h1>
 {{ .Content }}
+</main>
 <script>
 window.addEventListener("load", () => {
   for (const img of document.images) img.setAttribute("data-natural-width", img.naturalWidth);
+  const keys = ["change", "95% CI", "verdict", "p (Holm)"];
+  for (const t of document.querySelectorAll("table")) {
+    const column = t.closest("main, .wrapper") || document.body;
+    const limit = Math.min(t.getBoundingClientRect().right, column.getBoundingClientRect().right);
+    const hidden = [];
+    t.querySelectorAll("tr:first-child th").forEach((th, j) => {
+      const name = th.textContent.trim();
+      if ((j === 0 || keys.includes(name)) && th.getBoundingClientRect().right > limit + 1) {
+        hidden.push(name);
+      }
+    });
+    t.setAttribute("data-hidden", hidden.join("|"));
+  }
   document.body.setAttribute("data-checked", "yes");
 });
 </script>
@@ -486,6 +510,7 @@ class PageParts(HTMLParser):
         super().__init__()
         self.images: list[dict] = []
         self.tables: list[int] = []
+        self.hidden: list[str] = []
         self.checked = False
 
     def handle_starttag(self, tag, attrs):
@@ -494,6 +519,7 @@ class PageParts(HTMLParser):
             self.images.append(attrs)
         elif tag == "table":
             self.tables.append(0)
+            self.hidden.append(attrs.get("data-hidden") or "")
         elif tag == "tr":
             self.tables[-1] += 1
         elif tag == "body":
@@ -522,6 +548,9 @@ def page_problems(dom: str, markdown: str) -> list[str]:
         problems.append(
             f"table rows {page.tables}, {markdown_table_rows(markdown)} in the markdown"
         )
+    for i, hidden in enumerate(page.hidden):
+        if hidden:
+            problems.append(f"table {i + 1}: {hidden.replace('|', ', ')} out of view")
     return problems
 
 
@@ -612,9 +641,11 @@ def test_a_published_post_builds_in_hugo_and_shows_every_figure_and_table(
         bad = dump_dom(f"{base}/posts/broken/", tmp_path / "profile-2")
     # The post: two figures (throughput, the comparison; the steps are too short for a
     # resources figure) and four tables (results, comparisons, resources, failed cells), each
-    # with the rows its markdown has.
+    # with the rows its markdown has, some continued in tables after them to fit the column.
     assert len(image_links(post)) == 2
-    assert len(markdown_table_rows(post)) == 4
+    continued = post.count("*The same rows, continued: ")
+    assert continued >= 2  # the results and the comparisons, wider than 700 px in one table
+    assert len(markdown_table_rows(post)) == 4 + continued
     assert page_problems(good, post) == []
     assert page_problems(bad, broken) == ["figures/missing.png: did not load"]
 

@@ -255,18 +255,20 @@ def _control_sentence(row: Row, head: str, label: str, medians: str, n: str) -> 
     return f"{said}: the noise floor, and a change of this metric inside it is not claimed{detect}."
 
 
+# The claim first (change, its interval, the verdict and the p it rests on), then what it
+# came from: a narrow column keeps these in view and the rest in the tables that continue it.
 TABLE_HEADER = [
     "comparison",
     "group",
     "metric",
-    "baseline median",
-    "candidate median",
     "change",
     "95% CI",
-    "n (cand/base)",
-    "p",
-    "p (Holm)",
     "verdict",
+    "p (Holm)",
+    "p",
+    "n (cand/base)",
+    "baseline median",
+    "candidate median",
 ]
 
 
@@ -276,14 +278,14 @@ def table_row(row: Row) -> list[str]:
         row.name,
         row.group or "all",
         metric_label(row.metric),
-        format_value(r.median_base, row.unit),
-        format_value(r.median_cand, row.unit),
         _pct(r.change),
         _ci(r),
-        f"{r.n_cand}/{r.n_base}",
-        _p(r.p_value),
-        _p(r.p_adjusted),
         r.verdict,
+        _p(r.p_adjusted),
+        _p(r.p_value),
+        f"{r.n_cand}/{r.n_base}",
+        format_value(r.median_base, row.unit),
+        format_value(r.median_cand, row.unit),
     ]
 
 

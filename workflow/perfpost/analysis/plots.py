@@ -631,16 +631,18 @@ BASELINE_COLOUR, CANDIDATE_COLOUR = COLOURS[0], COLOURS[1]  # the same in every 
 
 
 def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, str] | None:
-    """One declared comparison: left, every run of baseline and candidate per group (bars
-    are medians); right, the change the post states (Hodges-Lehmann estimate of candidate /
-    baseline - 1) with its 95% interval, coloured only where a difference is claimed."""
+    """One declared comparison: above, every run of baseline and candidate per group (bars
+    are medians); below, the change the post states (Hodges-Lehmann estimate of candidate /
+    baseline - 1) with its 95% interval, coloured only where a difference is claimed. One
+    above the other, as wide as the other figures: side by side, the figure was 1,560 px
+    wide, and a blog's 700 px column shrank its words to 9 px."""
     rows = [r for r in rows if r.base_values or r.cand_values]
     if not rows:
         return None
     unit = rows[0].unit
     unit_name, factor = _unit(unit, [v for r in rows for v in (*r.base_values, *r.cand_values)])
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(WIDTH_IN * 1.3, HEIGHT_IN), dpi=DPI, gridspec_kw={"width_ratios": [3, 2]}
+        2, 1, figsize=(WIDTH_IN, HEIGHT_IN * 1.5), dpi=DPI, gridspec_kw={"height_ratios": [3, 2]}
     )
     groups = [r.group or "all" for r in rows]
     for i, r in enumerate(rows):
@@ -687,7 +689,7 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
     right.axhline(0, color="0.3", linewidth=0.8)
     right.set_xticks(range(len(groups)))
     right.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
-    right.set_ylabel("change, candidate vs baseline (%)")
+    right.set_ylabel("change vs baseline (%)")
     right.grid(axis="y", alpha=0.3)
     right.set_title("Hodges-Lehmann, 95% CI; grey: no claim", fontsize=8, color="0.4")
     fig.suptitle(_fit_title(fig, title, 11), fontsize=11)

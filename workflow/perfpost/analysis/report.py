@@ -28,6 +28,7 @@ from perfpost.analysis import (
     commands,
     compare,
     instrumented,
+    narrow,
     precision,
     profiles,
     resources,
@@ -760,7 +761,8 @@ def render(
         lstrip_blocks=True,
     )
     env.filters["yaml_str"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
-    text = env.get_template("post.md.j2").render(**context)
+    # Every table fits a blog's column: a wide one continues in the tables after it.
+    text = narrow.fit(env.get_template("post.md.j2").render(**context))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(data_csv, tidy_df.to_csv(index=False))
     if write_steady:
