@@ -219,6 +219,14 @@ def _copy_in(src: Path, dest: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _outcome(why: str | None, replace: bool) -> str | None:
+    """What publishing does where the site has the post already: nothing (the same), replace
+    it (asked to), or None: refuse, naming ``why`` it differs."""
+    if why is None:
+        return "unchanged"
+    return "replaced" if replace else None
+
+
 _DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 
 
@@ -327,10 +335,9 @@ def _publish_jekyll(
             else:
                 why = difference(files, folder)
                 why = None if why is None else f"{folder}: {why}"
-            if why is None:
-                plan.append((exp, post, text, files, folder, old, "unchanged"))
-            elif replace:
-                plan.append((exp, post, text, files, folder, old, "replaced"))
+            outcome = _outcome(why, replace)
+            if outcome:
+                plan.append((exp, post, text, files, folder, old, outcome))
             else:
                 refused.append(f"{exp}: the site's copy differs ({why})")
         if refused:
@@ -379,10 +386,9 @@ def publish(
             plan.append((exp, dest, "new"))
             continue
         why = difference(src, dest)
-        if why is None:
-            plan.append((exp, dest, "unchanged"))
-        elif replace:
-            plan.append((exp, dest, "replaced"))
+        outcome = _outcome(why, replace)
+        if outcome:
+            plan.append((exp, dest, outcome))
         else:
             refused.append(f"{dest} exists and differs from {src} ({why})")
     if refused:
