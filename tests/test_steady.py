@@ -388,6 +388,21 @@ def test_a_post_without_series_has_no_steady_state_but_writes_the_declared_table
     assert steady.read(tmp_path / "s.csv").empty
 
 
+def _table_rows(section: str) -> dict[str, dict[str, str]]:
+    """Every row of the section's tables, by its first column (the test), each column by its
+    header: a table continued in others (their rows repeat the test) is one again."""
+    rows: dict[str, dict[str, str]] = {}
+    for block in section.split("\n\n"):
+        lines = [ln for ln in block.strip().splitlines() if ln.startswith("|")]
+        if len(lines) < 3:
+            continue
+        head = [c.strip() for c in lines[0].strip("|").split("|")]
+        for ln in lines[2:]:
+            cells = [c.strip() for c in ln.strip("|").split("|")]
+            rows.setdefault(cells[0], {}).update(zip(head, cells, strict=True))
+    return rows
+
+
 def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_path):
     _, table = _real_table()
     post = _post(tmp_path, steady_df=table)
@@ -403,16 +418,15 @@ def test_the_post_gives_both_rates_names_the_unsteady_runs_and_the_method(tmp_pa
     assert "MSER-5 (White 1997" in method
     assert "at 0.025 each" in method
     assert "fewer than 50 rates" in method
-    rows = post.split("### Steady state")[1].split("\n\n")[1].splitlines()
+    section = post.split("### Steady state")[1].split("\n## ")[0]
+    runs = _table_rows(section)  # a wide table continues in others: joined by the run
     warm = table.iloc[0]
-    (row,) = [r for r in rows if r.startswith("| `case=warmup`")]
-    cols = [c.strip() for c in row.strip("|").split("|")]
-    assert float(cols[3]) == pytest.approx(warm["whole_rate"], rel=5e-3)
-    assert float(cols[4]) == pytest.approx(warm["steady_rate"], rel=5e-3)
-    assert cols[5] == f"{warm['warmup_end_t']:.0f} s ({warm['warmup_samples']} rates)"
-    assert cols[6] == "warm-up then steady"
-    (row,) = [r for r in rows if r.startswith("| `case=step`")]
-    assert "| not steady |" in row
+    row = runs["`case=warmup`"]
+    assert float(row["whole-run rate (ops/s)"]) == pytest.approx(warm["whole_rate"], rel=5e-3)
+    assert float(row["steady-state rate (ops/s)"]) == pytest.approx(warm["steady_rate"], rel=5e-3)
+    assert row["warm-up"] == f"{warm['warmup_end_t']:.0f} s ({warm['warmup_samples']} rates)"
+    assert row["verdict"] == "warm-up then steady"
+    assert runs["`case=step`"]["steady-state rate (ops/s)"] == "not steady"
     # The bundle's own copy of the table, linked relative to the post.
     assert "[steady.csv](steady.csv)" in post.split("### Steady state")[1]
     assert list(steady.read(tmp_path / "steady.csv")["verdict"]) == list(table["verdict"])

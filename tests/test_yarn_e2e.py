@@ -3,6 +3,7 @@ read from the live ResourceManager: counters, the RM's record and the host's tim
 one tidy row set and one post; a failed job and an unreadable record fail their cells."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -147,8 +148,12 @@ def test_the_post_shows_each_application_with_its_yarn_numbers(yarn_run):
     assert "vcore-seconds (YARN)" in post
     assert "Elapsed time (YARN)" in post
     assert "ResourceManager REST API" in post
-    for job in cells["job_id"]:
-        assert f"| `{job}` | FINISHED/SUCCEEDED |" in post
+    # Each run's application and its final state, in the rows of its test (a wide table
+    # continues in others, each row led by its test).
+    for cell, job in zip(cells["cell"], cells["job_id"], strict=True):
+        lead = rf"^\| `{re.escape(cell)}` \|(?:.*\|)?"
+        assert re.search(rf"{lead} `{job}` \|", post, re.M), job
+        assert re.search(rf"{lead} FINISHED/SUCCEEDED \|", post, re.M), cell
 
 
 def test_a_job_that_fails_on_yarn_fails_its_cell_with_yarn_s_diagnostics(yarn_run):
