@@ -135,7 +135,7 @@ def test_a_column_of_times_gets_one_unit_from_its_median():
     assert seconds_scale([0.028, 0.0285, 0.031]) == ("ms", 1e-3)
     assert seconds_scale([7e-7, 0.0007, 0.0009]) == ("us", 1e-6)
     assert seconds_scale([2.0, 30.0]) == ("s", 1.0)
-    assert plots._unit("s", [0.028, 0.0285, 0.031]) == ("ms", 1e-3)
+    assert plots.axis_unit("s", [0.028, 0.0285, 0.031]) == ("ms", 1e-3)
     assert format_seconds(0.0007, ("ms", 1e-3)) == "0.7 ms"
 
 
@@ -143,7 +143,7 @@ def test_byte_seconds_are_shown_in_si_units():
     from perfpost.analysis import plots
 
     assert format_value(15_256_780_800.0, "B*s") == "15.3 GB*s"
-    assert plots._unit("B*s", [1.5e10]) == ("GB*s", 1e9)
+    assert plots.axis_unit("B*s", [1.5e10]) == ("GB*s", 1e9)
 
 
 @pytest.mark.parametrize(

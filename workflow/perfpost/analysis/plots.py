@@ -107,7 +107,7 @@ def _series_combos(
     return out
 
 
-def _unit(unit: str, values: list[float]) -> tuple[str, float]:
+def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
     """The axis unit for values in a base unit: the prefix that suits their median for
     rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds."""
     from perfpost.units import seconds_scale
@@ -292,7 +292,7 @@ def _draw(
     return drawn, log
 
 
-def _legend_below(fig: Figure, handles: list[Any], labels: list[str], title: str | None) -> Any:
+def legend_below(fig: Figure, handles: list[Any], labels: list[str], title: str | None) -> Any:
     """The legend under the panels, inside the image: as many columns as fit the width, long
     labels broken at their commas when one column is still too wide, the figure widened as a
     last resort; the figure then grows by the legend's height, so the panels keep theirs."""
@@ -330,7 +330,7 @@ def _legend_below(fig: Figure, handles: list[Any], labels: list[str], title: str
     return legend
 
 
-def _fit_title(fig: Figure, text: str, fontsize: float) -> str:
+def fit_title(fig: Figure, text: str, fontsize: float) -> str:
     """``text`` broken into lines as wide as the figure. matplotlib's own ``wrap=True``
     breaks lines at draw time, after ``tight_layout`` made room for one: a long title then
     ran off the top of the image."""
@@ -353,7 +353,7 @@ def _fit_title(fig: Figure, text: str, fontsize: float) -> str:
     return "\n".join([*lines, line])
 
 
-def _layout(fig: Figure, bottom_in: float) -> None:
+def layout_above(fig: Figure, bottom_in: float) -> None:
     """Fit the panels above ``bottom_in`` inches of legend; slant x labels that would touch."""
     rect = (0, min(bottom_in / fig.get_figheight(), 0.8), 1, 1)
     fig.tight_layout(rect=rect)
@@ -415,7 +415,7 @@ def metric_figure(
     data = data[data["metric"] == metric]
     if data.empty:
         return None
-    unit_name, factor = _unit(str(data["unit"].iloc[0]), data["value"].tolist())
+    unit_name, factor = axis_unit(str(data["unit"].iloc[0]), data["value"].tolist())
     series = series_axes(axis_labels, x_axis, facet, zips)
     colours = series_colours(axis_labels, series, roles, zips)
     x = _x_axis(axis_labels, x_axis, zips)
@@ -436,7 +436,7 @@ def metric_figure(
     for i, (ax, log) in enumerate(zip(axes[0], logs, strict=True)):
         if i == 0 or len(set(logs)) > 1:
             ax.set_ylabel(f"{metric_label(metric)} ({unit_name}" + (", log scale)" if log else ")"))
-    fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
+    fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     joined = x.numeric
     what = "points: repeats; bars: medians" + (
         "; lines join each series' medians" if joined else ""
@@ -446,7 +446,7 @@ def metric_figure(
     if series:
         handles = [Line2D([], [], color=colours[k], **style) for k in shown]
         names = [", ".join(f"{a}={v}" for a, v in zip(series, k, strict=True)) for k in shown]
-        legend = _legend_below(fig, handles, names, what)
+        legend = legend_below(fig, handles, names, what)
     else:
         colour = next(iter(colours.values()))
         handles = [
@@ -462,8 +462,8 @@ def metric_figure(
             ),
         ]
         names = ["repeats", "medians, joined by a line" if joined else "medians"]
-        legend = _legend_below(fig, handles, names, None)
-    _layout(fig, legend.get_window_extent().height / fig.dpi + 0.05)
+        legend = legend_below(fig, handles, names, None)
+    layout_above(fig, legend.get_window_extent().height / fig.dpi + 0.05)
     return fig
 
 
@@ -481,10 +481,10 @@ def plot_metric(
     """Draw one figure (:func:`metric_figure`); returns the PNG and SVG names, or None when
     there is nothing to draw."""
     fig = metric_figure(df, metric, axis_labels, x_axis, title, facet, roles, zips)
-    return _save(fig, out_base, metric) if fig is not None else None
+    return save_figure(fig, out_base, metric) if fig is not None else None
 
 
-def _save(fig: Any, out_base: Path, metric: str) -> dict[str, str]:
+def save_figure(fig: Any, out_base: Path, metric: str) -> dict[str, str]:
     """PNG for the post, SVG beside it for print; returns their names."""
     out_base.parent.mkdir(parents=True, exist_ok=True)
     # Not with_suffix: a metric's name may hold a dot (freon's chunk-write.mean).
@@ -588,10 +588,10 @@ def series_figure(
     ax.set_xlabel("time since the run started (s)")
     log = _scale_y(ax, data["rate"].tolist())
     ax.set_ylabel("rate (operations/s" + (", log scale)" if log else ")"))
-    fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
+    fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     ax.grid(alpha=0.3)
     if len(names) <= SERIES_LEGEND_MAX:
-        legend = _legend_below(
+        legend = legend_below(
             fig,
             handles + [h for h, _ in lines],
             names + [n for _, n in lines],
@@ -611,7 +611,7 @@ def series_figure(
             color="0.4",
         )
         bottom = 0.3
-    _layout(fig, bottom)
+    layout_above(fig, bottom)
     return fig
 
 
@@ -624,7 +624,7 @@ def plot_series(
     or the device slowed down, and the mean rate alone would hide it.
     """
     fig = series_figure(series, title, steady)
-    return _save(fig, out_base, "rate_over_time") if fig is not None else None
+    return save_figure(fig, out_base, "rate_over_time") if fig is not None else None
 
 
 BASELINE_COLOUR, CANDIDATE_COLOUR = COLOURS[0], COLOURS[1]  # the same in every comparison
@@ -640,7 +640,7 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
     if not rows:
         return None
     unit = rows[0].unit
-    unit_name, factor = _unit(unit, [v for r in rows for v in (*r.base_values, *r.cand_values)])
+    unit_name, factor = axis_unit(unit, [v for r in rows for v in (*r.base_values, *r.cand_values)])
     fig, (left, right) = plt.subplots(
         2, 1, figsize=(WIDTH_IN, HEIGHT_IN * 1.5), dpi=DPI, gridspec_kw={"height_ratios": [3, 2]}
     )
@@ -692,6 +692,6 @@ def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, st
     right.set_ylabel("change vs baseline (%)")
     right.grid(axis="y", alpha=0.3)
     right.set_title("Hodges-Lehmann, 95% CI; grey: no claim", fontsize=8, color="0.4")
-    fig.suptitle(_fit_title(fig, title, 11), fontsize=11)
+    fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     fig.tight_layout()
-    return _save(fig, out_base, out_base.name)
+    return save_figure(fig, out_base, out_base.name)

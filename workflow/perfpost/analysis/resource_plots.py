@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from perfpost.analysis.plots import COLOURS, DPI, WIDTH_IN, _fit_title, _legend_below, _save
+from perfpost.analysis.plots import COLOURS, DPI, WIDTH_IN, fit_title, legend_below, save_figure
 from perfpost.analysis.resources import UNRESOLVED, cell_profiles
 from perfpost.analysis.tidy import results
 from perfpost.clusters.metrics import LATENCIES
@@ -28,7 +28,7 @@ MIN_INTERVALS = 3  # a run sampled over fewer intervals has no shape over time t
 
 
 def _fit_above(fig: Any, legend: Any) -> None:
-    """Panels above the legend, which :func:`_legend_below` put under them."""
+    """Panels above the legend, which :func:`legend_below` put under them."""
     bottom = legend.get_window_extent().height / fig.dpi / fig.get_figheight()
     fig.tight_layout(rect=(0, min(bottom, 0.8), 1, 1))
 
@@ -55,11 +55,11 @@ def overview(window: pd.DataFrame, axes: list[str], title: str, out_base: Path) 
     ax.axvline(90, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("% of the measured step (median over runs); dotted: 90%")
     # Over the figure, not the axes: the axes sit right of the centre by the cells' labels.
-    fig.suptitle(_fit_title(fig, f"{title}: resources while measuring", 11), fontsize=11)
+    fig.suptitle(fit_title(fig, f"{title}: resources while measuring", 11), fontsize=11)
     handles, texts = ax.get_legend_handles_labels()
-    legend = _legend_below(fig, handles, texts, None)
+    legend = legend_below(fig, handles, texts, None)
     _fit_above(fig, legend)
-    got = _save(fig, out_base, "resources")
+    got = save_figure(fig, out_base, "resources")
     return {
         **got,
         "section": "resources",
@@ -218,10 +218,10 @@ def over_time(
             if x is not None:
                 ax.axvline(x, color="grey", lw=0.8, ls=":")
     axs[-1].set_xlabel("seconds since the measured step started (dotted: its start and end)")
-    fig.suptitle(_fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
-    legend = _legend_below(fig, list(handles.values()), list(handles), "host / daemon")
+    fig.suptitle(fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
+    legend = legend_below(fig, list(handles.values()), list(handles), "host / daemon")
     _fit_above(fig, legend)
-    got = _save(fig, out_base, "resources_over_time")
+    got = save_figure(fig, out_base, "resources_over_time")
     return {
         **got,
         "section": "resources",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfpost.history.changes import Analysis, analyse
-from perfpost.units import format_value, metric_label, rate_scale, seconds_scale, sig
+from perfpost.units import format_value, metric_label, sig
 
 MAX_TICKS = 20
 SERIES_KEY = ["experiment", "cell", "host", "fingerprint", "measurement", "metric", "unit"]
@@ -154,7 +154,7 @@ def table(s: Series) -> str:
     change points marked."""
     a, unit = s.analysis, s.key["unit"]
     scale = _scale(unit, a.medians)
-    head = f"median ({scale[0]})" if scale else "median"
+    head = f"median ({scale[0]})" if scale[0] else "median"
     kind = "build" if _by_build(s) else "session"
     rows = [
         f"| # | {kind} | revision | first run | runs | {head} | vs previous | |",
@@ -163,7 +163,7 @@ def table(s: Series) -> str:
     starts = {c.index: c for c in a.changes}
     for i, p in s.points.iterrows():
         med = a.medians[i]
-        cell_value = sig(med / scale[1]) if scale else format_value(med, unit, cell=True)
+        cell_value = sig(med / scale[1]) if scale[0] else format_value(med, unit, cell=True)
         prev = (med / a.medians[i - 1] - 1) if i and a.medians[i - 1] else None
         mark = ""
         if i in starts:
@@ -182,14 +182,12 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _scale(unit: str, values: list[float]) -> tuple[str, float] | None:
-    if unit == "B/s":
-        return rate_scale(values)
-    if unit == "s":
-        return seconds_scale(values)
-    if unit == "1/s":
-        return ("ops/s", 1.0)
-    return None
+def _scale(unit: str, values: list[float]) -> tuple[str, float]:
+    """The posts' axis unit for these values; a rate of operations reads as ops/s."""
+    from perfpost.analysis.plots import axis_unit
+
+    name, factor = axis_unit(unit, values)
+    return ("ops/s" if name == "1/s" else name, factor)
 
 
 def slug(s: Series) -> str:
@@ -206,10 +204,10 @@ def figure(s: Series, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from perfpost.analysis.plots import DPI, WIDTH_IN, _fit_title, _layout, _legend_below
+    from perfpost.analysis.plots import DPI, WIDTH_IN, fit_title, layout_above, legend_below
 
     a, unit = s.analysis, s.key["unit"]
-    scale = _scale(unit, a.medians) or ("", 1.0)
+    scale = _scale(unit, a.medians)
     f = scale[1]
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.5), dpi=DPI)
     xs = list(range(len(a.builds)))
@@ -273,9 +271,9 @@ def figure(s: Series, out: Path) -> Path:
     ylabel = metric_label(s.key["metric"])
     ax.set_ylabel(f"{ylabel} ({scale[0]})" if scale[0] else ylabel)
     ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(_fit_title(fig, title(s), 11), fontsize=11)
-    legend = _legend_below(fig, handles, labels, None)
-    _layout(fig, legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1)
+    fig.suptitle(fit_title(fig, title(s), 11), fontsize=11)
+    legend = legend_below(fig, handles, labels, None)
+    layout_above(fig, legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{slug(s)}.png"
     fig.savefig(path)
