@@ -249,9 +249,9 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     """vapor cmdw --duration=3s with one file per chunk of 1 MiB: each chunk file's mtime is
     the file system's record of its write. The run wrote one file per operation it counted,
     the first after cmdw said its operations began, the last within 1% of the phase of
-    freon's deadline, and their span is the phase's time to 2%: a file's mtime is its write's
-    end, so the first file is stamped one (cold, first) write after the phase began; a CI run
-    saw 21 ms of 1.99 s there."""
+    freon's deadline, and their span is the phase's time to 2% and one write: a file's mtime is
+    its write's end, so the first file is stamped one (cold, first) write after the phase
+    began; a CI run saw 21 ms of 1.99 s there."""
     _, launcher = ozone_cache
     data = tmp_path / "dn"
     _, log, phase = _real_run(
@@ -273,4 +273,9 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     deadline = log.progress[0][0] + 3
     assert chunks[0] >= log.ops_ts
     assert abs(chunks[-1] - deadline) <= 0.01 * phase.seconds
-    assert abs((chunks[-1] - chunks[0]) - phase.seconds) <= 0.02 * phase.seconds
+    span = chunks[-1] - chunks[0]
+    # No file is written outside the phase; the span falls short of it by the first, cold
+    # write (21 ms of 1.99 s in a quiet CI run, 38 ms of 1.55 s with two other runs of
+    # perfpost sharing the two cores): 2% of the phase, and at most 50 ms besides.
+    assert span <= 1.01 * phase.seconds
+    assert phase.seconds - span <= 0.02 * phase.seconds + 0.05

@@ -357,7 +357,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
                 progress,
                 whole[1],
                 list(whole[0]["axes"]),
-                (tools.get(exp["tool"]).PLOT_METRICS or [None])[0],
+                compare.default_metric(whole[1], tools.get(exp["tool"]).PLOT_METRICS),
                 exp["title"],
                 Path(args.out_dir),
             )

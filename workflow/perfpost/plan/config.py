@@ -28,6 +28,7 @@ from perfpost.instrument import jfr, load
 from perfpost.instrument import resources as telemetry
 from perfpost.plan import matrix
 from perfpost.plan import order as order_
+from perfpost.tools.base import primary_metric
 
 SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 
@@ -1017,7 +1018,7 @@ def _precision(exp: Experiment, where: str) -> None:
             "a precision target needs cells that run one host per job; with start_together "
             "give repeats as a count",
         )
-    metric = raw.get("metric") or tools.get(exp.tool).PLOT_METRICS[0]
+    metric = raw.get("metric") or primary_metric(tools.get(exp.tool), exp.params)
     exp.precision = {
         "min": low,
         "max": high,

@@ -651,6 +651,8 @@ class _CellRun:
             return self._finish(FAILED, reason)
         try:
             parsed = self.adapter.parse_cell(texts, wall_time=timing.elapsed)
+            if hasattr(self.adapter, "derive"):
+                parsed += self.adapter.derive(spec.params, parsed)
         except ParseError as e:
             # Named as it lies in the attempt directory, where the log is kept.
             where = f"{paths.RAW}/{e.source}" if (self.raw / e.source).exists() else e.source

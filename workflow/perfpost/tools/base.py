@@ -21,6 +21,10 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
   ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
   over time;
+- ``primary_metric(params)`` where a run's headline metric depends on its parameters (the
+  first of ``PLOT_METRICS`` otherwise; see :func:`primary_metric`);
+- ``derive(params, metrics)`` where a run's numbers need its parameters as well as its logs
+  (a reader's bytes: its reads times the size its files were written with): more metrics;
 - ``refuse(params)`` where the tool can tell on this machine, before any host is touched,
   that a cell cannot run (fio's ``--parse-only`` of a job file): the reason, or None;
 - ``TIME_LAG`` where the tool's clock for a run can stop late: (the metric of the time a
@@ -100,6 +104,13 @@ class Fetch:
     cancel_urls: tuple[str, ...] = ()
     cancel_body: str = ""
     cancel_what: str = "the run"
+
+
+def primary_metric(adapter: Any, params: Mapping[str, Any]) -> str:
+    """The metric a run of these parameters is judged by before any data exists (a precision
+    target's): the tool's own choice where it has one, else its first plotted metric."""
+    pick = getattr(adapter, "primary_metric", None)
+    return pick(params) if pick else adapter.PLOT_METRICS[0]
 
 
 def sync_adjusted(

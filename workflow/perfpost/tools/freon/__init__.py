@@ -10,9 +10,11 @@ from perfpost.tools.freon.command import (
     argv,
     check_params,
     complete_params,
+    derive,
     for_clusters,
     install_marker,
     plan,
+    primary_metric,
     version_argv,
 )
 from perfpost.tools.freon.defaults import (
@@ -56,6 +58,7 @@ __all__ = [
     "argv",
     "check_params",
     "complete_params",
+    "derive",
     "describe",
     "error_reason",
     "for_clusters",
@@ -64,6 +67,7 @@ __all__ = [
     "parse_series",
     "parse_text",
     "plan",
+    "primary_metric",
     "rate_sources",
     "version_argv",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from perfpost.errors import ConfigError
 from perfpost.tools import base
-from perfpost.tools.base import Plan, Proc, env_prefix, fill_work
+from perfpost.tools.base import Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.tools.freon.defaults import HOST_KEY, JVM_OPTS_VAR, LOG, READERS, RUNTIME
 
 PARAMS_SCHEMA: dict[str, Any] = {
@@ -62,6 +62,31 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "`ozone` from the inventory",
             "type": "string",
         },
+        "prepare": {
+            "description": "An unmeasured freon run right before the measured one, with its "
+            "launcher, program, env, generic and java_opts, and its options (path, prefix, "
+            "-n, -t) overlaid by these: `{subcommand: dfsg, options: {s: 64MB}}` writes the "
+            "files a measured `dfsv` then reads, and gives the run its bytes and throughput.",
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["subcommand"],
+            "properties": {
+                "subcommand": {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
+                "options": {"type": "object", "default": {}},
+            },
+        },
+        "drop_cache": {
+            "description": "Drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) on "
+            "the cell's host right before the measurement, after `prepare`. Needs root there.",
+            "type": "boolean",
+            "default": False,
+        },
+        "on_unprivileged": {
+            "description": "When drop_cache is asked but the host user cannot drop the cache: "
+            "fail the cell, or skip it (recorded as skipped, never measured hot in its place).",
+            "enum": ["fail", "skip"],
+            "default": "fail",
+        },
         "java_opts": {
             "description": "JVM options for a provisioned launcher (OZONE_OPTS)",
             "type": "string",
@@ -110,6 +135,48 @@ def check_params(params: Mapping[str, Any], where: str) -> None:
     for key in params.get("env", {}):
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
             raise ConfigError(f"{where}.env.{key}", "not an environment variable name")
+    prep = params.get("prepare")
+    if prep:
+        check_params({"options": prep.get("options", {})}, f"{where}.prepare")
+        if params["subcommand"] in READERS and "prefix" not in _long(params.get("options", {})):
+            raise ConfigError(
+                f"{where}.options.prefix",
+                "a reader after `prepare` needs the prefix its files were written with "
+                "(freon picks a random one otherwise): set options.prefix",
+            )
+        size = _long({**params.get("options", {}), **prep.get("options", {})}).get("size")
+        if size is not None:
+            try:
+                freon_size(size)
+            except ValueError as e:
+                raise ConfigError(f"{where}.prepare.options.s", str(e)) from None
+
+
+# freon's short options and the long names they stand for (picocli's -n/--number-of-tests...)
+SHORT = {"n": "number-of-tests", "t": "threads", "p": "prefix", "r": "path", "s": "size"}
+ALIASES = {"thread": "threads", "rpath": "path"}
+DEFAULT_THREADS = 10  # freon's -t when not given (its --help: "Default: 10")
+
+
+def _long(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options keyed by their long names, so -s and --size are one option."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        name = SHORT.get(str(key), str(key))
+        out[ALIASES.get(name, name)] = value
+    return out
+
+
+def freon_size(value: Any) -> int:
+    """Bytes of a freon size option: a number of bytes, or a number with a unit, which
+    freon's StorageSize reads in powers of 2 (``64MB`` is 64 MiB; its help: "Size is in base 2
+    binary")."""
+    text = str(value).strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)I?B?", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"{text!r} is not a size freon reads (bytes, or 64KB, 64MB, 1GB)")
+    power = " KMGT".index(m.group(2).upper() or " ")
+    return int(float(m.group(1)) * 1024**power)
 
 
 _fill = fill_work
@@ -138,12 +205,78 @@ def argv(params: Mapping[str, Any], workdir: str) -> list[str]:
     return out
 
 
+def prepare_params(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The unmeasured run ``prepare`` asks for: the measured run's params with its
+    subcommand and its options overlaid (``-s`` and ``--size`` are one option)."""
+    prep = params.get("prepare")
+    if not prep:
+        return None
+    options = {**_long(params.get("options", {})), **_long(prep.get("options", {}))}
+    return {**params, "subcommand": prep["subcommand"], "options": options}
+
+
+def read_bytes_each(params: Mapping[str, Any]) -> int | None:
+    """Bytes of each file a reader reads: the size its ``prepare`` run wrote them with."""
+    prep = prepare_params(params)
+    if prep is None or params["subcommand"] not in READERS:
+        return None
+    size = prep["options"].get("size")
+    return None if size is None else freon_size(size)
+
+
+def primary_metric(params: Mapping[str, Any]) -> str:
+    """A reader of files of a known size is measured by its throughput; any other run by
+    its rate of operations."""
+    return "throughput" if read_bytes_each(params) is not None else "rate"
+
+
 def plan(params: Mapping[str, Any], workdir: str) -> Plan:
+    prep = prepare_params(params)
     return Plan(
         measure=(Proc(tuple(argv(params, workdir)), LOG),),
+        prepare=(Proc(tuple(argv(prep, workdir))),) if prep else (),
+        drop_cache=bool(params.get("drop_cache", False)),
         writes=params["subcommand"] not in READERS,
         description=f"{params.get('program', 'freon')} {params['subcommand']}",
     )
+
+
+def derive(params: Mapping[str, Any], metrics: list[Metric]) -> list[Metric]:
+    """A reader's bytes and throughput, from the size its ``prepare`` run wrote its files
+    with. Every successful read is one whole file (dfsv reads each to its end), so bytes are
+    the reads times the size. Throughput is the readers' aggregate rate while reading: each
+    of the ``busy`` threads (``-t``, freon's default 10, at most one per file) reads a file
+    in the timer's mean time, so together they read ``busy x size / mean`` bytes a second
+    (with the cache dropped, dfsv's warm re-read of its reference file left out).
+    freon's own timer spans open to last byte of each file: neither the JVM's start, the
+    client's set-up, nor the once-a-second wait for the summary dilutes it, as they do the
+    run's ``rate`` of short runs."""
+    size = read_bytes_each(params)
+    if size is None:
+        return []
+    got = {m.name: m.value for m in metrics}
+    ops = got.get("operations")
+    if not ops:
+        return []
+    out = [Metric("bytes", ops * size, "B")]
+    timers = [k[: -len(".mean")] for k in got if k.endswith(".mean") and f"{k[:-5]}.count" in got]
+    timers = [t for t in timers if got[f"{t}.count"] == ops]
+    if len(timers) != 1 or got[f"{timers[0]}.mean"] <= 0:
+        return out
+    t = timers[0]
+    mean, reads = got[f"{t}.mean"], int(ops)
+    if params.get("drop_cache") and params["subcommand"] == "dfsv" and reads > 1:
+        # dfsv reads its first file once for the reference digest before its timer starts,
+        # after the cache was dropped: that read of it is warm, and the fastest. Left out.
+        mean, reads = (ops * mean - got[f"{t}.min"]) / (ops - 1), reads - 1
+    threads = int(_long(params.get("options", {})).get("threads", DEFAULT_THREADS))
+    busy = min(threads, int(ops))
+    return [
+        *out,
+        Metric("throughput", busy * size / mean, "B/s"),
+        Metric("readers_busy", float(busy), "count"),
+        Metric("reads_timed", float(reads), "count"),
+    ]
 
 
 def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:

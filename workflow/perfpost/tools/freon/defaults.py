@@ -23,8 +23,11 @@ RUNTIME = provision.Runtime(
 HOST_KEY = "ozone"
 # The variable that carries JVM options to freon's JVM (an instrumenting agent goes there too).
 JVM_OPTS_VAR = "OZONE_OPTS"
-PLOT_METRICS = ("rate", "rate_adjusted")
+# throughput: a reader's, from the size its `prepare` run wrote its files with; where a run
+# has it, it is the run's headline (the first of these present), else its rate.
+PLOT_METRICS = ("throughput", "rate", "rate_adjusted")
 TABLE_METRICS = (
+    "throughput",
     "rate",
     "rate_adjusted",
     "operations",

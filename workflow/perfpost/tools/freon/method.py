@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfpost.tools import base
-from perfpost.tools.freon.defaults import REPORT_INTERVAL, TIME_LAG
+from perfpost.tools.freon.defaults import READERS, REPORT_INTERVAL, TIME_LAG
 from perfpost.tools.freon.parser import RATE_SOURCES
 
 
@@ -181,10 +181,51 @@ def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
         f"Each run is `ozone {program} {sub}` with the options in the commands below; "
         "generic settings (`-D`) go before the subcommand."
     ]
+    prep = p.get("prepare")
+    if prep:
+        lines.append(
+            f"Before each run an unmeasured `ozone {program} {prep['subcommand']}` with the "
+            "same path, prefix, count and threads (its options overlaid as the config gives "
+            "them) wrote the files the run then reads."
+        )
+    lines += _cache_lines(experiment)
     lines.append(_rate_sentence(results, "duration" in p.get("options", {})))
+    if prep and sub in READERS:
+        lines.append(
+            "A run's throughput is its readers' aggregate rate while reading: the threads "
+            "(`-t`, at most one per file) times the size the files were written with, over "
+            f"the mean time freon's own timer gives one file's read (open to last byte; `{sub}` "
+            "reads each file to its end). The JVM's start, the client's set-up and freon's "
+            "once-a-second summary are outside it; they are inside the run's rate of reads. "
+            + (
+                "Before its timer starts, dfsv reads the first file once for its reference "
+                "digest, so its timed read of that file is warm: with the cache dropped, the "
+                "fastest read is left out of the mean (`reads_timed` says how many count)."
+                if sub == "dfsv"
+                else ""
+            )
+        )
     tick = _tick_sentence(results)
     if tick:
         lines.append(tick)
     if p.get("env"):
         lines.append("Environment: " + ", ".join(f"`{k}={v}`" for k, v in p["env"].items()) + ".")
     return lines
+
+
+def _cache_lines(experiment: Mapping[str, Any]) -> list[str]:
+    p, axes = experiment["params"], experiment.get("axes") or {}
+    cache = p.get("drop_cache")
+    if "drop_cache" in axes or isinstance(cache, str):
+        return [
+            "The page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) on the "
+            "run's host right before the measurement in the cells that ask for it (see the "
+            "axes); the others read what the preparing run had just written, from a hot "
+            "cache. A host's cache is the kernel's: the datanodes' block files on it too."
+        ]
+    if cache:
+        return [
+            "The page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) on the "
+            "run's host right before each measurement."
+        ]
+    return []
