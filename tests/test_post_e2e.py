@@ -184,6 +184,10 @@ def test_summary_numbers_equal_those_computed_from_the_table(run):
     assert f"95% CI {want['low']:+.1%} .. {want['high']:+.1%}" in line
     assert "n = 5/5" in line
     assert f"Mann-Whitney p = {want['p']:.2g})" in line
+    # The change is not the medians' ratio; the summary says which it is, once.
+    summary = post.split("## Summary")[1].split("## ")[0]
+    (said,) = [ln for ln in summary.splitlines() if "Hodges-Lehmann" in ln]
+    assert "the median of the ratios of every candidate run to every baseline run" in said
     rows = list(csv.DictReader((run / "reports" / "blocks" / "comparisons.csv").open()))
     shm_row = next(x for x in rows if x["group"] == "storage=shm")
     if want["claim"]:
