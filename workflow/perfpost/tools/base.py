@@ -45,6 +45,23 @@ from perfpost.hostenv import LOCALHOST
 
 LAG_SHARE = 0.10  # of a run's time: a TIME_LAG above it is flagged
 
+# A tool's page-cache parameters, the same for every tool that reads (dd, fio, freon): the
+# runner drops the cache on the cell's host right before the measured step.
+CACHE_PARAMS: dict[str, Any] = {
+    "drop_cache": {
+        "description": "Drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) on the "
+        "cell's host right before the measurement, after any preparing step. Needs root there.",
+        "type": "boolean",
+        "default": False,
+    },
+    "on_unprivileged": {
+        "description": "When drop_cache is asked but the host user cannot drop the cache: "
+        "fail the cell, or skip it (recorded as skipped, never measured hot in its place).",
+        "enum": ["fail", "skip"],
+        "default": "fail",
+    },
+}
+
 
 @dataclass(frozen=True)
 class Metric:

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfpost.errors import ConfigError, ParseError
-from perfpost.tools.base import Metric, Plan, Proc, never_provisioned, params_as_given
+from perfpost.tools.base import (
+    CACHE_PARAMS,
+    Metric,
+    Plan,
+    Proc,
+    never_provisioned,
+    params_as_given,
+)
 from perfpost.units import UnitError, human_unit_factor, parse_size
 
 NAME = "dd"
@@ -79,18 +86,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "description": "Size of each reader's file (read mode)",
             "type": ["string", "integer"],
         },
-        "drop_cache": {
-            "description": "Drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) right "
-            "before the measurement. Needs root on the host.",
-            "type": "boolean",
-            "default": False,
-        },
-        "on_unprivileged": {
-            "description": "When drop_cache is asked but the host user cannot drop the cache: "
-            "fail the cell, or skip it (recorded as skipped, never measured hot in its place).",
-            "enum": ["fail", "skip"],
-            "default": "fail",
-        },
+        **CACHE_PARAMS,
         "background_writer": {
             "description": "Write this many bytes per second to a file beside the readers while "
             "they run (0: none).",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfpost.errors import ConfigError
-from perfpost.tools.base import Plan, Proc, fill_work, never_provisioned
+from perfpost.tools.base import CACHE_PARAMS, Plan, Proc, fill_work, never_provisioned
 from perfpost.tools.fio import jobfile
 from perfpost.tools.fio.defaults import LOG, RW_MODES, WRITING
 
@@ -120,16 +120,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "default": "fio",
         },
-        "drop_cache": {
-            "description": "Drop the page cache right before the measurement (needs root)",
-            "type": "boolean",
-            "default": False,
-        },
-        "on_unprivileged": {
-            "description": "When the cache cannot be dropped: fail the cell, or skip it",
-            "enum": ["fail", "skip"],
-            "default": "fail",
-        },
+        **CACHE_PARAMS,
     },
 }
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from perfpost.errors import ConfigError
 from perfpost.tools import base
-from perfpost.tools.base import Metric, Plan, Proc, env_prefix, fill_work
+from perfpost.tools.base import CACHE_PARAMS, Metric, Plan, Proc, env_prefix, fill_work
 from perfpost.tools.freon.defaults import HOST_KEY, JVM_OPTS_VAR, LOG, READERS, RUNTIME
 
 PARAMS_SCHEMA: dict[str, Any] = {
@@ -75,18 +75,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
                 "options": {"type": "object", "default": {}},
             },
         },
-        "drop_cache": {
-            "description": "Drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) on "
-            "the cell's host right before the measurement, after `prepare`. Needs root there.",
-            "type": "boolean",
-            "default": False,
-        },
-        "on_unprivileged": {
-            "description": "When drop_cache is asked but the host user cannot drop the cache: "
-            "fail the cell, or skip it (recorded as skipped, never measured hot in its place).",
-            "enum": ["fail", "skip"],
-            "default": "fail",
-        },
+        **CACHE_PARAMS,
         "java_opts": {
             "description": "JVM options for a provisioned launcher (OZONE_OPTS)",
             "type": "string",
