@@ -146,6 +146,14 @@ def test_byte_seconds_are_shown_in_si_units():
     assert plots.axis_unit("B*s", [1.5e10]) == ("GB*s", 1e9)
 
 
+def test_a_figure_names_a_rate_of_operations_as_the_tables_do():
+    from perfpost.analysis import plots
+
+    # The results table's header and every sentence say ops/s; an axis said 1/s.
+    assert format_value(41.6, "1/s") == "41.6 ops/s"
+    assert plots.axis_unit("1/s", [41.6]) == ("ops/s", 1.0)
+
+
 @pytest.mark.parametrize(
     ("value", "unit", "scale", "cell", "shown"),
     [

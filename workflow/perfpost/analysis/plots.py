@@ -109,7 +109,8 @@ def _series_combos(
 
 def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
     """The axis unit for values in a base unit: the prefix that suits their median for
-    rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds."""
+    rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds,
+    ops/s for operations a second."""
     from perfpost.units import seconds_scale
 
     if unit == "B/s":
@@ -120,6 +121,8 @@ def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
         return ("MB", 1e6)
     if unit == "B*s":
         return ("GB*s", 1e9)
+    if unit == "1/s":
+        return ("ops/s", 1.0)  # as the tables and sentences name it
     return (unit, 1.0)
 
 

@@ -183,11 +183,10 @@ def _md(text: str) -> str:
 
 
 def _scale(unit: str, values: list[float]) -> tuple[str, float]:
-    """The posts' axis unit for these values; a rate of operations reads as ops/s."""
+    """The posts' axis unit for these values."""
     from perfpost.analysis.plots import axis_unit
 
-    name, factor = axis_unit(unit, values)
-    return ("ops/s" if name == "1/s" else name, factor)
+    return axis_unit(unit, values)
 
 
 def slug(s: Series) -> str:
