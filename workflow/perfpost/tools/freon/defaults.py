@@ -39,7 +39,8 @@ TABLE_METRICS = (
 # The sync after a run is added to the time its operations take at the measured rate.
 SYNC_ADJUST = (("operations", "operations_time", "rate"),)
 # One row per run, as the onefile post listed them: test, rate, operations, seconds, sync.
-RUN_TABLE = ("rate", "operations", "rate_time", "startup", "elapsed", "sync_time")
+# A reader's throughput first where it has one (a column no run has is left out).
+RUN_TABLE = ("throughput", "rate", "operations", "rate_time", "startup", "elapsed", "sync_time")
 # freon's progress reporter checks once a second (ProgressBar sleeps 1 s between checks), and
 # its summary waits for the next check after the last operation (shutdown() joins it).
 REPORT_INTERVAL = 1.0
