@@ -167,6 +167,15 @@ def test_a_lag_over_a_tenth_of_the_run_is_flagged():
     assert check["flags"] == [
         "`size=1` on h, run 1: took 4 s: its rate may read low by up to 25% (above 10%)."
     ]
+    # The rate's own headline: nothing more to say. A reader's throughput, from freon's read
+    # timer, is not over that time, and the check says the flags are the rate's alone.
+    assert len(validity.lag_check(df, AXES, freon.TIME_LAG, "rate")["facts"]) == 1
+    read = validity.lag_check(df, AXES, freon.TIME_LAG, "throughput")
+    assert read["facts"][1] == (
+        "These concern the rate column alone: the post's headline, throughput, is not taken "
+        "over this time."
+    )
+    assert read["flags"] == check["flags"]
     # A tool without a lag has no such check.
     assert validity.lag_check(df, AXES, None) is None
     # The experiment's tool says which lag applies: dd has none.

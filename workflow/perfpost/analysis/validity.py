@@ -324,12 +324,16 @@ def sync_check(tidy_df: pd.DataFrame, axes: list[str]) -> dict[str, Any] | None:
 
 
 def lag_check(
-    tidy_df: pd.DataFrame, axes: list[str], lag: tuple[str, str, float, str] | None
+    tidy_df: pd.DataFrame,
+    axes: list[str],
+    lag: tuple[str, str, float, str] | None,
+    metric: str | None = None,
 ) -> dict[str, Any] | None:
     """The tool's reporting lag against each run's time. ``lag`` names the metric of the time
     a run's rate is over, the metric of how late that time's clock can stop (0 for a rate
     between two stamped moments), the lag of a run recorded without that metric (over its
-    ``elapsed``), and why the clock can stop late."""
+    ``elapsed``), and why the clock can stop late. Where the post's headline ``metric`` is
+    not that rate (a reader's throughput, from its own timer), the check says so."""
     if not lag:
         return None
     time_metric, lag_metric, seconds, why = lag
@@ -367,6 +371,12 @@ def lag_check(
         f"{why}, so such a run's time can be long by up to {most:g} s: up to "
         f"{most / shortest:.0%} of the shortest of them ({sig(shortest)} s)."
     ]
+    rate = time_metric.removesuffix("_time")
+    if metric and not metric.startswith(rate):
+        facts.append(
+            f"These concern the {metric_label(rate).lower()} column alone: the post's "
+            f"headline, {metric_label(metric).lower()}, is not taken over this time."
+        )
     flags = late.lines(
         lambda values, shares: (
             f"took {_span(values, lambda v: sig(v) + ' s')}: its rate may read low by up to "
@@ -520,7 +530,7 @@ def checks(
         cache_check(tidy_df, cells, axes, metric),
         skew_check(tidy_df, cells, axes),
         sync_check(tidy_df, axes),
-        lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None)),
+        lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None), metric),
         session_check(tidy_df, cells, axes, metric),
         drift.check(tidy_df, cells, axes, metric),
         resources.check(resources_df, axes, tidy_df),
