@@ -47,3 +47,11 @@ def test_the_per_run_table_reads_dotted_names_and_times_in_one_unit():
     table = run_table(rows("chunk-write.mean", "s", [0.0007, 0.0009]), ["chunk-write.mean"])
     assert table["header"][-1].endswith("(us)"), table["header"]
     assert [r[-1] for r in table["rows"]] == ["700", "900"]
+
+
+def test_the_per_run_table_reads_byte_rates_in_one_unit():
+    # 336,040,473 B/s and 357,642,206 B/s (two cluster-read runs): 336.0 and 357.6 MB/s,
+    # in a column headed (MB/s), as the results table shows them.
+    table = run_table(rows("throughput", "B/s", [336_040_473, 357_642_206]), ["throughput"])
+    assert table["header"][-1] == "Throughput (MB/s)", table["header"]
+    assert [r[-1] for r in table["rows"]] == ["336.0", "357.6"]

@@ -159,8 +159,10 @@ def run_table(
     ).reset_index()
     units = dict(zip(done["metric"], done["unit"], strict=False))
     present = [m for m in metrics if m in wide.columns]
-    # Times read in one unit per column (700 us, not 0.001 s): the column's own scale.
+    # Times and byte rates read in one unit per column (700 us, not 0.001 s; 336 MB/s, not
+    # 336,040,473 B/s): the column's own scale.
     scales = {m: seconds_scale(list(wide[m])) for m in present if units[m] == "s"}
+    scales |= {m: rate_scale(list(wide[m])) for m in present if units[m] == "B/s"}
     shown = {
         m: scales[m][0] if m in scales else DISPLAY_UNITS.get(units[m], units[m]) for m in present
     }
