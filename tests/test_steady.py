@@ -268,6 +268,9 @@ def test_too_short_series_get_no_verdict():
         "too short to say (35 rates after the warm-up, 50 needed)"
     )
     assert _analyse([]).verdict == steady.SHORT
+    # One rate is one rate.
+    one = {"verdict": steady.SHORT, "samples": 1, "warmup_samples": None, "min_samples": 50}
+    assert steady.describe(one) == "too short to say (1 rate, 50 needed)"
 
 
 # --- real freon series, boundaries marked by eye -------------------------------------------

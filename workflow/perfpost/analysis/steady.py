@@ -470,7 +470,8 @@ def describe(row: dict[str, Any]) -> str:
         warm = row.get("warmup_samples")
         left = int(row["samples"]) - (0 if pd.isna(warm) else int(warm))
         after = "" if pd.isna(warm) or not warm else " after the warm-up"
-        return f"too short to say ({left} rates{after}, {int(row['min_samples'])} needed)"
+        rates = "rate" if left == 1 else "rates"
+        return f"too short to say ({left} {rates}{after}, {int(row['min_samples'])} needed)"
     if verdict == STEP:
         return (
             f"step at t={row['step_t']:.0f} s ({_num(row['step_before'])} to "
@@ -494,7 +495,7 @@ def _short_said(df: pd.DataFrame, short: list[str]) -> str:
     every = "all" if len(short) == len(df) else ""
     return (
         f"{every + ' ' if every else ''}{len(short)} runs too short to say (at most {longest} "
-        f"rates; {need} needed)"
+        f"{'rate' if longest == 1 else 'rates'}; {need} needed)"
     )
 
 
