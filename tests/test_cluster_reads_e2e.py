@@ -119,7 +119,8 @@ def test_the_post_has_throughput_by_readers_one_line_per_path_and_states_the_wri
     assert "C API (libhdfs)" in post
     assert "FUSE" in post
     # Every run's own row leads with its throughput too.
-    runs = next(ln for ln in post.splitlines() if ln.startswith("| test | host | repeat |"))
-    assert runs.split(" | ")[3].startswith("Throughput ("), runs
+    every = post.split("Every run:", 1)[1]
+    runs = next(ln for ln in every.splitlines() if ln.startswith("| test | host | repeat |"))
+    assert runs.split(" | ")[3] == "Throughput (MB/s)", runs
     line = next(ln for ln in post.splitlines() if ln.startswith("- A background load ran"))
     assert "at a target of 10 MB/s" in line

@@ -35,6 +35,18 @@ def test_a_finished_job_gives_its_id_and_counters_by_meaning():
     assert 0 < m["job_time"][0] < 10
 
 
+def test_a_speculative_attempt_the_job_killed_is_counted_apart():
+    # A YARN run whose job launched a speculative copy of a map and killed it before its
+    # JVM started: the job's own counters say "Launched map tasks=4", "Killed map tasks=1".
+    text = read("speculative.log")
+    counters = text.split("completed successfully")[1]
+    launched = int(re.search(r"Launched map tasks=(\d+)", counters).group(1))
+    killed = int(re.search(r"Killed map tasks=(\d+)", counters).group(1))
+    assert (launched, killed) == (4, 1)
+    m = {x.name: x.value for x in teragen.parse_cell({"x": text}, wall_time=30.0)}
+    assert (m["map_tasks"], m["map_tasks_killed"]) == (launched, killed)
+
+
 def test_yarn_job_ids_map_to_application_ids():
     log = teragen.JobLog(
         "2026-01-01 00:00:00,000 [main] INFO mapreduce.Job: Running job: job_1700000000000_0007\n",

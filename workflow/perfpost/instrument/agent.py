@@ -18,6 +18,8 @@ from perfpost.tools.base import Metric
 
 SHORT_TIMEOUT = 60.0
 TASK_WAIT = 30.0  # seconds the map tasks' counts get to arrive after the job ended
+# Seconds more for the counts of attempts the job killed, once every other one arrived.
+KILLED_GRACE = 3.0
 
 
 class Agent(Beside):
@@ -149,19 +151,32 @@ class Agent(Beside):
 
     def _task_counts(self, cell: Cell, parsed: list[Metric]) -> tuple[list[Metric], str | None]:
         """The map tasks' counts (one file per task JVM, written as it exits, which may be
-        after the client saw the job end): waited for, one per launched map, for 30 s."""
+        after the client saw the job end): waited for, one per launched map, for 30 s. An
+        attempt the job killed (a speculative copy, ``Killed map tasks``) may have been
+        stopped before its JVM started, so it may leave no file: the launched maps less the
+        killed ones must all have written theirs."""
         from shlex import quote
 
-        launched = next((int(m.value) for m in parsed if m.name == "map_tasks"), None)
+        said = {m.name: int(m.value) for m in parsed if m.name in ("map_tasks", "map_tasks_killed")}
+        launched = said.get("map_tasks")
+        killed = said.get("map_tasks_killed", 0)
         where = f"{cell.logdir}/{byteman.TASKS_DIR}"
         hosts = [cell.host, *(seat.host for seat in self.task_hosts)]
         deadline = time.monotonic() + TASK_WAIT
+        enough_at = None  # when every attempt the job kept had written
         while True:
             found = []  # (host, file name): each NodeManager host's tasks wrote theirs there
             for host in hosts:
                 got = host.run(f"ls -1 -- {quote(where)} 2>/dev/null; true", SHORT_TIMEOUT)
                 found += [(host, n) for n in sorted(got.stdout.split()) if n.endswith(".json")]
-            if (launched is not None and len(found) >= launched) or time.monotonic() > deadline:
+            now = time.monotonic()
+            if launched is not None and len(found) >= launched - killed and enough_at is None:
+                enough_at = now
+            if (
+                (launched is not None and len(found) >= launched)
+                or (enough_at is not None and now - enough_at >= KILLED_GRACE)
+                or now > deadline
+            ):
                 break
             time.sleep(1.0)
         texts: dict[str, Any] = {}
@@ -169,11 +184,16 @@ class Agent(Beside):
             text = cell.read_log(f"{where}/{name}", f"task-{name}", host)
             if text is not None:
                 texts[name] = text
-        if not texts or (launched is not None and len(texts) < launched):
+        if not texts or (launched is not None and len(texts) < launched - killed):
+            of = "?" if launched is None else str(launched)
+            if killed:
+                of += f" launched map tasks ({killed} killed by the job, which may not write)"
+            else:
+                of += " map tasks"
             return [], (
-                f"counts of {len(texts)} of {launched if launched is not None else '?'} map "
-                f"tasks arrived in {where} on the NodeManagers' hosts: could the tasks' JVMs "
-                "load the agent and write there (as the NodeManager's user)?"
+                f"counts of {len(texts)} of {of} arrived in {where} on the NodeManagers' "
+                "hosts: could the tasks' JVMs load the agent and write there (as the "
+                "NodeManager's user)?"
             )
         try:
             metrics, info = byteman.merge_tasks(texts)

@@ -331,6 +331,8 @@ MEANINGS = (
     ("bytes_written", "B", (1, 1), r"Output Format", r"^Bytes Written$"),
     ("records", "count", (1, 1), r"", r"^Map output records$"),
     ("map_tasks", "count", (1, 1), r"", r"^Launched map tasks$"),
+    # Attempts the job killed (speculative copies): launched, but maybe never a JVM.
+    ("map_tasks_killed", "count", (1, 1), r"", r"^Killed map tasks$"),
     ("cpu_time", "s", (1, 1000), r"", r"^CPU time spent \(ms\)$"),
     ("gc_time", "s", (1, 1000), r"", r"^GC time elapsed \(ms\)$"),
     (
