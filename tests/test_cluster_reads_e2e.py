@@ -7,6 +7,7 @@ own numbers, not against perfpost's."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -118,9 +119,12 @@ def test_the_post_has_throughput_by_readers_one_line_per_path_and_states_the_wri
     assert "unmeasured `ozone freon dfsg`" in post
     assert "C API (libhdfs)" in post
     assert "FUSE" in post
-    # Every run's own row leads with its throughput too.
-    every = post.split("Every run:", 1)[1]
-    runs = next(ln for ln in every.splitlines() if ln.startswith("| test | host | repeat |"))
-    assert runs.split(" | ")[3] == "Throughput (MB/s)", runs
+    # Every run's own row leads with its throughput too: its columns, in order, across the
+    # tables a narrow column splits it into (each after the first numbered by `#`).
+    every = post.split("Every run:", 1)[1].split("\n### ", 1)[0]
+    lines = every.splitlines()
+    heads = [a for a, b in itertools.pairwise(lines) if b.startswith("| ---")]
+    columns = [c.strip() for h in heads for c in h.strip("|").split("|") if c.strip() != "#"]
+    assert columns[:4] == ["test", "host", "repeat", "Throughput (MB/s)"], columns
     line = next(ln for ln in post.splitlines() if ln.startswith("- A background load ran"))
     assert "at a target of 10 MB/s" in line
