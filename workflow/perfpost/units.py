@@ -272,3 +272,20 @@ METRIC_LABELS = {
 
 def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric.replace("_", " "))
+
+
+def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
+    """The axis unit for values in a base unit: the prefix that suits their median for
+    rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds,
+    ops/s for operations a second."""
+    if unit == "B/s":
+        return rate_scale(values)
+    if unit == "s":
+        return seconds_scale(values)
+    if unit == "B":
+        return ("MB", 1e6)
+    if unit == "B*s":
+        return ("GB*s", 1e9)
+    if unit == "1/s":
+        return ("ops/s", 1.0)  # as the tables and sentences name it
+    return (unit, 1.0)

@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from perfpost.analysis.tidy import results
 from perfpost.plan import matrix
-from perfpost.units import UnitError, metric_label, parse_size, rate_scale, sig
+from perfpost.units import UnitError, axis_unit, metric_label, parse_size, sig
 
 COLOURS = plt.get_cmap("tab10").colors
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150
@@ -105,25 +105,6 @@ def _series_combos(
         chosen = {m: texts[m][i] for g, i in zip(groups, picks, strict=True) for m in g}
         out.append(tuple(chosen[a] for a in series))
     return out
-
-
-def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
-    """The axis unit for values in a base unit: the prefix that suits their median for
-    rates and times (a 0.0285 s timer is drawn in ms), MB for bytes, GB*s for byte-seconds,
-    ops/s for operations a second."""
-    from perfpost.units import seconds_scale
-
-    if unit == "B/s":
-        return rate_scale(values)
-    if unit == "s":
-        return seconds_scale(values)
-    if unit == "B":
-        return ("MB", 1e6)
-    if unit == "B*s":
-        return ("GB*s", 1e9)
-    if unit == "1/s":
-        return ("ops/s", 1.0)  # as the tables and sentences name it
-    return (unit, 1.0)
 
 
 def series_colours(

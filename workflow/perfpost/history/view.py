@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfpost.history.changes import Analysis, analyse
-from perfpost.units import format_value, metric_label, sig
+from perfpost.units import axis_unit, format_value, metric_label, sig
 
 MAX_TICKS = 20
 SERIES_KEY = ["experiment", "cell", "host", "fingerprint", "measurement", "metric", "unit"]
@@ -153,7 +153,7 @@ def table(s: Series) -> str:
     """The series as markdown: one row per point, its change from the one before, and the
     change points marked."""
     a, unit = s.analysis, s.key["unit"]
-    scale = _scale(unit, a.medians)
+    scale = axis_unit(unit, a.medians)
     head = f"median ({scale[0]})" if scale[0] else "median"
     kind = "build" if _by_build(s) else "session"
     rows = [
@@ -182,13 +182,6 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _scale(unit: str, values: list[float]) -> tuple[str, float]:
-    """The posts' axis unit for these values."""
-    from perfpost.analysis.plots import axis_unit
-
-    return axis_unit(unit, values)
-
-
 def slug(s: Series) -> str:
     k = s.key
     raw = f"{k['experiment']}--{k['cell']}--{k['host']}--{k['metric']}--{k['fingerprint'][:6]}"
@@ -206,7 +199,7 @@ def figure(s: Series, out: Path) -> Path:
     from perfpost.analysis.plots import DPI, WIDTH_IN, fit_title, layout_above, legend_below
 
     a, unit = s.analysis, s.key["unit"]
-    scale = _scale(unit, a.medians)
+    scale = axis_unit(unit, a.medians)
     f = scale[1]
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.5), dpi=DPI)
     xs = list(range(len(a.builds)))

@@ -133,7 +133,7 @@ def check_params(params: Mapping[str, Any], where: str) -> None:
                 "a reader after `prepare` needs the prefix its files were written with "
                 "(freon picks a random one otherwise): set options.prefix",
             )
-        size = _long({**params.get("options", {}), **prep.get("options", {})}).get("size")
+        size = prepare_params(params)["options"].get("size")
         if size is not None:
             try:
                 freon_size(size)
