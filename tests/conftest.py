@@ -161,18 +161,32 @@ def single_yarn(tool_cache, tmp_path_factory):
 
 
 # The fault suite's table (tests/test_faults.py): fault, how it was injected, what was kept.
+# A test appends its rows to FAULTS; they travel in its report (a worker's, under xdist) to
+# the process that prints the table, which keeps them in REPORTED.
 FAULTS: list[tuple[str, str, str]] = []
+REPORTED: list[tuple[str, str, str]] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    while FAULTS:
+        outcome.get_result().user_properties.append(("fault", FAULTS.pop(0)))
+
+
+def pytest_runtest_logreport(report) -> None:
+    REPORTED.extend(tuple(v) for k, v in report.user_properties if k == "fault")
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    if not FAULTS:
+    if not REPORTED:
         return
     tr = terminalreporter
     tr.section("faults injected and what perfpost kept")
-    widths = [max(len(r[i]) for r in [("fault", "injected", "outcome"), *FAULTS]) for i in (0, 1)]
+    widths = [max(len(r[i]) for r in [("fault", "injected", "outcome"), *REPORTED]) for i in (0, 1)]
     tr.write_line(f"{'fault':<{widths[0]}} | {'injected':<{widths[1]}} | outcome")
     tr.write_line(f"{'-' * widths[0]}-+-{'-' * widths[1]}-+-{'-' * 7}")
-    for fault, how, kept in FAULTS:
+    for fault, how, kept in REPORTED:
         tr.write_line(f"{fault:<{widths[0]}} | {how:<{widths[1]}} | {kept}")
 
 
@@ -189,29 +203,67 @@ def figures(monkeypatch):
 
 
 # The README's main command on the shipped config (tests/test_default_config.py) takes about
-# ten minutes, most of them JVMs starting and clusters becoming ready. It starts when the
+# twenty minutes, most of them JVMs starting and clusters becoming ready. It starts once the
 # session's tests are collected and runs beside them; its test, moved to the end, checks what
 # it made. The run's own cells still run one at a time on its host: only the machine is shared.
+# Under xdist (the README's command runs the suite on workers) the controller starts it, so
+# that it outlives whichever worker finishes first; the test, on any worker, reads its exit
+# code from the file the run leaves (tests/test_default_config.DefaultRun).
 BACKGROUND: dict[str, object] = {}
+DEFAULT_TEST = "test_default_config.py"
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def default_run_dir(config) -> Path | None:
+    """Where the session's background default run works, if one was started for it."""
+    where = config.workerinput.get("default_run") if _is_worker(config) else None
+    where = where or BACKGROUND.get("dir")
+    return Path(where) if where else None
+
+
+@pytest.hookimpl(trylast=True)  # after the tmp_path plugin's
+def pytest_configure(config) -> None:
+    if not _is_worker(config) and not config.option.collectonly:
+        BACKGROUND["dir"] = str(config._tmp_path_factory.getbasetemp() / "default-run")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    node.workerinput["default_run"] = BACKGROUND.get("dir")
+
+
+def _start_default_run() -> None:
+    if "run" not in BACKGROUND and BACKGROUND.get("dir"):
+        from tests.test_default_config import DefaultRun
+
+        where = Path(str(BACKGROUND["dir"]))
+        where.mkdir()
+        BACKGROUND["run"] = DefaultRun(where)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids) -> None:
+    if any(i.split("::")[0].endswith(DEFAULT_TEST) for i in ids):
+        _start_default_run()
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they do
 def pytest_collection_modifyitems(session, config, items) -> None:
-    late = [i for i in items if i.path.name == "test_default_config.py"]
-    items[:] = [i for i in items if i.path.name != "test_default_config.py"] + late
+    late = [i for i in items if i.path.name == DEFAULT_TEST]
+    items[:] = [i for i in items if i.path.name != DEFAULT_TEST] + late
 
 
 def pytest_collection_finish(session) -> None:
-    if session.config.option.collectonly:
+    if _is_worker(session.config) or session.config.option.collectonly:
         return
-    if any(i.path.name == "test_default_config.py" for i in session.items):
-        from tests.test_default_config import DefaultRun
-
-        where = session.config._tmp_path_factory.mktemp("default-run")
-        BACKGROUND["default"] = DefaultRun(where)
+    if any(i.path.name == DEFAULT_TEST for i in session.items):
+        _start_default_run()
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
-    run = BACKGROUND.pop("default", None)
+    run = BACKGROUND.pop("run", None)
     if run is not None:
         run.abandon()  # stopped as Ctrl-C would, if its test never waited for it

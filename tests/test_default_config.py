@@ -9,12 +9,14 @@ import os
 import re
 import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.conftest import BACKGROUND, ROOT, env_with_venv, snakemake_bin
+from tests.conftest import BACKGROUND, ROOT, default_run_dir, env_with_venv, snakemake_bin
 from tests.e2e import front_matter, image_links, make_checkout, sections, snakemake
 
 pytestmark = pytest.mark.e2e
@@ -30,12 +32,14 @@ def _interruptible() -> None:
 
 
 class DefaultRun:
-    """``snakemake --cores 6 report`` in a checkout with the shipped config, started now."""
+    """``snakemake --cores 6 report`` in a checkout with the shipped config, started now.
+
+    Its exit code is written to ``exit-code`` beside it when it ends, by a thread of the
+    process that started it: the test may run in another process (an xdist worker)."""
 
     def __init__(self, where: Path) -> None:
         self.work = make_checkout(where, (ROOT / "config" / "config.yaml").read_text())
-        self.log = where / "snakemake.log"
-        with open(self.log, "wb") as out:
+        with open(where / LOG, "wb") as out:
             self.proc = subprocess.Popen(
                 [snakemake_bin(), "--cores", "6", "report"],
                 cwd=self.work,
@@ -46,12 +50,13 @@ class DefaultRun:
                 start_new_session=True,  # its own process group, for Ctrl-C below
                 preexec_fn=_interruptible,
             )
+        threading.Thread(target=self._keep_exit_code, daemon=True).start()
 
-    def wait(self, timeout: float) -> int:
-        return self.proc.wait(timeout=timeout)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
+    def _keep_exit_code(self) -> None:
+        code = self.proc.wait()
+        tmp = self.work / f".{EXIT_CODE}"
+        tmp.write_text(f"{code}\n")
+        tmp.rename(self.work / EXIT_CODE)
 
     def abandon(self) -> None:
         """Stop the run as Ctrl-C does (perfpost stops its clusters then), kill it if that
@@ -66,10 +71,29 @@ class DefaultRun:
             self.proc.wait()
 
 
-def test_default_config_measures_this_machine_into_posts(tmp_path):
-    run = BACKGROUND.get("default") or BACKGROUND.setdefault("default", DefaultRun(tmp_path))
-    assert run.wait(timeout=2400) == 0, run.output()
-    work = run.work
+LOG, EXIT_CODE = "snakemake.log", "exit-code"
+
+
+def wait_for(work: Path, timeout: float) -> int:
+    """The exit code of the run in ``work``, once it has ended."""
+    end = time.monotonic() + timeout
+    while not (work / EXIT_CODE).exists():
+        if time.monotonic() > end:
+            raise TimeoutError(f"the default run in {work} did not end in {timeout:.0f} s")
+        time.sleep(2)
+    return int((work / EXIT_CODE).read_text())
+
+
+def output(work: Path) -> str:
+    return (work / LOG).read_text(errors="replace")[-4000:]
+
+
+def test_default_config_measures_this_machine_into_posts(request, tmp_path):
+    work = default_run_dir(request.config)
+    if work is None or not work.is_dir():  # not started for the session: run it here
+        BACKGROUND["run"] = run = DefaultRun(tmp_path)  # stopped at the session's end
+        work = run.work
+    assert wait_for(work, timeout=2400) == 0, output(work)
     # No daemon of the clusters it deployed outlives the run.
     roots = _cluster_roots(work)
     # ozone, ozone-chunk, hdfs and three Ratis placements; a start that failed (Ozone 2.2.0's

@@ -17,6 +17,7 @@ Traffic only ever goes to loopback or to the namespaces made here.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import getpass
 import json
 import os
@@ -316,7 +317,8 @@ def _test_user() -> str:
             text=True,
             check=False,
         )
-        if made.returncode != 0:
+        again = subprocess.run(["id", "-u", TEST_USER], capture_output=True, check=False)
+        if made.returncode != 0 and again.returncode != 0:  # not made by another session
             raise TestbedError(f"cannot create user {TEST_USER}: {made.stderr.strip()}")
     # sshd refuses accounts whose password field is locked ('!'); '*' is no password at all.
     subprocess.run(["usermod", "-p", "*", TEST_USER], capture_output=True, check=True)
@@ -408,10 +410,13 @@ def start(
     home = pwd.getpwnam(user).pw_dir
     try:
         if mode == "netns":
-            k = _subnet()
             bed.bridge = f"ppb{tag}"
             _ip("link", "add", bed.bridge, "type", "bridge")
-            _ip("addr", "add", f"10.200.{k}.1/24", "dev", bed.bridge)
+            # Sessions side by side (xdist workers) choose subnets one at a time.
+            with open("/run/perfpost-testbed/subnet.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                k = _subnet()
+                _ip("addr", "add", f"10.200.{k}.1/24", "dev", bed.bridge)
             _ip("link", "set", bed.bridge, "up")
         known = []
         for i in range(1, n + 1):
