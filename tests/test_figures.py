@@ -318,3 +318,65 @@ def test_long_titles_lie_inside_the_image(tmp_path, figures):
             assert inside, f"{text.get_text()!r}: {ext} outside {box}"
             assert " ".join(text.get_text().split()).startswith(title)  # every word, in order
     assert all("\n" in fig.get_suptitle() for fig in figures)  # the long one took two lines
+
+
+# dd's own MB/s of six runs per side of an A/A control (the disk measured twice) in a default
+# run: close together, so matplotlib's margin (5% of their range) left the highest at the frame.
+AA_RATES = {"disk": [693, 693, 697, 682, 727, 700], "disk-again": [708, 658, 684, 669, 715, 731]}
+
+
+def _dots_outside(fig) -> list[tuple[float, float]]:
+    """Run dots, of every panel, not wholly inside their panel: by the rendered geometry of
+    each dot (its centre and its radius, from its marker area in points squared)."""
+    from matplotlib.collections import PathCollection
+
+    fig.canvas.draw()
+    out = []
+    for ax in fig.axes:
+        box = ax.get_window_extent()
+        for coll in ax.collections:
+            if not isinstance(coll, PathCollection) or len(coll.get_offsets()) == 0:
+                continue
+            radius = (coll.get_sizes()[0] ** 0.5) / 2 * fig.dpi / 72
+            for x, y in ax.transData.transform(coll.get_offsets()):
+                if y + radius > box.y1 or y - radius < box.y0 - 0.5:
+                    out.append(tuple(ax.transData.inverted().transform((x, y))))
+    return out
+
+
+def test_runs_close_together_on_an_axis_from_zero_are_drawn_whole(tmp_path, figures):
+    cfg = {
+        "experiments": {
+            "aa": {
+                "tool": "dd",
+                "repeats": 6,
+                "params": {"dir": "{storage}", "bs": "10k", "count": 10000},
+                "axes": {"storage": {"disk": "/var/tmp/a", "disk-again": "/var/tmp/a"}},
+                "compare": [
+                    {
+                        "name": "disk again vs disk",
+                        "baseline": {"storage": "disk"},
+                        "candidate": {"storage": "disk-again"},
+                        "metric": "throughput",
+                        "control": True,
+                    }
+                ],
+            }
+        }
+    }
+    plan = build_plan(cfg)
+    records = _records(
+        plan,
+        "aa",
+        lambda labels, r: AA_RATES[labels["storage"]][r - 1] * 1e6,
+        metric="throughput",
+        unit="B/s",
+    )
+    _draw(tmp_path, plan, "aa", records)
+    metric = next(f for f in figures if f.get_suptitle().endswith(": Throughput"))
+    control = next(f for f in figures if "disk again vs disk" in f.get_suptitle())
+    for fig in (metric, control):
+        top = fig.axes[0]
+        assert top.get_yscale() == "linear"
+        assert top.get_ylim()[0] == 0
+        assert _dots_outside(fig) == []

@@ -36,6 +36,7 @@ from perfpost.units import UnitError, axis_unit, metric_label, parse_size, sig
 COLOURS = plt.get_cmap("tab10").colors
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150
 LOG_Y_DECADES = 1.5  # a wider span of positive values gets a log y axis
+HEADROOM = 0.05  # room above the highest value on a linear axis from zero
 LEGEND_MAX_COLUMNS = 4
 SERIES_LEGEND_MAX = 20  # rate-over-time figures name at most this many cells
 
@@ -187,9 +188,16 @@ def _plain(value: float) -> str:
 
 
 def _scale_y(ax: Any, values: Sequence[float]) -> bool:
-    """Linear from zero, or log (see :func:`_log_y`) with plain numbers on its ticks."""
+    """Linear from zero, or log (see :func:`_log_y`) with plain numbers on its ticks.
+
+    From zero, the top keeps 5% of the highest value above it: matplotlib's margin is 5% of
+    the values' range, which for runs close together (an A/A control's) is no room at all,
+    and cut the highest run's dot in half at the frame."""
     if not _log_y(values):
         ax.set_ylim(bottom=0)
+        top = max((v for v in values if math.isfinite(v)), default=0.0)
+        if top > 0:
+            ax.set_ylim(top=max(ax.get_ylim()[1], top * (1 + HEADROOM)))
         return False
     ax.set_yscale("log")
     span = math.log10(max(values) / min(values))
@@ -571,7 +579,7 @@ def series_figure(
         lines.append((Line2D([], [], color="0.3", **STEP_STYLE), "step (Pettitt)"))
     ax.set_xlabel("time since the run started (s)")
     log = _scale_y(ax, data["rate"].tolist())
-    ax.set_ylabel("rate (operations/s" + (", log scale)" if log else ")"))
+    ax.set_ylabel("Rate (ops/s" + (", log scale)" if log else ")"))
     fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     ax.grid(alpha=0.3)
     if len(names) <= SERIES_LEGEND_MAX:
