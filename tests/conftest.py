@@ -252,8 +252,17 @@ def pytest_xdist_node_collection_finished(node, ids) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they do
 def pytest_collection_modifyitems(session, config, items) -> None:
-    late = [i for i in items if i.path.name == DEFAULT_TEST]
-    items[:] = [i for i in items if i.path.name != DEFAULT_TEST] + late
+    """The files that run real workflows first, the default run's test last: xdist hands a
+    worker a file at a time in this order (``--no-loadscope-reorder``), and the long ones
+    started late left one worker running them alone at the end (its own order, by number of
+    tests, put them last)."""
+
+    def rank(item) -> int:
+        if item.path.name == DEFAULT_TEST:
+            return 2
+        return 0 if item.get_closest_marker("e2e") else 1
+
+    items.sort(key=rank)  # stable: files keep their order within each rank
 
 
 def pytest_collection_finish(session) -> None:

@@ -248,10 +248,10 @@ def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache
 def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path):
     """vapor cmdw --duration=3s with one file per chunk of 1 MiB: each chunk file's mtime is
     the file system's record of its write. The run wrote one file per operation it counted,
-    the first after cmdw said its operations began, the last within 1% of the phase of
-    freon's deadline, and their span is the phase's time to 2% and one write: a file's mtime is
-    its write's end, so the first file is stamped one (cold, first) write after the phase
-    began; a CI run saw 21 ms of 1.99 s there."""
+    the first after cmdw said its operations began, the last within 1% of the phase and one
+    write of freon's deadline, and their span is the phase's time to 2% and one write: a
+    file's mtime is its write's end, so the first file is stamped one (cold, first) write
+    after the phase began; a CI run saw 21 ms of 1.99 s there."""
     _, launcher = ozone_cache
     data = tmp_path / "dn"
     _, log, phase = _real_run(
@@ -272,7 +272,11 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     assert len(chunks) == log.success == phase.operations
     deadline = log.progress[0][0] + 3
     assert chunks[0] >= log.ops_ts
-    assert abs(chunks[-1] - deadline) <= 0.01 * phase.seconds
+    # The last write ends at the deadline to within 1% of the phase and the time of one
+    # write (a thread's mean, 2 threads): one begun just before it ends after it. A suite
+    # with two other runs on two cores saw a phase of 0.244 s, 53 writes, the last 2.8 ms off.
+    one_write = 2 * phase.seconds / phase.operations
+    assert abs(chunks[-1] - deadline) <= 0.01 * phase.seconds + one_write
     span = chunks[-1] - chunks[0]
     # No file is written outside the phase; the span falls short of it by the first, cold
     # write (21 ms of 1.99 s in a quiet CI run, 38 ms of 1.55 s with two other runs of
