@@ -215,24 +215,19 @@ def test_legends_lie_inside_the_image(tmp_path, figures):
     assert not outside, outside
 
 
+def _dd_throughput(tmp_path, name, axes, rate, repeats=2, **experiment):
+    """A dd experiment over ``axes`` drawn by the workflow's own steps, each run's throughput
+    ``rate(labels, repeat)`` in B/s."""
+    exp = {"tool": "dd", "repeats": repeats, "axes": axes, **experiment}
+    exp.setdefault("params", {"dir": "{storage}", "bs": "4k", "count": 8})
+    plan = build_plan({"experiments": {name: exp}})
+    records = _records(plan, name, rate, metric="throughput", unit="B/s")
+    _draw(tmp_path, plan, name, records)
+
+
 def test_the_note_names_lines_only_where_lines_are_drawn(tmp_path, figures):
-    cfg = {
-        "experiments": {
-            "cat": {
-                "tool": "dd",
-                "repeats": 2,
-                "params": {"dir": "{storage}", "bs": "4k", "count": 8},
-                "axes": {
-                    "storage": {"shm": "/dev/shm/a", "disk": "/var/tmp/b"},
-                    "conv": ["fsync", "none"],
-                },
-                "plot": {"x": "storage"},
-            }
-        }
-    }
-    plan = build_plan(cfg)
-    records = _records(plan, "cat", lambda labels, r: 1e8 * r, metric="throughput", unit="B/s")
-    _draw(tmp_path, plan, "cat", records)
+    axes = {"storage": {"shm": "/dev/shm/a", "disk": "/var/tmp/b"}, "conv": ["fsync", "none"]}
+    _dd_throughput(tmp_path, "cat", axes, lambda labels, r: 1e8 * r, plot={"x": "storage"})
     _onefile(tmp_path, figures)
     assert len(figures) >= 2
     for fig in figures:
@@ -241,25 +236,13 @@ def test_the_note_names_lines_only_where_lines_are_drawn(tmp_path, figures):
 
 
 def _one_axis(tmp_path, figures, rates):
-    cfg = {
-        "experiments": {
-            "r": {
-                "tool": "dd",
-                "repeats": 2,
-                "params": {"dir": "/dev/shm/a", "bs": "4k", "count": 8},
-                "axes": {"jobs": list(rates)},
-            }
-        }
-    }
-    plan = build_plan(cfg)
-    records = _records(
-        plan,
+    _dd_throughput(
+        tmp_path,
         "r",
+        {"jobs": list(rates)},
         lambda labels, r: rates[int(labels["jobs"])] * (1 + r / 100),
-        metric="throughput",
-        unit="B/s",
+        params={"dir": "/dev/shm/a", "bs": "4k", "count": 8},
     )
-    _draw(tmp_path, plan, "r", records)
     return next(f for f in figures if f.get_suptitle().endswith(": Throughput"))
 
 
@@ -345,34 +328,22 @@ def _dots_outside(fig) -> list[tuple[float, float]]:
 
 
 def test_runs_close_together_on_an_axis_from_zero_are_drawn_whole(tmp_path, figures):
-    cfg = {
-        "experiments": {
-            "aa": {
-                "tool": "dd",
-                "repeats": 6,
-                "params": {"dir": "{storage}", "bs": "10k", "count": 10000},
-                "axes": {"storage": {"disk": "/var/tmp/a", "disk-again": "/var/tmp/a"}},
-                "compare": [
-                    {
-                        "name": "disk again vs disk",
-                        "baseline": {"storage": "disk"},
-                        "candidate": {"storage": "disk-again"},
-                        "metric": "throughput",
-                        "control": True,
-                    }
-                ],
-            }
-        }
+    aa = {
+        "name": "disk again vs disk",
+        "baseline": {"storage": "disk"},
+        "candidate": {"storage": "disk-again"},
+        "metric": "throughput",
+        "control": True,
     }
-    plan = build_plan(cfg)
-    records = _records(
-        plan,
+    _dd_throughput(
+        tmp_path,
         "aa",
+        {"storage": {"disk": "/var/tmp/a", "disk-again": "/var/tmp/a"}},
         lambda labels, r: AA_RATES[labels["storage"]][r - 1] * 1e6,
-        metric="throughput",
-        unit="B/s",
+        repeats=6,
+        params={"dir": "{storage}", "bs": "10k", "count": 10000},
+        compare=[aa],
     )
-    _draw(tmp_path, plan, "aa", records)
     metric = next(f for f in figures if f.get_suptitle().endswith(": Throughput"))
     control = next(f for f in figures if "disk again vs disk" in f.get_suptitle())
     for fig in (metric, control):

@@ -579,7 +579,8 @@ def series_figure(
         lines.append((Line2D([], [], color="0.3", **STEP_STYLE), "step (Pettitt)"))
     ax.set_xlabel("time since the run started (s)")
     log = _scale_y(ax, data["rate"].tolist())
-    ax.set_ylabel("Rate (ops/s" + (", log scale)" if log else ")"))
+    unit = axis_unit("1/s", [])[0]
+    ax.set_ylabel(f"{metric_label('rate')} ({unit}" + (", log scale)" if log else ")"))
     fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     ax.grid(alpha=0.3)
     if len(names) <= SERIES_LEGEND_MAX:

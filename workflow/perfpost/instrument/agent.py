@@ -160,6 +160,7 @@ class Agent(Beside):
         said = {m.name: int(m.value) for m in parsed if m.name in ("map_tasks", "map_tasks_killed")}
         launched = said.get("map_tasks")
         killed = said.get("map_tasks_killed", 0)
+        kept = None if launched is None else launched - killed  # must each have written
         where = f"{cell.logdir}/{byteman.TASKS_DIR}"
         hosts = [cell.host, *(seat.host for seat in self.task_hosts)]
         deadline = time.monotonic() + TASK_WAIT
@@ -170,7 +171,7 @@ class Agent(Beside):
                 got = host.run(f"ls -1 -- {quote(where)} 2>/dev/null; true", SHORT_TIMEOUT)
                 found += [(host, n) for n in sorted(got.stdout.split()) if n.endswith(".json")]
             now = time.monotonic()
-            if launched is not None and len(found) >= launched - killed and enough_at is None:
+            if kept is not None and len(found) >= kept and enough_at is None:
                 enough_at = now
             if (
                 (launched is not None and len(found) >= launched)
@@ -184,7 +185,7 @@ class Agent(Beside):
             text = cell.read_log(f"{where}/{name}", f"task-{name}", host)
             if text is not None:
                 texts[name] = text
-        if not texts or (launched is not None and len(texts) < launched - killed):
+        if not texts or (kept is not None and len(texts) < kept):
             of = "?" if launched is None else str(launched)
             if killed:
                 of += f" launched map tasks ({killed} killed by the job, which may not write)"
