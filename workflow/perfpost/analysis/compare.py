@@ -43,6 +43,8 @@ class Row:
     cand_label: str = "candidate"
     control: bool = False  # an A/A control: one configuration measured twice
     floor: Row | None = None  # the A/A control a claim was read against
+    base_cells: tuple[str, ...] = ()  # the cells each side's runs came from
+    cand_cells: tuple[str, ...] = ()
 
 
 def _matches(df: pd.DataFrame, labels: Mapping[str, Any]) -> pd.Series:
@@ -87,13 +89,16 @@ def experiment_comparisons(
         groups = []
         for key in keys.itertuples(index=False):
             labels = dict(zip(by, key, strict=True))
-            b = base[_matches(base, labels)]["value"].tolist()  # no labels: all of them
-            c = cand[_matches(cand, labels)]["value"].tolist()
-            groups.append((labels, b, c))
+            bs, cs = base[_matches(base, labels)], cand[_matches(cand, labels)]
+            b = bs["value"].tolist()  # no labels: all of them
+            c = cs["value"].tolist()
+            groups.append(
+                (labels, b, c, tuple(dict.fromkeys(bs["cell"])), tuple(dict.fromkeys(cs["cell"])))
+            )
         # The groups of one entry are one family: Holm's correction counts them all.
         hib = stats.HIGHER_IS_BETTER.get(unit)
-        found = stats.compare_all([(b, c, hib) for _, b, c in groups])
-        for (labels, b, c), result in zip(groups, found, strict=True):
+        found = stats.compare_all([(b, c, hib) for _, b, c, _, _ in groups])
+        for (labels, b, c, b_cells, c_cells), result in zip(groups, found, strict=True):
             out.append(
                 Row(
                     name=name,
@@ -106,6 +111,8 @@ def experiment_comparisons(
                     base_label=_side_name(base_f),
                     cand_label=_side_name(cand_f),
                     control=bool(comp.get("control")),
+                    base_cells=b_cells,
+                    cand_cells=c_cells,
                 )
             )
     return _against_controls(out)
@@ -150,6 +157,21 @@ def _tests(r: stats.Comparison) -> str:
     if r.tests > 1:
         text += f", Holm-adjusted over {r.tests} comparisons p = {_p(r.p_adjusted)}"
     return text
+
+
+def undetectable(r: stats.Comparison) -> str:
+    """What these runs could not have told from no change, each way: a drop and a rise of the
+    same interval's half-width on the log scale are different percentages (37% down is 59%
+    up), so each direction gets its own bound. Empty where there is no interval."""
+    down, up = r.detectable, r.detectable_up
+    if down is None or down != down:
+        return ""
+    if up is None or up != up or f"{up:.1%}" == f"{down:.1%}":
+        return f"these runs could not have detected a difference smaller than about {down:.1%}"
+    return (
+        f"these runs could not have detected a drop smaller than about {down:.1%} "
+        f"or a rise smaller than about {up:.1%}"
+    )
 
 
 def sentence(row: Row) -> str:
@@ -207,12 +229,7 @@ def sentence(row: Row) -> str:
             why = "excludes zero, but not after Holm's correction"
         else:  # tied values: the normal approximation's p decides
             why = f"excludes zero, but with tied values p is above {r.alpha:g}"
-        detect = ""
-        if r.detectable is not None and r.detectable == r.detectable:
-            detect = (
-                "; these runs could not have detected a difference smaller than about "
-                f"{r.detectable:.1%}"
-            )
+        detect = f"; {undetectable(r)}" if undetectable(r) else ""
         return (
             f"{head}: no significant difference in {label} ({_pct(r.change)}, {level} CI "
             f"{_ci(r)} {why}; {medians}; {n}; {_tests(r)}){detect}."
@@ -246,12 +263,7 @@ def _control_sentence(row: Row, head: str, label: str, medians: str, n: str) -> 
             "something besides the axes moved the results; other comparisons inside this "
             "interval are not claimed."
         )
-    detect = ""
-    if r.detectable is not None and r.detectable == r.detectable:
-        detect = (
-            "; these runs could not have detected a difference smaller than about "
-            f"{r.detectable:.1%}"
-        )
+    detect = f"; {undetectable(r)}" if undetectable(r) else ""
     return f"{said}: the noise floor, and a change of this metric inside it is not claimed{detect}."
 
 
@@ -389,6 +401,7 @@ RECORD_COLUMNS = [
     "p_min",
     "p_min_adjusted",
     "detectable",
+    "detectable_up",
     "method",
     "verdict",
     "control",

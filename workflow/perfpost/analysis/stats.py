@@ -261,10 +261,13 @@ class Comparison:
     value is 0 or negative there is no ratio: then the shift cand - base (``method`` "shift")
     is divided by the baseline median.
 
-    ``detectable`` is half the interval's width as a relative change (for a ratio, half the
-    width on the log scale, as the decrease it means, 1 - exp(-half), the smaller of the two
-    directions): the runs shifted by less than that would still give an interval spanning
-    zero, so a "no significant difference" cannot rule such a difference out."""
+    ``detectable`` is half the interval's width as a relative change, downwards: for a ratio,
+    half the width on the log scale as the decrease it means, 1 - exp(-half); ``detectable_up``
+    the same half-width as the increase it means, exp(half) - 1, which is larger (a 37% drop
+    is a 59% rise the other way round). Runs shifted by less than that would still give an
+    interval spanning zero, so a "no significant difference" cannot rule such a difference
+    out, and a sentence about a rise must use the rise's bound. For a shift both are the
+    half-width over the baseline median."""
 
     n_base: int
     n_cand: int
@@ -286,6 +289,7 @@ class Comparison:
     # The smallest adjusted p any outcome of runs of these numbers could reach in this
     # family: Holm's step-down of every member's smallest possible p.
     p_min_adjusted: float | None = None
+    detectable_up: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -367,6 +371,7 @@ def _one(base: Sequence[float], cand: Sequence[float], alpha: float) -> Comparis
     detectable = -math.expm1(-half) if kind == "ratio" else rel(half)
     return Comparison(
         **common,
+        detectable_up=rel(half),
         change=rel(s.estimate),
         ci_low=rel(s.low),
         ci_high=rel(s.high),
