@@ -31,6 +31,13 @@ from perfpost.tools.freon.defaults import (
     TIME_LAG,
     VERSION,
 )
+from perfpost.tools.freon.design import (
+    COVERS,
+    CROSS,
+    data_synced,
+    forced_rates,
+    written_bytes,
+)
 from perfpost.tools.freon.method import describe, rate_sources
 from perfpost.tools.freon.parser import (
     RATE_SOURCES,
@@ -41,6 +48,8 @@ from perfpost.tools.freon.parser import (
 )
 
 __all__ = [
+    "COVERS",
+    "CROSS",
     "HOST_KEY",
     "JVM_OPTS_VAR",
     "LOG",
@@ -58,10 +67,12 @@ __all__ = [
     "argv",
     "check_params",
     "complete_params",
+    "data_synced",
     "derive",
     "describe",
     "error_reason",
     "for_clusters",
+    "forced_rates",
     "install_marker",
     "parse_cell",
     "parse_series",
@@ -70,4 +81,5 @@ __all__ = [
     "primary_metric",
     "rate_sources",
     "version_argv",
+    "written_bytes",
 ]
