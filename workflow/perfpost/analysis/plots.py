@@ -111,33 +111,61 @@ def _series_combos(
 def series_colours(
     axis_labels: dict[str, list[Any]],
     series_axes: list[str],
-    roles: dict[str, Any] | None,
     zips: Sequence[Sequence[str]] = (),
 ) -> dict[tuple[str, ...], Any]:
-    """Colours follow the series in config order, the same in every panel; the series a
-    comparison names as baseline and candidate get the comparison figures' colours, so a
-    reader matches them across figures."""
+    """One colour per series (the values of the axes that split a panel), in config order,
+    the same in every panel and every figure of a post: the comparison figures colour each
+    side by its series, and the per-run figures each cell by its series, so a colour means
+    one thing across the post. Past ten series tab10 repeats itself; tab20 keeps twenty apart."""
     combos = _series_combos(axis_labels, series_axes, zips)
-    fixed: dict[tuple[str, ...], Any] = {}
-    for side, colour in (("baseline", COLOURS[0]), ("candidate", COLOURS[1])):
-        want = {a: matrix.label(v) for a, v in ((roles or {}).get(side) or {}).items()}
-        if not want or not set(want) <= set(series_axes):
-            continue
-        for combo in combos:
-            if all(dict(zip(series_axes, combo, strict=True))[a] == v for a, v in want.items()):
-                fixed.setdefault(combo, colour)
-    # Past ten series tab10 repeats itself; tab20 keeps twenty apart (its first colours are
-    # tab10's blue and orange, the comparison colours).
     source = COLOURS if len(combos) <= len(COLOURS) else plt.get_cmap("tab20").colors
-    palette = [c for c in source if c not in fixed.values()]
-    out, i = {}, 0
-    for combo in combos:
-        if combo in fixed:
-            out[combo] = fixed[combo]
-        else:
-            out[combo] = palette[i % len(palette)]
-            i += 1
-    return out
+    return {combo: source[i % len(source)] for i, combo in enumerate(combos)}
+
+
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+@dataclass(frozen=True)
+class Palette:
+    """A post's colours and styles: a colour per series (:func:`series_colours`), and a
+    line style and marker per value of the other axes (x, the facet), for figures that draw
+    every cell apart (the rate over time): a colour and a style together name a cell, and no
+    colour means two things in one post."""
+
+    series: tuple[str, ...]
+    colours: dict[tuple[str, ...], Any]
+    others: tuple[str, ...]
+    styles: dict[tuple[str, ...], tuple[str, str]]
+
+    @classmethod
+    def of_experiment(
+        cls,
+        axis_labels: dict[str, list[Any]],
+        x_axis: str | None,
+        facet: str | None = None,
+        zips: Sequence[Sequence[str]] = (),
+    ) -> Palette:
+        series = series_axes(axis_labels, x_axis, facet, zips)
+        others = [a for a in axis_labels if a not in series]
+        texts = _texts(axis_labels)
+        combos = list(itertools.product(*(texts[a] for a in others))) if others else [()]
+        styles = {
+            tuple(c): (LINESTYLES[i % len(LINESTYLES)], MARKERS[i % len(MARKERS)])
+            for i, c in enumerate(combos)
+        }
+        return cls(tuple(series), series_colours(axis_labels, series, zips), tuple(others), styles)
+
+    def colour(self, labels: dict[str, Any]) -> Any:
+        key = tuple(matrix.label(labels.get(a)) for a in self.series)
+        return self.colours.get(key, COLOURS[0])
+
+    def style(self, labels: dict[str, Any]) -> tuple[str, str]:
+        key = tuple(matrix.label(labels.get(a)) for a in self.others)
+        return self.styles.get(key, ("-", "o"))
+
+    def name(self, labels: dict[str, Any], which: Sequence[str]) -> str:
+        return ", ".join(f"{a}={matrix.label(labels.get(a))}" for a in which)
 
 
 @dataclass(frozen=True)
@@ -160,7 +188,9 @@ def _x_axis(
     texts = _texts(axis_labels)
     labels = texts[x_axis]
     found = [_position(v) for v in labels]
-    numeric = len(found) > 1 and all(p is not None for p in found)
+    # Two values are two categories: a line between them would draw a trend where nothing
+    # was measured (1k and 1M joined across three decades).
+    numeric = len(found) > 2 and all(p is not None for p in found)
     positions = [float(p) for p in found] if numeric else [float(i) for i in range(len(labels))]
     log = numeric and min(positions) > 0 and max(positions) / min(positions) >= 10
     # A zipped partner changes with x: its label goes under x's on each tick.
@@ -395,21 +425,22 @@ def metric_figure(
     x_axis: str | None,
     title: str,
     facet: str | None = None,
-    roles: dict[str, Any] | None = None,
     zips: Sequence[Sequence[str]] = (),
+    scale: tuple[str, float] | None = None,
 ) -> Figure | None:
     """The figure of one metric, not yet saved; None when there is nothing to draw.
 
     With ``facet``, one panel per value of that axis, each with its own y scale (a hot cache
     and a cold one differ by an order of magnitude; one scale would flatten the cold one).
+    ``scale``: the unit the whole post shows this metric in (:func:`metric_scales`).
     """
     data = results(df)
     data = data[data["metric"] == metric]
     if data.empty:
         return None
-    unit_name, factor = axis_unit(str(data["unit"].iloc[0]), data["value"].tolist())
+    unit_name, factor = scale or axis_unit(str(data["unit"].iloc[0]), data["value"].tolist())
     series = series_axes(axis_labels, x_axis, facet, zips)
-    colours = series_colours(axis_labels, series, roles, zips)
+    colours = series_colours(axis_labels, series, zips)
     x = _x_axis(axis_labels, x_axis, zips)
     texts = _texts(axis_labels)
     panels = texts[facet] if facet else [None]
@@ -467,12 +498,12 @@ def plot_metric(
     title: str,
     out_base: Path,
     facet: str | None = None,
-    roles: dict[str, Any] | None = None,
     zips: Sequence[Sequence[str]] = (),
+    scale: tuple[str, float] | None = None,
 ) -> dict[str, str] | None:
     """Draw one figure (:func:`metric_figure`); returns the PNG and SVG names, or None when
     there is nothing to draw."""
-    fig = metric_figure(df, metric, axis_labels, x_axis, title, facet, roles, zips)
+    fig = metric_figure(df, metric, axis_labels, x_axis, title, facet, zips, scale)
     return save_figure(fig, out_base, metric) if fig is not None else None
 
 
@@ -488,6 +519,18 @@ def save_figure(fig: Any, out_base: Path, metric: str) -> dict[str, str]:
     return {"metric": metric, "png": png.name, "svg": svg.name}
 
 
+def metric_scales(df: pd.DataFrame, metrics: Sequence[str]) -> dict[str, tuple[str, float]]:
+    """The unit each metric is shown in across a post's figures, from all its runs: MB/s in
+    one figure and GB/s in the next would make one metric read as two."""
+    data = results(df)
+    out = {}
+    for m in metrics:
+        sub = data[data["metric"] == m]
+        if len(sub):
+            out[m] = axis_unit(str(sub["unit"].iloc[0]), sub["value"].tolist())
+    return out
+
+
 def plot_experiment(
     df: pd.DataFrame,
     title: str,
@@ -496,14 +539,13 @@ def plot_experiment(
     preferred_x: str | None,
     outdir: Path,
     facet: str | None = None,
-    roles: dict[str, Any] | None = None,
     zips: Sequence[Sequence[str]] = (),
 ) -> list[dict[str, str]]:
-    """All figures of one experiment into ``outdir``; returns what was drawn. ``roles``:
-    the experiment's first comparison, whose sides keep their colours in every figure;
-    ``zips``: the experiment's zip groups, whose axes travel together."""
+    """All figures of one experiment into ``outdir``; returns what was drawn. ``zips``: the
+    experiment's zip groups, whose axes travel together."""
     rest = {a: v for a, v in axis_labels.items() if a != facet and a not in partners(facet, zips)}
     x_axis = choose_x(rest, preferred_x)
+    scales = metric_scales(df, metrics)
     drawn = []
     for metric in metrics:
         fig = plot_metric(
@@ -514,177 +556,20 @@ def plot_experiment(
             f"{title}: {metric_label(metric)}",
             outdir / metric,
             facet,
-            roles,
             zips,
+            scales.get(metric),
         )
         if fig:
             drawn.append(fig)
     return drawn
 
 
-WARMUP_STYLE = {"linestyle": "--", "linewidth": 1.1}
-STEP_STYLE = {"linestyle": ":", "linewidth": 1.6}
-
-
-def _boundaries(steady: pd.DataFrame | None) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """Per run (cell, host, repeat): the steady-state table's row, for the lines it draws."""
-    if steady is None or steady.empty:
-        return {}
-    return {
-        (str(r["cell"]), str(r["host"]), int(r["repeat"])): r for r in steady.to_dict("records")
-    }
-
-
-def series_figure(
-    series: pd.DataFrame, title: str, steady: pd.DataFrame | None = None
-) -> Figure | None:
-    """Rate over time from a tool's progress, not yet saved: one colour per cell, one line
-    per run; None when there is nothing to draw. With ``steady`` (the steady-state table),
-    each run's warm-up end is a dashed vertical line and a step a dotted one, in the run's
-    colour, so a reader sees which part the steady-state rate comes from."""
-    data = series[series["rate"].notna()] if not series.empty else series
-    if data.empty:
-        return None
-    marks = _boundaries(steady)
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
-    handles, names = [], []
-    drawn = {"warmup": False, "step": False}
-    for i, (cell, sub) in enumerate(data.groupby("cell", sort=False)):
-        colour = COLOURS[i % len(COLOURS)]
-        for (host, repeat), run in sub.groupby(["host", "repeat"], sort=False):
-            ax.plot(
-                run["t"],
-                run["rate"],
-                color=colour,
-                alpha=0.75,
-                linewidth=1.2,
-                marker="o",
-                markersize=2.5,
-            )
-            mark = marks.get((str(cell), str(host), int(repeat)))
-            if mark is None:
-                continue
-            if (mark.get("warmup_samples") or 0) > 0:
-                ax.axvline(mark["warmup_end_t"], color=colour, gid="warmup", **WARMUP_STYLE)
-                drawn["warmup"] = True
-            if pd.notna(mark.get("step_t")):
-                ax.axvline(mark["step_t"], color=colour, gid="step", **STEP_STYLE)
-                drawn["step"] = True
-        handles.append(Line2D([], [], color=colour, linewidth=1.2, marker="o", markersize=2.5))
-        names.append(str(cell).replace(",", ", "))
-    lines = []
-    if drawn["warmup"]:
-        lines.append((Line2D([], [], color="0.3", **WARMUP_STYLE), "warm-up end (MSER-5)"))
-    if drawn["step"]:
-        lines.append((Line2D([], [], color="0.3", **STEP_STYLE), "step (Pettitt)"))
-    ax.set_xlabel("time since the run started (s)")
-    log = _scale_y(ax, data["rate"].tolist())
-    unit = axis_unit("1/s", [])[0]
-    ax.set_ylabel(f"{metric_label('rate')} ({unit}" + (", log scale)" if log else ")"))
-    fig.suptitle(fit_title(fig, title, 11), fontsize=11)
-    ax.grid(alpha=0.3)
-    if len(names) <= SERIES_LEGEND_MAX:
-        legend = legend_below(
-            fig,
-            handles + [h for h, _ in lines],
-            names + [n for _, n in lines],
-            "one colour per cell, one line per run",
-        )
-        bottom = legend.get_window_extent().height / fig.dpi + 0.05
-    else:
-        said = "; ".join(f"{'dashed' if n.startswith('warm') else 'dotted'}: {n}" for _, n in lines)
-        fig.text(
-            0.5,
-            0.01,
-            f"{len(names)} cells, one line per run; colours repeat every {len(COLOURS)} cells"
-            + (f"; {said}" if said else ""),
-            ha="center",
-            va="bottom",
-            fontsize=8,
-            color="0.4",
-        )
-        bottom = 0.3
-    layout_above(fig, bottom)
-    return fig
-
-
-def plot_series(
-    series: pd.DataFrame, title: str, out_base: Path, steady: pd.DataFrame | None = None
-) -> dict[str, str] | None:
-    """Rate over time from a tool's progress (:func:`series_figure`), saved.
-
-    A steady line is what a benchmark wants to see; a falling one means a cache filled up
-    or the device slowed down, and the mean rate alone would hide it.
-    """
-    fig = series_figure(series, title, steady)
-    return save_figure(fig, out_base, "rate_over_time") if fig is not None else None
-
-
-BASELINE_COLOUR, CANDIDATE_COLOUR = COLOURS[0], COLOURS[1]  # the same in every comparison
-
-
-def plot_comparison(rows: list[Any], title: str, out_base: Path) -> dict[str, str] | None:
-    """One declared comparison: above, every run of baseline and candidate per group (bars
-    are medians); below, the change the post states (Hodges-Lehmann estimate of candidate /
-    baseline - 1) with its 95% interval, coloured only where a difference is claimed. One
-    above the other, as wide as the other figures: side by side, the figure was 1,560 px
-    wide, and a blog's 700 px column shrank its words to 9 px."""
-    rows = [r for r in rows if r.base_values or r.cand_values]
-    if not rows:
-        return None
-    unit = rows[0].unit
-    unit_name, factor = axis_unit(unit, [v for r in rows for v in (*r.base_values, *r.cand_values)])
-    fig, (left, right) = plt.subplots(
-        2, 1, figsize=(WIDTH_IN, HEIGHT_IN * 1.5), dpi=DPI, gridspec_kw={"height_ratios": [3, 2]}
-    )
-    groups = [r.group or "all" for r in rows]
-    for i, r in enumerate(rows):
-        for values, colour, dx, label in (
-            (r.base_values, BASELINE_COLOUR, -0.15, f"baseline: {r.base_label}"),
-            (r.cand_values, CANDIDATE_COLOUR, 0.15, f"candidate: {r.cand_label}"),
-        ):
-            ys = [v / factor for v in values]
-            if not ys:
-                continue
-            left.scatter([i + dx] * len(ys), ys, s=18, color=colour, alpha=0.6, linewidths=0)
-            left.scatter(
-                [i + dx],
-                [float(pd.Series(ys).median())],
-                marker="_",
-                s=300,
-                color=colour,
-                linewidths=2.4,
-                label=label if i == 0 else None,
-            )
-    for ax in (left, right):
-        ax.set_xlim(-0.6, len(groups) - 0.4)
-    left.set_xticks(range(len(groups)))
-    left.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
-    # Groups decades apart (1 KiB and 1 MiB chunks) on a log axis, as in the metric's figure:
-    # linear, the small group is a line along the bottom.
-    log = _scale_y(left, [v / factor for r in rows for v in (*r.base_values, *r.cand_values)])
-    left.set_ylabel(
-        f"{metric_label(rows[0].metric)} ({unit_name}" + (", log scale)" if log else ")")
-    )
-    left.grid(axis="y", alpha=0.3)
-    left.legend(fontsize=8, frameon=False, title="bars: medians", title_fontsize=8)
-    for i, r in enumerate(rows):
-        res = r.result
-        if res.change != res.change:  # NaN: nothing to show
-            continue
-        y = res.change * 100
-        colour = "0.5" if not res.significant else CANDIDATE_COLOUR
-        if res.ci_low is not None:
-            err = [[y - res.ci_low * 100], [res.ci_high * 100 - y]]
-            right.errorbar([i], [y], yerr=err, fmt="o", color=colour, capsize=5, linewidth=1.6)
-        else:
-            right.scatter([i], [y], marker="x", color=colour)  # too few runs: no interval
-    right.axhline(0, color="0.3", linewidth=0.8)
-    right.set_xticks(range(len(groups)))
-    right.set_xticklabels(groups, fontsize=8, rotation=20 if len(groups) > 4 else 0)
-    right.set_ylabel("change vs baseline (%)")
-    right.grid(axis="y", alpha=0.3)
-    right.set_title("Hodges-Lehmann, 95% CI; grey: no claim", fontsize=8, color="0.4")
-    fig.suptitle(fit_title(fig, title, 11), fontsize=11)
-    fig.tight_layout()
-    return save_figure(fig, out_base, out_base.name)
+def experiment_x(
+    axis_labels: dict[str, list[Any]],
+    preferred_x: str | None,
+    facet: str | None,
+    zips: Sequence[Sequence[str]] = (),
+) -> str | None:
+    """The x axis :func:`plot_experiment` chooses, for the figures that share its palette."""
+    rest = {a: v for a, v in axis_labels.items() if a != facet and a not in partners(facet, zips)}
+    return choose_x(rest, preferred_x)

@@ -106,14 +106,28 @@ def _daemon_style(daemon: str, node: str, labels: list[str], nodes: list[str]) -
     return {"color": colour, "ls": styles[nodes.index(node) % 4] if node in nodes else "-"}
 
 
+# A latency quantile and the count of operations it is of: an interval with none has no
+# latency, only the quantile left over from before (OM's and SCM's Ratis logs, idle while a
+# datanode syncs, kept 0 syncs/s beside a stale 2 ms that set the scale over the 6 us).
+COUNTED_BY = {"ratis_sync_p50": "ratis_syncs", "ratis_sync_p99": "ratis_syncs"}
+
+
 def _latencies(s: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
-    """Per daemon, its key latency's series (:data:`LATENCIES`, the first it has)."""
+    """Per daemon, its key latency's series (:data:`LATENCIES`, the first it has), over the
+    intervals in which it made the operations the latency is of."""
     out = []
     for res in sorted({r for r in s["resource"] if r.startswith("daemon:")}):
         d = s[s["resource"] == res]
         metric = next((m for m in LATENCIES if (d["metric"] == m).any()), None)
-        if metric is not None:
-            out.append((res[7:], metric, d[d["metric"] == metric]))
+        if metric is None:
+            continue
+        lat = d[d["metric"] == metric]
+        count = COUNTED_BY.get(metric)
+        if count and (d["metric"] == count).any():
+            busy = set(d[(d["metric"] == count) & (d["value"] > 0)]["t"])
+            lat = lat[lat["t"].isin(busy)]
+        if not lat.empty:
+            out.append((res[7:], metric, lat))
     return out
 
 
@@ -162,7 +176,10 @@ def over_time(
     )
     axs = np.atleast_1d(axs)
     nodes = list(dict.fromkeys(s["node"]))
+    # One legend entry per host and per daemon, whatever panels it is drawn in: a daemon's
+    # CPU and its latency share its colour, and a colour twice in a legend would say two.
     handles: dict[str, Any] = {}
+    said: dict[str, list[str]] = {}
     for ax, panel in zip(axs, panels, strict=True):
         if panel == "rate":
             # On the telemetry's clock (since the measured step started) where the series
@@ -200,16 +217,19 @@ def over_time(
         elif panel == "latency":
             for daemon, metric, d in latencies:
                 node = d["node"].iloc[0]
-                name = f"{daemon.split(':', 1)[-1]} {metric.replace('_', ' ')}"
-                name += f" ({node})" if len(nodes) > 1 else ""
-                handles[name] = _steps(ax, d, 1000, **_daemon_style(daemon, node, labels, nodes))
+                key = daemon + (f" ({node})" if len(nodes) > 1 else "")
+                line = _steps(ax, d, 1000, **_daemon_style(daemon, node, labels, nodes))
+                handles.setdefault(key, line)
+                said.setdefault(key, []).append(metric.replace("_", " "))
             ax.set_ylabel("daemon latency\n(ms)", fontsize=8)
             ax.set_ylim(bottom=0)
         else:
             for res, d in procs.groupby("resource", sort=True):
                 node = d["node"].iloc[0]
-                name = res[8:] + (f" ({node})" if len(nodes) > 1 else "")
-                handles[name] = _steps(ax, d, **_daemon_style(res[8:], node, labels, nodes))
+                key = res[8:] + (f" ({node})" if len(nodes) > 1 else "")
+                line = _steps(ax, d, **_daemon_style(res[8:], node, labels, nodes))
+                handles.setdefault(key, line)
+                said.setdefault(key, []).append("CPU")
             ax.set_ylabel("daemon CPU\n(cores)", fontsize=8)
             ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=8)
@@ -219,7 +239,8 @@ def over_time(
                 ax.axvline(x, color="grey", lw=0.8, ls=":")
     axs[-1].set_xlabel("seconds since the measured step started (dotted: its start and end)")
     fig.suptitle(fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
-    legend = legend_below(fig, list(handles.values()), list(handles), "host / daemon")
+    names = [f"{k} ({', '.join(said[k])})" if k in said else k for k in handles]
+    legend = legend_below(fig, list(handles.values()), names, "host / daemon")
     _fit_above(fig, legend)
     got = save_figure(fig, out_base, "resources_over_time")
     return {

@@ -303,27 +303,37 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     whole = json.loads(args.experiment), tidy.read(args.tidy)
     exp, df = parts.view(*whole)  # by job or group, where the plot asks
     labels = {a: list(v) for a, v in exp["axes"].items()}
+    metrics = list(tools.get(exp["tool"]).PLOT_METRICS)
+    facet, zips = exp["plot"].get("facet"), exp.get("zip") or []
     drawn = plots.plot_experiment(
-        df,
-        exp["title"],
-        labels,
-        list(tools.get(exp["tool"]).PLOT_METRICS),
-        exp["plot"].get("x"),
-        Path(args.out_dir),
-        exp["plot"].get("facet"),
-        roles=exp.get("compare", [None])[0] if exp.get("compare") else None,
-        zips=exp.get("zip") or [],
+        df, exp["title"], labels, metrics, exp["plot"].get("x"), Path(args.out_dir), facet, zips
     )
-    from perfpost.analysis import compare
+    # One colour per series in every figure of the post, one unit per metric.
+    palette = plots.Palette.of_experiment(
+        labels, plots.experiment_x(labels, exp["plot"].get("x"), facet, zips), facet, zips
+    )
+    axes = [a for a in labels if a in df.columns]
+    cell_labels = {
+        str(c): dict(zip(axes, vals, strict=True))
+        for c, *vals in df.drop_duplicates("cell")[["cell", *axes]].itertuples(index=False)
+    }
+    scales = plots.metric_scales(df, metrics)
 
-    rows = compare.experiment_comparisons(df, exp, tools.get(exp["tool"]).PLOT_METRICS)
+    def colour_of(cells: Any) -> Any:
+        return palette.colour(cell_labels.get(str(cells[0]), {}))
+
+    from perfpost.analysis import compare, comparison_plot, progress_plot
+
+    rows = compare.experiment_comparisons(df, exp, metrics)
     for i, name in enumerate(dict.fromkeys(r.name for r in rows), start=1):
         mine = [r for r in rows if r.name == name]
         aa = " (A/A control: the noise floor)" if mine[0].control else ""
-        fig = plots.plot_comparison(
+        fig = comparison_plot.plot_comparison(
             mine,
             f"{exp['title']}: {name}{aa}",
             Path(args.out_dir) / f"compare-{i}",
+            colour_of,
+            scales.get(mine[0].metric),
         )
         if fig:
             drawn.append({**fig, "comparison": name})
@@ -332,13 +342,15 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
         from perfpost.analysis import steady
 
-        series = pd.read_csv(args.series)
+        series = pd.read_csv(args.series, dtype={"cell": str, "host": str})
         found = steady.read(args.steady) if args.steady else None
-        fig = plots.plot_series(
+        fig = progress_plot.plot_series(
             series,
             f"{exp['title']}: rate over time",
             Path(args.out_dir) / "rate_over_time",
             found,
+            palette,
+            cell_labels,
         )
         if fig:
             drawn.append(fig)
@@ -407,6 +419,14 @@ def _cmd_post(args: argparse.Namespace) -> int:
         ),
     )
     print(f"post -> {out}")
+    return 0
+
+
+def _cmd_html(args: argparse.Namespace) -> int:
+    from perfpost.analysis import html
+
+    made = html.write(Path(args.post).parent, Path(args.out))
+    print(f"{len(made)} pages -> {args.out}")
     return 0
 
 
@@ -527,3 +547,8 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--resources-data", help="where the post's copy of that table goes")
     s.add_argument("--profile", help="flight recordings' hottest methods (profile.csv)")
     s.set_defaults(func=_cmd_post)
+
+    s = sub.add_parser("html", help="(workflow step) a post and its notebook as HTML pages")
+    s.add_argument("--post", required=True, help="the post's index.md (its folder is read)")
+    s.add_argument("--out", required=True, help="the folder the pages and figures go to")
+    s.set_defaults(func=_cmd_html)
