@@ -25,6 +25,7 @@ include: "workflow/rules/common.smk"
 rule report:
     input:
         expand(paths.POST, experiment=list(PLAN.experiments)),
+        expand(paths.POST_HTML, experiment=list(PLAN.experiments)),
         expand(paths.HISTORY_RECEIPT, experiment=list(PLAN.experiments)),
         glue.records_to_name(PLAN),
     localrule: True

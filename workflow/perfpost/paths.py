@@ -57,6 +57,11 @@ ENV_LOG = EXPERIMENT_DIR + "/env/{host}.log"
 
 POST_DIR = REPORTS + "/{experiment}"
 POST = POST_DIR + "/index.md"
+# The lab notebook beside the post: method, every run, resources, validity, logs.
+POST_NOTEBOOK = POST_DIR + "/notebook.md"
+# Both as HTML pages with their figures, for `snakemake --report`.
+POST_HTML = POST_DIR + "/html"
+HTML_LOG = EXPERIMENT_DIR + "/logs/html.log"
 POST_DATA = POST_DIR + "/data.csv"
 POST_COMPARISONS = POST_DIR + "/comparisons.csv"
 POST_STEADY = POST_DIR + "/steady.csv"  # the steady-state table, in the bundle

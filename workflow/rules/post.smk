@@ -44,6 +44,7 @@ rule post:
         env=lambda wc: glue.env_files(PLAN, wc.experiment),
     output:
         post=paths.POST,
+        notebook=paths.POST_NOTEBOOK,
         data=paths.POST_DATA,
         comparisons=report(
             paths.POST_COMPARISONS,
@@ -71,3 +72,28 @@ rule post:
         " --resources {input.resources:q} --resources-data {output.resources:q}"
         " --profile {input.profile:q}"
         " > {log:q} 2>&1"
+
+
+# The post and its notebook as HTML pages, so `snakemake --report` holds what a reader reads.
+rule html:
+    input:
+        post=paths.POST,
+        notebook=paths.POST_NOTEBOOK,
+        figures=paths.FIGURES_DIR,
+    output:
+        report(
+            directory(paths.POST_HTML),
+            htmlindex="index.html",
+            caption="../report/post.rst",
+            category="{experiment}",
+            subcategory="post",
+            labels={"page": "post and notebook"},
+        ),
+    log:
+        paths.HTML_LOG,
+    conda:
+        "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
+    shell:
+        "perfpost html --post {input.post:q} --out {output:q} > {log:q} 2>&1"

@@ -145,7 +145,28 @@ def check(
             f"of so few can show a trend at {ALPHA:g}."
         )
     if not tested:
-        return {"title": "Drift", "facts": facts, "flags": []}
+        return {
+            "title": "Drift",
+            "facts": facts,
+            "flags": [],
+            "untestable": f"no cell has {MIN_RUNS} or more finished runs",
+        }
+    # The smallest p each cell's runs could give (every run above the last, or below it:
+    # 2 / n!), through Holm's correction: above ALPHA, no outcome of these runs could flag.
+    floors = holm([min(1.0, 2 / math.factorial(n)) for _, n, _, _ in tested])
+    if min(floors) > ALPHA:
+        sizes = sorted({n for _, n, _, _ in tested})
+        runs_said = " or ".join(str(n) for n in sizes)
+        return {
+            "title": "Drift",
+            "facts": facts,
+            "flags": [],
+            "untestable": (
+                f"with {runs_said} runs a cell and Holm's correction over {len(tested)} "
+                f"cells, no order of the runs could give an adjusted p of {ALPHA:g} or less "
+                f"(the smallest is {min(floors):.3g})"
+            ),
+        }
     adjusted = holm([t.p for _, _, t, _ in tested])
     unit = str(runs["unit"].iloc[0]) if "unit" in runs else ""
     flags = []

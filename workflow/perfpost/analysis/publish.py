@@ -137,7 +137,10 @@ def check_post(folder: Path, site: Site) -> None:
         raise PerfpostError(f"{index}: the front matter is not YAML: {e}") from None
     if not isinstance(meta, dict) or not meta.get("title"):
         raise PerfpostError(f"{index}: the front matter has no title")
-    for link in local_links(text):
+    links = local_links(text)
+    if (folder / NOTEBOOK).is_file():
+        links += local_links((folder / NOTEBOOK).read_text())
+    for link in links:
         target = link.split("#", 1)[0]
         rel = Path(target)
         if rel.is_absolute() or ".." in rel.parts:
@@ -251,13 +254,21 @@ def _post_has_layout(config: dict[str, Any]) -> bool:
     return False
 
 
-def _rewrite_links(markdown: str, prefix: str) -> str:
-    """Local links and images pointed at ``prefix`` + their target, outside code."""
+NOTEBOOK = "notebook.md"
+
+
+def _rewrite_links(markdown: str, prefix: str, pages: dict[str, str] | None = None) -> str:
+    """Local links and images pointed at ``prefix`` + their target, outside code; a link to
+    one of ``pages`` (a markdown file the site renders as a page: ``notebook.md``) at that
+    page's address instead, its anchor kept."""
 
     def one(m: re.Match[str]) -> str:
         target = m.group(1)
         if _EXTERNAL.match(target):
             return m.group(0)
+        path, hash_, anchor = target.partition("#")
+        if pages and path in pages:
+            return m.group(0).replace(target, pages[path] + hash_ + anchor, 1)
         return m.group(0).replace(target, prefix + target, 1)
 
     out, last = [], 0
@@ -267,6 +278,41 @@ def _rewrite_links(markdown: str, prefix: str) -> str:
         last = fence.end()
     out.append(_LINK.sub(one, markdown[last:]))
     return "".join(out)
+
+
+def _split(text: str) -> tuple[dict[str, Any], str, str]:
+    """A page's front matter (parsed and as text) and its body."""
+    head, body = text.split("---\n", 2)[1:]
+    return yaml.safe_load(head) or {}, head, body
+
+
+def hugo_notebook(text: str, url: str) -> str:
+    """The notebook as a Hugo page of its own at ``url`` (``/<section>/<experiment>/notebook/``,
+    beside its post), listed nowhere (``_build: list: never``: not on the home page, in no
+    feed), its links pointing at the post's files one folder up."""
+    _, head, body = _split(text)
+    extra = f"url: {url}\n_build:\n  list: never\n"
+    return f"---\n{head}{extra}---\n" + _rewrite_links(body, "../", {"index.md": "../"})
+
+
+def hugo_post(text: str) -> str:
+    """The post as its Hugo bundle holds it: its notebook link at the notebook's address."""
+    _, head, body = _split(text)
+    return f"---\n{head}---\n" + _rewrite_links(body, "", {NOTEBOOK: "notebook/"})
+
+
+def jekyll_notebook(text: str, url: str, baseurl: str) -> str:
+    """The notebook as a Jekyll page at ``url`` + ``notebook/``: no ``title`` in its front
+    matter (minima lists every titled page in its header), its title as its first heading
+    instead; root-relative links to the post's files."""
+    meta, _, body = _split(text)
+    title = str(meta.get("title") or "")
+    keep = {k: v for k, v in meta.items() if k != "title"}
+    keep["permalink"] = f"{url}notebook/"
+    keep.setdefault("layout", "page")
+    head = yaml.safe_dump(keep, sort_keys=False, allow_unicode=True)
+    body = _rewrite_links(body, baseurl + url, {"index.md": baseurl + url})
+    return f"---\n{head}---\n\n# {title}\n" + body
 
 
 def jekyll_post(text: str, index: Path, url: str, baseurl: str, layout: bool) -> tuple[str, str]:
@@ -281,7 +327,8 @@ def jekyll_post(text: str, index: Path, url: str, baseurl: str, layout: bool) ->
     extra = f"permalink: {url}\n"
     if layout and "layout" not in meta:
         extra += "layout: post\n"
-    return day.group(1), f"---\n{head}{extra}---\n" + _rewrite_links(body, baseurl + url)
+    pages = {NOTEBOOK: f"{baseurl}{url}notebook/"}
+    return day.group(1), f"---\n{head}{extra}---\n" + _rewrite_links(body, baseurl + url, pages)
 
 
 def _jekyll_existing(site: Site, exp: str) -> list[Path]:
@@ -319,9 +366,13 @@ def _publish_jekyll(
                 src,
                 files,
                 ignore=lambda d, names, src=src: [
-                    n for n in names if _hidden(n) or (Path(d) == src and n == "index.md")
+                    n for n in names if _hidden(n) or (Path(d) == src and n in ("index.md", "html"))
                 ],
             )
+            if (files / NOTEBOOK).is_file():
+                (files / NOTEBOOK).write_text(
+                    jekyll_notebook((files / NOTEBOOK).read_text(), url, baseurl)
+                )
             folder = site.folder(section) / exp
             old = _jekyll_existing(site, exp)
             if not old and not (folder.exists() or folder.is_symlink()):
@@ -377,18 +428,51 @@ def publish(
         check_post(reports / exp, site)
     if site.kind == "jekyll":
         return _publish_jekyll(site, section, chosen, replace, reports)
-    plan: list[tuple[str, Path, str]] = []
+    staging = Path(tempfile.mkdtemp(prefix="perfpost-publish-"))
+    try:
+        return _publish_hugo(site, section, chosen, replace, reports, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish_hugo(
+    site: Site, section: str, chosen: list[str], replace: bool, reports: Path, staging: Path
+) -> list[Published]:
+    """Each post as a page bundle ``content/<section>/<experiment>/``, its notebook as a page
+    of its own beside it (``<experiment>-notebook.md``, at the bundle's address +
+    ``notebook/``): a markdown file inside a leaf bundle is a resource Hugo never renders."""
+    plan: list[tuple[str, Path, Path, Path | None, str]] = []
     refused = []
     for exp in chosen:
         src = reports / exp
+        bundle = staging / exp
+        shutil.copytree(
+            src,
+            bundle,
+            ignore=lambda d, names, src=src: [
+                n for n in names if _hidden(n) or (Path(d) == src and n in (NOTEBOOK, "html"))
+            ],
+        )
+        (bundle / "index.md").write_text(hugo_post((src / "index.md").read_text()))
+        note_src = src / NOTEBOOK
+        note = None
+        if note_src.is_file():
+            note = staging / f"{exp}-notebook.md"
+            note.write_text(hugo_notebook(note_src.read_text(), f"/{section}/{exp}/notebook/"))
         dest = site.folder(section) / exp
-        if not (dest.exists() or dest.is_symlink()):
-            plan.append((exp, dest, "new"))
+        note_dest = site.folder(section) / f"{exp}-notebook.md"
+        if not (dest.exists() or dest.is_symlink() or note_dest.exists()):
+            plan.append((exp, bundle, dest, note, "new"))
             continue
-        why = difference(src, dest)
+        why = difference(bundle, dest)
+        if why is None and note is not None:
+            if not note_dest.is_file():
+                why = f"no {note_dest.name}"
+            elif note_dest.read_text() != note.read_text():
+                why = f"{note_dest.name} differs"
         outcome = _outcome(why, replace)
         if outcome:
-            plan.append((exp, dest, outcome))
+            plan.append((exp, bundle, dest, note, outcome))
         else:
             refused.append(f"{dest} exists and differs from {src} ({why})")
     if refused:
@@ -396,10 +480,12 @@ def publish(
             "; ".join(refused) + ": nothing published (--replace replaces such a page)"
         )
     done = []
-    for exp, dest, outcome in plan:
+    for exp, bundle, dest, note, outcome in plan:
         if outcome != "unchanged":
             try:
-                _copy_in(reports / exp, dest)
+                _copy_in(bundle, dest)
+                if note is not None:
+                    _write_text(dest.parent / note.name, note.read_text())
             except OSError as e:
                 raise PerfpostError(f"{dest}: cannot publish {reports / exp}: {e}") from None
         done.append(Published(exp, dest, outcome))

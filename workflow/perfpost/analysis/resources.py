@@ -683,6 +683,16 @@ def check(
             f"intervals ({shown}): the samples around them are mostly time outside them, so "
             "they are not checked here."
         )
+    if short and len(short) == n_runs:
+        return {
+            "title": "Resources",
+            "facts": facts,
+            "flags": [],
+            "untestable": (
+                f"every run's measured step was shorter than {RESOLVED_INTERVALS:g} sampling "
+                "intervals, too short for the samples to say what bound it"
+            ),
+        }
     flags = []
     for cell, said in cpu_bound.items():
         flags.append(
@@ -695,7 +705,14 @@ def check(
             f"`{cell}`: another disk took more than twice the writes of the one under the "
             f"cell's directory ({'; '.join(said)}): the run may not have measured that disk."
         )
-    return {"title": "Resources", "facts": facts, "flags": flags}
+    headline = None
+    if cpu_bound:
+        headline = (
+            f"the host of the system under test was CPU-bound in {len(cpu_bound)} of "
+            f"{done['cell'].nunique()} cells, so they measured the CPU at least as much as the "
+            "storage"
+        )
+    return {"title": "Resources", "facts": facts, "flags": flags, "headline": headline}
 
 
 def _disk_name(device: str, d: pd.DataFrame) -> str:

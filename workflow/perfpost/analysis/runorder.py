@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import statistics
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from perfpost import paths
 from perfpost.plan import order as plan_order
 
 
@@ -94,3 +98,104 @@ def sentence(
         f"{said} In the order they started{where}, {kept} of the {runs} runs came where the "
         "plan put them (`start` in the data)."
     )
+
+
+# A cluster's state gives its times to the second: a run within a second of its stop may have
+# met its last moments.
+STATE_SLACK = 1.0
+
+
+def cluster_lifetimes(root: Path = Path()) -> list[dict[str, Any]]:
+    """Every cluster start perfpost made in this directory's results, with its hosts and the
+    span from the start's beginning to the end of its stop (still up: to now)."""
+    out = []
+    base = root / paths.fill(paths.CLUSTER_DIR, cluster="*")
+    for state_file in sorted(base.glob("start-*/state.json")):
+        try:
+            state = json.loads(state_file.read_text())
+            spec = state["deployment"]["spec"]
+            t0 = pd.Timestamp(state["started"]).timestamp()
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        stopped = state.get("stopped")
+        t1 = pd.Timestamp(stopped).timestamp() + STATE_SLACK if stopped else math.inf
+        hosts = sorted({h for hs in spec.get("roles", {}).values() for h in hs})
+        out.append(
+            {
+                "ref": f"{state_file.parent.parent.name}/{state_file.parent.name}",
+                "name": spec.get("name", ""),
+                "shared": bool(spec.get("shared")),
+                "hosts": hosts,
+                "from": t0,
+                "to": t1,
+            }
+        )
+    return out
+
+
+def others_up(
+    cells: pd.DataFrame, lifetimes: list[dict[str, Any]]
+) -> dict[tuple[str, str, int], list[str]]:
+    """(cell, host, repeat) -> the clusters the run did not use that were starting, up or
+    stopping on its host while it measured (a ``shared`` cluster may be up)."""
+    out: dict[tuple[str, str, int], list[str]] = {}
+    timed = cells[cells["status"] == "done"].dropna(subset=["start", "end"])
+    for r in timed.itertuples(index=False):
+        mine = set(str(getattr(r, "clusters", "") or "").split())
+        t0 = pd.Timestamp(r.start).timestamp()
+        t1 = pd.Timestamp(r.end).timestamp()
+        found = [
+            c["name"]
+            for c in lifetimes
+            if c["ref"] not in mine
+            and not c["shared"]
+            and str(r.host) in c["hosts"]
+            and c["from"] < t1
+            and t0 < c["to"]
+        ]
+        if found:
+            out[(str(r.cell), str(r.host), int(r.repeat))] = found
+    return out
+
+
+def design_sentence(
+    experiment: Mapping[str, Any],
+    cells: pd.DataFrame,
+    up: dict[tuple[str, str, int], list[str]],
+    overlap_most: int,
+) -> str:
+    """How the runs were made, in one sentence for the post: runs a cell, the order, and
+    what else was up on the hosts while they measured (from the records and the clusters'
+    times)."""
+    done = cells[cells["status"] == "done"]
+    per = done.groupby("cell").size()
+    n_cells = cells["cell"].nunique()
+    if per.empty:
+        runs = "no run finished"
+    elif per.min() == per.max():
+        runs = f"{per.min()} runs"
+    else:
+        runs = f"{per.min()} to {per.max()} runs"
+    order = experiment.get("order")
+    how = (
+        "in the workflow's own order"
+        if order is None
+        else "back to back"
+        if order == plan_order.BACK_TO_BACK
+        else "interleaved"
+    )
+    hosts = sorted(set(map(str, cells["host"])))
+    where = ", ".join(f"`{h}`" for h in hosts)
+    alone = "one at a time" if overlap_most <= 1 else f"up to {overlap_most} at once"
+    if up:
+        names = sorted({n for v in up.values() for n in v})
+        quiet = (
+            f"{len(up)} of {len(done)} runs measured while a cluster they did not use was up on "
+            f"their host ({', '.join(names)}; see the caveats)"
+        )
+    else:
+        quiet = (
+            "no other run of perfpost and no cluster a run did not use was up on its host while "
+            "it measured (from the runs' records and every cluster's start and stop times)"
+        )
+    return f"Each of the {n_cells} cells ran {runs}, {how}, measuring {alone} on {where}; {quiet}."

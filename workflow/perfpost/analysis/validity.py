@@ -449,6 +449,20 @@ def session_p(groups: Sequence[Sequence[float]]) -> float:
     return apart / len(stats) if exact else (1 + apart) / (PERMUTATIONS + 1)
 
 
+def smallest_session_p(sizes: Sequence[int]) -> float:
+    """The smallest permutation p of H that runs dealt to sessions of these ``sizes`` can
+    give: one deal in every distinct way of dealing them, where deals that only swap the
+    runs of two sessions of one size give the same H."""
+    n = sum(sizes)
+    ways = math.factorial(n)
+    for k in sizes:
+        ways //= math.factorial(k)
+    same = 1
+    for k in set(sizes):
+        same *= math.factorial(sum(1 for x in sizes if x == k))
+    return min(1.0, same / ways)
+
+
 def session_check(
     tidy_df: pd.DataFrame, cells: pd.DataFrame, axes: list[str], metric: str | None
 ) -> dict[str, Any] | None:
@@ -481,10 +495,12 @@ def session_check(
         }
     facts = [f"The runs came from {count} runs of perfpost ({_sessions(known)})."]
     tested: list[tuple[str, int, float]] = []  # (cell on host, sessions, p)
+    sizes_of: list[list[list[float]]] = []
     for (_, host), sub in runs.groupby(["cell", "host"], sort=False):
         groups = [g["value"].tolist() for _, g in sub.groupby("session", sort=False)]
         if len(groups) < 2:
             continue
+        sizes_of.append(groups)
         # The cell's fields by name: a Series' own attributes (``size``) would shadow axes.
         row = SimpleNamespace(**{a: sub[a].iloc[0] for a in [*axes, "cell"]})
         tested.append((f"`{cell_name(row, axes)}` on {host}", len(groups), session_p(groups)))
@@ -499,6 +515,18 @@ def session_check(
     if not tested:
         facts.append("No cell has runs from more than one.")
         return {"title": "Sessions", "facts": facts, "flags": flags}
+    floors = holm([smallest_session_p([len(g) for g in sizes]) for sizes in sizes_of])
+    if min(floors) > ALPHA:
+        return {
+            "title": "Sessions",
+            "facts": facts,
+            "flags": [],
+            "untestable": (
+                f"the sessions' runs are too few in each of the {len(tested)} cell(s) for any "
+                f"outcome to give an adjusted p of {ALPHA:g} or less (the smallest is "
+                f"{min(floors):.3g})"
+            ),
+        }
     where, _, least = min(tested, key=lambda t: t[2])
     facts.append(
         f"{len(tested)} cell(s) have runs from more than one; Kruskal-Wallis across their "
@@ -535,4 +563,5 @@ def checks(
         drift.check(tidy_df, cells, axes, metric),
         resources.check(resources_df, axes, tidy_df),
     ]
-    return [c for c in found if c is not None]
+    # A check that could not fire at these runs says why ("untestable"); the rest say None.
+    return [{"untestable": None, "headline": None, **c} for c in found if c is not None]

@@ -1,0 +1,543 @@
+"""The post a reader wants, in the shape of the reference posts: the question, the answer
+first (in plain words, with its interval and its runs), how it was run (hosts, versions,
+disks, the commands as a person types them), one table of the compared metric, the figures
+that carry the answer, the caveats, a conclusion. Everything else (the statistics' method,
+every run, resources, validity in full, environments, logs) is the notebook beside it
+(:mod:`perfpost.analysis.report` renders both).
+
+Sentences here are built from the comparisons (:mod:`perfpost.analysis.compare`), the design
+checks (:mod:`perfpost.analysis.design`) and the tables; none restates a number another
+module did not compute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perfpost.analysis import stats
+from perfpost.analysis.compare import Row
+from perfpost.analysis.design import Finding
+from perfpost.units import format_bytes, format_value, metric_label, rate_scale, sig
+
+MAX_ANSWERS = 4  # comparison sentences the answer gives; the table has them all
+HIGHER = ("B/s", "1/s")
+
+
+# -- the answer ------------------------------------------------------------------------------
+
+
+def _sides(row: Row) -> tuple[str, str]:
+    """The candidate's and the baseline's names as the comparison's own name gives them
+    ("Ozone vs HDFS"), else their axis labels."""
+    if row.name.count(" vs ") == 1:
+        cand, base = row.name.split(" vs ")
+        return cand.strip(), base.strip()
+    return row.cand_label, row.base_label
+
+
+def _pct(x: float) -> str:
+    x = abs(x)
+    return f"{x:.0%}" if x >= 0.095 else f"{x:.1%}"
+
+
+def _times(x: float) -> str:
+    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
+
+
+def _runs(r: stats.Comparison) -> str:
+    if r.n_base == r.n_cand:
+        return f"{r.n_base} runs each"
+    return f"{r.n_cand} and {r.n_base} runs"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:] if text and not text.startswith("`") else text
+
+
+def claim(row: Row) -> str:
+    """A claimed difference in plain words: "Ozone was 40% slower than HDFS with
+    buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    label = metric_label(row.metric).lower()
+    lo, hi = sorted((r.ci_low, r.ci_high), key=abs)  # type: ignore[arg-type]
+    up = r.change > 0
+    if row.unit in HIGHER:
+        if r.change >= 1:
+            said = f"was {_times(1 + r.change)} times as fast as {base}"
+            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
+        else:
+            said = f"was {_pct(r.change)} {'faster' if up else 'slower'} than {base}"
+            ci = f"{_pct(lo)} to {_pct(hi)}"
+    elif row.unit == "s":
+        if r.change >= 1:
+            said = f"took {_times(1 + r.change)} times as long as {base}"
+            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
+        else:
+            said = f"took {_pct(r.change)} {'longer' if up else 'less time'} than {base}"
+            ci = f"{_pct(lo)} to {_pct(hi)}"
+    else:
+        said = f"was {_pct(r.change)} {'higher' if up else 'lower'} than {base}"
+        ci = f"{_pct(lo)} to {_pct(hi)}"
+    return f"{_capital(cand)} {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None or x != x else f"{x:+.1%}"
+
+
+def no_claim(row: Row) -> str:
+    """A comparison that claims nothing, saying why in a reader's words."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    label = metric_label(row.metric).lower()
+    if r.verdict == stats.TOO_FEW:
+        return (
+            f"{_capital(cand)} against {base}{group}: too few runs to say ({_runs(r)}; "
+            f"medians {_signed(r.change)} apart)"
+        )
+    if r.verdict == stats.IDENTICAL:
+        return f"{_capital(cand)} and {base}{group} measured the same in every run ({label})"
+    if r.verdict == stats.NOISE_FLOOR and row.floor is not None:
+        f = row.floor.result
+        return (
+            f"{_capital(cand)} and {base}{group} differed by {_signed(r.change)} in {label}, "
+            f"inside the noise floor of the same set-up measured twice ({_signed(f.ci_low)} "
+            f"to {_signed(f.ci_high)}): no difference is claimed"
+        )
+    from perfpost.analysis.compare import undetectable
+
+    excludes = r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
+    if excludes and r.tests > 1:
+        return (
+            f"{_capital(cand)} and {base}{group} differed by {_signed(r.change)} in {label} "
+            f"(95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {_runs(r)}), but not beyond "
+            f"chance once the {r.tests} comparisons made together are counted (Holm's p = "
+            f"{r.p_adjusted:.2g}): no difference is claimed"
+        )
+    bound = undetectable(r)
+    return (
+        f"{_capital(cand)} and {base}{group} did not differ measurably in {label} "
+        f"({_signed(r.change)}, 95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
+        f"{_runs(r)})" + (f": {bound}" if bound else "")
+    )
+
+
+def plain(row: Row) -> str:
+    """A comparison's outcome in one short sentence, for a page's description: no interval,
+    no run counts (the post gives them)."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    if not r.significant:
+        return f"No difference shown between {cand} and {base}{group}"
+    text = claim(row)
+    return text[: text.rfind(" (")]
+
+
+def control(row: Row) -> str:
+    """An A/A control's sentence: the noise floor the claims are read against."""
+    r = row.result
+    cand, base = _sides(row)
+    if r.ci_low is None:
+        return f"The same set-up measured twice ({cand}, {base}): too few runs for a noise floor"
+    if r.significant:
+        return (
+            f"The same set-up measured twice ({cand} against {base}) differed by "
+            f"{_signed(r.change)} (95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}): "
+            "something besides the settings moved the results in this session"
+        )
+    return (
+        f"The same set-up measured twice ({cand} against {base}) differed by "
+        f"{_signed(r.change)} (95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
+        f"{_runs(r)}): the noise floor, inside which nothing is claimed"
+    )
+
+
+def undermined_by(
+    row: Row, findings: Sequence[Finding], on_disk: Mapping[str, bool] | None = None
+) -> Finding | None:
+    """The first design finding that undermines a cell on either side of ``row``: any
+    comparison resting on it, or (a finding of ``placement`` scope) one whose sides put their
+    data in different places (``on_disk``: per cell, whether its data went to a disk)."""
+    mine = set(row.base_cells) | set(row.cand_cells)
+    for f in findings:
+        if not f.undermines or not mine & set(f.cells):
+            continue
+        if f.scope == "placement":
+            where = on_disk or {}
+            sides = {where.get(c) for c in row.base_cells}, {where.get(c) for c in row.cand_cells}
+            if sides[0] == sides[1]:
+                continue  # both sides' data in the same kind of place: the caveat says it
+        return f
+    return None
+
+
+def answer(
+    rows: Sequence[Row],
+    findings: Sequence[Finding],
+    fallback: Sequence[str],
+    on_disk: Mapping[str, bool] | None = None,
+) -> dict[str, Any]:
+    """The post's answer: the comparisons in plain words, claims first; where a design check
+    undermines one, why this machine cannot answer it, before what the runs did measure.
+    ``fallback``: the sentences of an experiment that declared no comparison."""
+    lines: list[str] = []
+    cannot: list[str] = []
+    said_findings: list[Finding] = []
+    # Claims first, then the rest, each in the order the config declared them; the A/A
+    # controls last.
+    ordered = sorted(rows, key=lambda r: (r.control, not r.result.significant))
+    for row in ordered:
+        f = undermined_by(row, findings, on_disk)
+        if f is not None and not row.control:
+            if f not in said_findings:
+                said_findings.append(f)
+                cannot.append(f.headline or f.caveat)
+            text = claim(row) if row.result.significant else no_claim(row)
+            lines.append(f"{text}; {f.short or 'see the caveats'}")
+        elif row.control:
+            lines.append(control(row))
+        elif row.result.significant:
+            lines.append(claim(row))
+        else:
+            lines.append(no_claim(row))
+    more = max(0, len(lines) - MAX_ANSWERS)
+    lines = lines[:MAX_ANSWERS]
+    if not rows:
+        lines = list(fallback)
+    lead = next((r for r in ordered if not r.control), None)
+    if lead is not None:
+        f = undermined_by(lead, findings, on_disk)
+        description = plain(lead) + (f"; {f.short}" if f is not None and f.short else "")
+    else:
+        description = lines[0] if lines else ""
+    compared = [r for r in rows if not r.control]
+    return {
+        "claims": [
+            plain(r)
+            for r in compared
+            if r.result.significant and undermined_by(r, findings, on_disk) is None
+        ],
+        "compared": len(compared),
+        "floors": [
+            r.result.detectable
+            for r in compared
+            if not r.result.significant
+            and r.result.detectable == r.result.detectable
+            and r.result.detectable is not None
+        ],
+        "cannot": [_capital(c) for c in cannot],
+        "lines": [x.rstrip(".") + "." for x in lines],
+        "more": more,
+        # The front matter's description (search results, link previews): the answer itself.
+        "description": description.replace("`", "").rstrip(".") + ".",
+    }
+
+
+def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> list[str]:
+    """For an experiment that declared no comparison: per axis, how much the median moved
+    from its first value to its last, the other axes held (the median of those ratios, and
+    their range). Descriptive: no claim, no interval."""
+    sub = summary[summary["metric"] == metric]
+    if sub.empty:
+        return []
+    unit = str(sub["unit"].iloc[0])
+    label = metric_label(metric).lower()
+    out = []
+    varied = [a for a in axes if len(set(sub[a])) > 1]
+    for a in varied:
+        values = list(dict.fromkeys(sub[a]))
+        first, last = values[0], values[-1]
+        others = [x for x in varied if x != a]
+        ratios = []
+        if others:
+            for _, g in sub.groupby(others, sort=False):
+                lo = g[g[a] == first]["median"]
+                hi = g[g[a] == last]["median"]
+                if len(lo) and len(hi) and float(lo.iloc[0]) > 0:
+                    ratios.append(float(hi.iloc[0]) / float(lo.iloc[0]))
+        else:
+            lo = sub[sub[a] == first]["median"]
+            hi = sub[sub[a] == last]["median"]
+            if len(lo) and len(hi) and float(lo.iloc[0]) > 0:
+                ratios.append(float(hi.iloc[0]) / float(lo.iloc[0]))
+        if not ratios:
+            continue
+        mid = float(np.median(ratios))
+        spread = (
+            f" (from x{sig(min(ratios), 2)} to x{sig(max(ratios), 2)} over {len(ratios)} "
+            "settings of the other axes)"
+            if len(ratios) > 1
+            else ""
+        )
+        out.append(
+            f"From {a}={first} to {a}={last}, the median {label} changed x{sig(mid, 2)}{spread}"
+        )
+    hi = sub.loc[sub["median"].idxmax()]
+    name = ", ".join(f"{a}={hi[a]}" for a in axes)
+    scale = rate_scale([float(hi["median"])]) if unit == "B/s" else None
+    out.insert(
+        0,
+        f"The highest median {label} was {format_value(float(hi['median']), unit, scale)} "
+        f"({name}, {int(hi['n'])} runs)",
+    )
+    return out
+
+
+# -- how it was run ----------------------------------------------------------------------
+
+
+def host_line(host: str, env: Mapping[str, Any] | None, roles: Sequence[str]) -> str:
+    """One host as the set-up names it: its roles, CPU, memory, OS and disks."""
+    what = f"`{host}` ({', '.join(roles)})" if roles else f"`{host}`"
+    if not env or env.get("error"):
+        return f"{what}: not described (its environment was not captured)"
+    cpu = env.get("cpu") or {}
+    cores = cpu.get("threads") or cpu.get("cores")
+    parts = [f"{cpu.get('model', 'an unknown CPU')}" + (f", {cores} cores" if cores else "")]
+    if env.get("memory_bytes"):
+        parts.append(f"{env['memory_bytes'] / 2**30:.0f} GiB")
+    if env.get("os"):
+        kernel = str(env.get("kernel") or "").split()
+        if kernel and kernel[0] == "Linux":
+            kernel = kernel[1:2]  # "Linux 6.1.0-18-amd64 x86_64": the release
+        parts.append(f"{env['os']}" + (f", Linux {kernel[0]}" if kernel else ""))
+    disks = []
+    for d in env.get("disks") or []:
+        how = d.get("transport") or ("virtio" if str(d.get("name", "")).startswith("vd") else "")
+        kind = "reports itself a spinning disk" if d.get("rotational") else "solid state"
+        disks.append(
+            f"{d['name']} ({format_bytes(d.get('size_bytes') or float('nan'))}"
+            + (f", {how}" if how else "")
+            + f", {kind})"
+        )
+    if disks:
+        parts.append("disk " + ", ".join(disks))
+    return f"{what}: " + "; ".join(parts)
+
+
+def cluster_line(c: Mapping[str, Any]) -> str:
+    """A cluster as the set-up names it: kind, version, roles on hosts."""
+    if c.get("error"):
+        return f"`{c.get('ref')}`: not described ({c['error']})"
+    kind = {"hdfs": "HDFS", "yarn": "YARN", "ozone": "Ozone"}.get(c["kind"], c["kind"])
+    version = str(c.get("version") or "").strip().splitlines()
+    first = version[0].strip() if version else ""
+    release = first.split("(")[0].replace("Hadoop", "").strip() if first else ""
+    roles = "; ".join(f"{role} on {hosts}" for role, hosts in c["roles"].items())
+    build = f", build `{c['build']}`" if c.get("build") else ""
+    return f"{kind} {release}{build} `{c['name']}` ({roles})"
+
+
+def cluster_lines(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The clusters as the set-up names them, each configuration once: several starts of
+    one (a configuration per cell, from an axis) are said together."""
+    out: dict[str, list[str]] = {}
+    for c in clusters:
+        out.setdefault(cluster_line(c), []).append(str(c.get("ref")))
+    return [
+        line + (f", started {len(refs)} times, a configuration a cell" if len(refs) > 1 else "")
+        for line, refs in out.items()
+    ]
+
+
+def changed_settings(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The settings the config changed from the release's defaults, each key once: one
+    value, or "set per cell" where the clusters' values differ (an axis fills them)."""
+    values: dict[tuple[str, str], list[str]] = {}
+    for c in clusters:
+        for k in c.get("changed") or []:
+            if k.get("configured"):
+                values.setdefault((str(k["key"]), str(c.get("name"))), []).append(str(k["value"]))
+    out = []
+    for (key, name), vals in values.items():
+        distinct = list(dict.fromkeys(vals))
+        if len(distinct) == 1:
+            out.append(f"`{key}={distinct[0]}` (`{name}`)")
+        else:
+            out.append(f"`{key}`, set per cell from its axes (`{name}`)")
+    return out
+
+
+def listings(
+    per_cell: Mapping[str, list[str]], names: Mapping[str, str], keep: Sequence[str]
+) -> dict[str, Any]:
+    """The commands the post shows, in one listing: the environment once, then each distinct
+    command under a comment naming its cells (by the axes that vary). Where the cells are
+    many or their listings long, only those of the answer's cells (``keep``), and how many
+    more there are."""
+    distinct: dict[tuple[str, ...], list[str]] = {}
+    exports: list[str] = []
+    for cell, lines in per_cell.items():
+        exports += [x for x in lines if x.startswith("export ") and x not in exports]
+        body = tuple(x for x in lines if not x.startswith("export "))
+        distinct.setdefault(body, []).append(cell)
+    small = len(distinct) <= 6 and sum(len(k) for k in distinct) <= 24
+    shown = distinct
+    if not small:
+        shown = {k: cs for k, cs in distinct.items() if any(c in keep for c in cs)}
+        shown = shown or dict(list(distinct.items())[:2])
+    lines = list(exports)
+    for body, cells in shown.items():
+        if len(distinct) > 1:
+            lines.append("# " + "; ".join(names.get(c, c) for c in cells))
+        lines += body
+    rest = len(per_cell) - sum(len(cs) for cs in shown.values())
+    return {"lines": lines, "rest": rest}
+
+
+# -- the results table -----------------------------------------------------------------
+
+
+def results_table(
+    tidy_df: pd.DataFrame,
+    axes: Sequence[str],
+    metric: str,
+    labels: Mapping[str, str],
+    covers: tuple[str, str, str] | None = None,
+) -> dict[str, Any]:
+    """One table of the compared metric: per cell, its runs, median, min .. max and, for a
+    rate over part of a run (``covers``: its operations, the run's operations, its time), what
+    the rate covers, so it reconciles with the run's totals."""
+    done = tidy_df[tidy_df["status"] == "done"]
+    sub = done[done["metric"] == metric]
+    if sub.empty:
+        return {"header": [], "rows": []}
+    unit = str(sub["unit"].iloc[0])
+    scale = rate_scale(sub["value"].tolist()) if unit == "B/s" else None
+    shown = scale[0] if scale else {"1/s": "ops/s", "s": "", "count": ""}.get(unit, unit)
+    header = [
+        "cell",
+        "runs",
+        f"{metric_label(metric)} median" + (f" ({shown})" if shown else ""),
+        "min .. max",
+    ]
+    if covers:
+        header.append("the rate covers (medians)")
+    rows = []
+    for cell, g in sub.groupby("cell", sort=False):
+        v = g["value"]
+        row = [
+            f"`{labels.get(str(cell), str(cell))}`",
+            str(len(v)),
+            format_value(float(v.median()), unit, scale, cell=True),
+            f"{format_value(float(v.min()), unit, scale, cell=True)} .. "
+            f"{format_value(float(v.max()), unit, scale, cell=True)}",
+        ]
+        if covers:
+            ops, total, time = covers
+            c = done[done["cell"] == cell]
+
+            def med(m: str, c: pd.DataFrame = c) -> float:
+                x = c[c["metric"] == m]["value"]
+                return float(x.median()) if len(x) else math.nan
+
+            row.append(
+                f"{sig(med(ops), 3)} of {sig(med(total), 3)} operations in "
+                f"{format_value(med(time), 's')}"
+            )
+        rows.append(row)
+    return {"header": header, "rows": rows}
+
+
+# -- the conclusion ----------------------------------------------------------------------
+
+
+def conclusion(
+    said: Mapping[str, Any], findings: Sequence[Finding], experiment: Mapping[str, Any]
+) -> str:
+    """The post's last word: the author's (``conclusion:`` in the config) where given; else
+    what the runs show and, where a design check undermines them, what would answer the
+    question instead."""
+    if experiment.get("conclusion"):
+        return " ".join(str(experiment["conclusion"]).split())
+    undermining = [f for f in findings if f.undermines]
+    if undermining:
+        remedies = list(dict.fromkeys(f.remedy for f in undermining if f.remedy))
+        text = (
+            "As run here, this experiment does not answer its question: "
+            + "; ".join(dict.fromkeys(f.check.lower() for f in undermining))
+            + " (see the caveats)."
+        )
+        if remedies:
+            text += " To answer it, run the same config on " + "; or on ".join(remedies) + "."
+        return text
+    lines = said.get("lines") or []
+    if not lines:
+        return "No run finished, so there is nothing to conclude."
+    claims = said.get("claims") or []
+    caveats = (
+        " Read it with the caveats above." if [f for f in findings if not f.undermines] else ""
+    )
+    if claims:
+        more = (
+            f" The other {said['compared'] - len(claims)} comparison(s) showed no difference "
+            "these runs could tell."
+            if said.get("compared", 0) > len(claims)
+            else ""
+        )
+        return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{caveats}"
+    if said.get("compared"):
+        floors = said.get("floors") or []
+        floor = (
+            f" (these runs could not have told apart differences smaller than about "
+            f"{min(floors):.0%} to {max(floors):.0%})"
+            if floors
+            else ""
+        )
+        return (
+            f"None of the {said['compared']} comparisons showed a difference at these numbers "
+            f"of runs{floor}: more runs a cell, or a quieter machine, would tell smaller "
+            f"differences apart.{caveats}"
+        )
+    return f"{lines[0].rstrip('.')}.{caveats}"
+
+
+# -- when the rate and the elapsed time disagree --------------------------------------------
+
+
+def disagreements(
+    rows: Sequence[Row], other: Sequence[Row], tidy_df: pd.DataFrame, why_metric: str | None
+) -> list[str]:
+    """Sentences for the comparisons whose verdict on the run's elapsed time (``other``, the
+    same comparisons on that metric) differs from the verdict on their own metric: both, and
+    the start-up (``why_metric``) each side took, which the elapsed time holds and the rate
+    does not."""
+    out = []
+    done = tidy_df[tidy_df["status"] == "done"]
+    for a, b in zip(rows, other, strict=False):
+        if a.control or a.group != b.group or a.name != b.name:
+            continue
+        va, vb = a.result.verdict, b.result.verdict
+        if {va, vb} & {stats.TOO_FEW, stats.IDENTICAL}:
+            continue
+        # "better" and "worse" already read each metric its own way (a higher rate, a
+        # shorter time): the same verdict is agreement.
+        if a.result.significant == b.result.significant and (not a.result.significant or va == vb):
+            continue
+        shown_b = claim(b) if b.result.significant else no_claim(b)
+        why = ""
+        if why_metric:
+            cand, base = _sides(a)
+            med = []
+            for cells in (a.cand_cells, a.base_cells):
+                x = done[(done["metric"] == why_metric) & done["cell"].isin(cells)]["value"]
+                med.append(float(x.median()) if len(x) else math.nan)
+            if all(m == m for m in med):
+                why = (
+                    f" ({format_value(med[0], 's')} for {cand}, {format_value(med[1], 's')} "
+                    f"for {base}, medians)"
+                )
+        out.append(
+            f"On elapsed time, though, {shown_b[0].lower() + shown_b[1:]}: the elapsed time "
+            f"holds the client's start-up, which the rate leaves out{why}"
+        )
+    return out

@@ -1,0 +1,117 @@
+"""Commands as a person types them, for the post: the tool and its options, no wrapper.
+
+A record keeps the command exactly as it ran (the notebook shows that): its JVM options
+variable with perfpost's GC log and agent, the launcher's path in perfpost's cache, the
+cell's scratch directory. A reader wants what they would type on their own host:
+``ozone freon dfsg -n 200 ...``, ``yarn jar hadoop-mapreduce-examples-3.4.2.jar teragen
+...``, ``dd ... of=/var/tmp/perfpost/dd.out``. So: the environment the experiment itself
+set stays (``export HADOOP_USER_NAME=...``), the JVM options variables perfpost fills go,
+a program or jar in perfpost's cache is named by its file name, the scratch directory is
+the directory the config gave (``dir``), and a run's own name (``perfpost-<hex>``) reads
+``test``. Everything else is as it ran.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from perfpost.analysis import commands
+
+# Variables perfpost fills with a JVM's options (heap, GC log, agents): not the experiment's.
+JVM_VARS = ("OZONE_OPTS", "HADOOP_CLIENT_OPTS", "HADOOP_OPTS", "JAVA_TOOL_OPTIONS")
+# The parameters that name a program or jar perfpost provisioned or was given by path.
+PROGRAM_PARAMS = ("launcher", "jar")
+_RUN = re.compile(r"perfpost-[0-9a-f]{12}")
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def line(text: str, env: Mapping[str, str], programs: Mapping[str, str] | None = None) -> list[str]:
+    """One recorded command line as typed: ``export`` lines for the experiment's own
+    environment (``env``), then the command without perfpost's JVM options, each path in
+    ``programs`` (a launcher's, a jar's) by the name it has there."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return [text]
+    exports: list[str] = []
+    if words and words[0] == "env":
+        words = words[1:]
+    while words and _ASSIGN.match(words[0]):
+        key, _, value = words.pop(0).partition("=")
+        if key in env and key not in JVM_VARS:
+            exports.append(f"export {key}={shlex.quote(value)}")
+    if not words:
+        return [*exports, text]
+    words = [(programs or {}).get(w, w) for w in words]
+    return [*exports, wrap(words)]
+
+
+WIDTH = 80  # a listing's lines, as a blog's code block shows them without scrolling
+
+
+def wrap(words: Sequence[str]) -> str:
+    """``words`` as one shell command, continued with backslashes before an option where a
+    line would pass :data:`WIDTH`: an option and its value stay on one line."""
+    units: list[str] = []
+    for w in words:
+        q = shlex.quote(w)
+        last = units[-1] if units else ""
+        if (
+            units
+            and last.startswith("-")
+            and " " not in last
+            and not w.startswith("-")
+            and "=" not in last
+        ):
+            units[-1] = f"{last} {q}"
+        else:
+            units.append(q)
+    out, current = [], ""
+    for u in units:
+        if current and len(current) + 1 + len(u) > WIDTH and u.startswith("-"):
+            out.append(current + " \\")
+            current = "  " + u
+        else:
+            current = f"{current} {u}" if current else u
+    out.append(current)
+    return "\n".join(out)
+
+
+def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
+    """What a person types for one run of a cell, from its record: prepare steps, a dropped
+    page cache, a background load, the measured command, and ``time sync`` after it."""
+    params = rec.get("params") or {}
+    env = params.get("env") or {}
+    programs = {
+        str(params[k]): str(params[k]).rsplit("/", 1)[-1]
+        for k in PROGRAM_PARAMS
+        if isinstance(params.get(k), str) and "/" in params[k]
+    }
+    workdir = rec.get("workdir")
+    where = params.get("dir")
+
+    def typed(lines: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for raw in lines:
+            text = raw
+            if workdir and where:
+                text = text.replace(workdir, where.rstrip("/"))
+            text = _RUN.sub("test", text)
+            out += line(text, env, programs)
+        return out
+
+    lines: list[str] = []
+    lines += typed(rec.get("prepare_commands") or [])
+    if params.get("drop_cache"):
+        lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+    lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]
+    lines += typed((rec.get("command") or "").splitlines())
+    if "sync" in after:
+        lines.append("time sync")
+    # The environment once, first: a reader exports it once for every command.
+    exports = list(dict.fromkeys(x for x in lines if x.startswith("export ")))
+    rest = [x for x in lines if not x.startswith("export ")]
+    return exports + commands.collapse(rest)
