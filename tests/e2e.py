@@ -81,6 +81,32 @@ def sections(text: str) -> list[str]:
     return re.findall(r"^## (.+)$", text, re.M)
 
 
+def prose(text: str) -> str:
+    """A post's prose: what a reader reads as sentences, without its front matter, code
+    blocks, tables and image lines (their alt text is the figure's title, not prose)."""
+    if text.startswith("---\n"):
+        text = text.split("---\n", 2)[2]
+    text = re.sub(r"^```.*?^```[ \t]*$", "", text, flags=re.M | re.S)
+    lines = [
+        ln
+        for ln in text.splitlines()
+        if not ln.lstrip().startswith("|") and not ln.lstrip().startswith("![")
+    ]
+    return "\n".join(lines)
+
+
+def prose_words(text: str) -> int:
+    """Words of :func:`prose`, as a word counter counts them (runs of non-space)."""
+    return len(prose(text).split())
+
+
+def notebook_of(post: Path) -> str:
+    """The post's text and its notebook's, for tests that check what the record holds
+    wherever it sits."""
+    note = post.parent / "notebook.md"
+    return post.read_text() + ("\n" + note.read_text() if note.is_file() else "")
+
+
 def image_links(text: str) -> list[str]:
     return re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
 

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -116,7 +116,7 @@ def test_a_load_that_never_ran_fails_the_run(run):
 
 
 def test_the_post_states_what_the_load_did(run):
-    post = (run / "reports" / "with-writer" / "index.md").read_text()
+    post = notebook_of(run / "reports" / "with-writer" / "index.md")
     line = next(ln for ln in post.splitlines() if ln.startswith("- A background load ran"))
     assert "at a target of 10 MB/s" in line
     assert "`default` " in line  # the cell's median rate, from the data

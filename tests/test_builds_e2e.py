@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -192,7 +192,7 @@ def test_every_build_s_cell_ran_freon_from_that_build_on_a_host_that_got_it(buil
 
 def test_the_post_shows_each_build_s_version_block_and_compares_them(builds_run):
     work, release, build, tarball = builds_run
-    post = (work / "reports" / "builds" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "builds" / "index.md")
     released = jar_props(next((release / "lib").glob("ozone-common-2.2.0.jar")))["revision"]
     assert re.fullmatch(r"[0-9a-f]{40}", released)
     assert released != REVISION

@@ -14,7 +14,7 @@ import statistics
 import pandas as pd
 import pytest
 
-from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, snakemake
 from tests.test_clusters_e2e import (
     HDFS_VERSION,
     OZONE_VERSION,
@@ -87,7 +87,7 @@ def test_interleaved_configurations_side_by_side_or_restarted(
     assert list(made["cell"]) == [A, B, B, A]  # A B B A, from the runs' own starts
     ids = cluster_ids(work)
     assert len(ids) == 2  # two configurations
-    post = (work / "reports" / "blocks" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "blocks" / "index.md")
     if fresh == "configuration":
         # Each started once, and both were up while the middle runs measured: the first
         # configuration stopped after the second was ready.

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, quick, snakemake
+from tests.e2e import make_checkout, notebook_of, quick, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -115,7 +115,7 @@ def test_the_post_has_throughput_by_readers_one_line_per_path_and_states_the_wri
     # One line per access path, readers on the x axis, a panel per cache state.
     want = {"access=local-disk", "access=hdfs", "readers", "cache=dropped", "cache=hot"}
     assert want <= texts, texts
-    post = (report / "index.md").read_text()
+    post = notebook_of(report / "index.md")
     assert "unmeasured `ozone freon dfsg`" in post
     assert "C API (libhdfs)" in post
     assert "FUSE" in post

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAULTS, env_with_venv, snakemake_bin
-from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -262,7 +262,7 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
         assert end <= start, windows
 
     # The post describes the system under test: its version output, what it changed.
-    post = (work / "reports" / "hcfs" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "hcfs" / "index.md")
     version_block = post.split("Hadoop version:", 1)[1].split("```")[1]
     assert f"Hadoop {HDFS_VERSION}" in version_block
     table = post.split("not at the release's default", 1)[1].split("\n\n", 2)[1]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e import make_checkout, quick, snakemake
+from tests.e2e import make_checkout, notebook_of, quick, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -321,7 +321,7 @@ def test_each_cluster_ran_once_on_its_hosts_and_left_nothing_behind(
         got.setdefault(d["host"], set()).add(d["role"])
     assert got == roles
     # The post says where its system under test ran: three datanodes, one per host.
-    post = (work / "reports" / experiment / "index.md").read_text()
+    post = notebook_of(work / "reports" / experiment / "index.md")
     assert "datanode on h1, h2, h3" in post
     # Each host ran the daemons from its own copy of the install, which perfpost delivered
     # (now or for an earlier test of this session), never from this machine's path.

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import FAULTS, ROOT, env_with_venv, put_on_host, snakemake_bin
-from tests.e2e import make_checkout, planned_records, snakemake
+from tests.e2e import make_checkout, notebook_of, planned_records, snakemake
 from tests.mistakes import GOOD, MISTAKES, config_text
 
 pytestmark = pytest.mark.e2e
@@ -523,7 +523,7 @@ def test_a_corrupted_log_fails_its_cell_with_the_place_and_keeps_the_log(
     place = recs[0]["reason"].split(": ", 2)[1]
     assert place.startswith("raw/"), recs[0]["reason"]
     assert ":" in place or exp == "empty", recs[0]["reason"]  # the line, where there is one
-    post = (work / "reports" / exp / "index.md").read_text()
+    post = notebook_of(work / "reports" / exp / "index.md")
     assert "unparseable log" in post.split("## Failed cells")[1]
     assert not (work / "results" / exp / "tidy.csv").read_text().count(",throughput,")
     FAULTS.append(("corrupted log", what, f"cell failed: {recs[0]['reason'][:70]}; log kept"))
@@ -565,7 +565,7 @@ def test_a_flaky_cell_is_retried_as_a_new_attempt_and_both_are_kept(shim_run):
     tidy = pd.read_csv(work / "results" / "flaky" / "tidy.csv")
     assert set(tidy["attempt"]) == {2}  # the table follows the retry, not the failure
     assert "throughput" in set(tidy["metric"])
-    post = (work / "reports" / "flaky" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "flaky" / "index.md")
     assert "None: every run finished." in post
     FAULTS.append(
         (

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import front_matter, image_links, make_checkout, snakemake
+from tests.e2e import front_matter, image_links, make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +76,7 @@ def test_a_cell_fio_refuses_fails_with_fios_message(run):
 
 
 def test_the_post_has_the_figures_the_comparison_and_the_method(run):
-    post = (run / "reports" / "fio-randio" / "index.md").read_text()
+    post = notebook_of(run / "reports" / "fio-randio" / "index.md")
     assert front_matter(post)["title"].startswith("4 KiB random I/O")
     links = image_links(post)
     for metric in ("iops", "throughput", "clat_p99", "lat_mean", "compare-1"):

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -181,7 +181,7 @@ def test_a_file_fio_refuses_fails_its_cell_before_any_host_with_fios_message(run
 
 
 def test_the_posts_show_the_file_as_it_ran_and_are_by_group_or_job(run):
-    post = (run / "reports" / "fio-ssd-test" / "index.md").read_text()
+    post = notebook_of(run / "reports" / "fio-ssd-test" / "index.md")
     assert 'cat > "$WORK/ssd-test.fio" <<EOF' in post
     assert "directory=$WORK" in post
     assert "by group (`plot: {by: group}`)" in post
@@ -191,6 +191,6 @@ def test_the_posts_show_the_file_as_it_ran_and_are_by_group_or_job(run):
         (run / "reports" / "fio-ssd-test" / "figures" / "figures.json").read_text()
     )
     assert any(f.get("metric") == "iops" for f in figures)
-    post = (run / "reports" / "fio-reader-writer" / "index.md").read_text()
+    post = notebook_of(run / "reports" / "fio-reader-writer" / "index.md")
     assert "`${BS}` from the `read_bs` axis" in post
     assert r"size=\${SIZE}" in post  # escaped in the here-document, as fio reads it

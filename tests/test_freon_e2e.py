@@ -17,7 +17,7 @@ import yaml
 
 from perfpost import provision
 from perfpost.analysis import steady
-from tests.e2e import image_links, make_checkout, sections, snakemake
+from tests.e2e import image_links, make_checkout, notebook_of, sections, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -163,7 +163,7 @@ def test_freon_metrics_series_and_post(freon_run):
     assert len(found) == len(runs)
     assert set(found["verdict"]) == {steady.SHORT}
     assert (found["samples"] < steady.MIN_SAMPLES).all()
-    post = (work / "reports" / "cmdw" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "cmdw" / "index.md")
     assert "Summary" in sections(post)
     assert "Every run:" in post
     assert post.count("| localhost | 1 |") >= 2

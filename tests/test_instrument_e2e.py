@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -231,7 +231,7 @@ def test_an_agent_that_cannot_attach_fails_the_cell_with_the_jvm_s_words(run):
 
 def test_the_post_has_the_instrumented_table_and_the_agent_s_cost(run):
     work, _ = run
-    post = (work / "reports" / "threads" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "threads" / "index.md")
     section = post.split("### Inside the client", 1)[1].split("Every run:", 1)[0]
     header = "| t | runs | write calls | write time | close calls | close time | wall time |"
     assert header in section

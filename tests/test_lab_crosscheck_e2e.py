@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, on_testbed, snakemake
+from tests.e2e import make_checkout, notebook_of, on_testbed, snakemake
 from tests.test_clusters_remote import leftovers
 
 pytestmark = pytest.mark.e2e
@@ -122,7 +122,7 @@ def test_each_ozone_datanode_held_one_replica_of_every_block_written(lab):
     # made while it served on has none), in the section of that start.
     notes: dict[int, set] = {}
     for experiment in ("lab-teragen", "lab-hcfs"):
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         for section in post.split("\n### Ozone `ozone`")[1:]:
             section = section.split("\n## ", 1)[0].split("\n### ", 1)[0]
             start = int(re.search(r"/start-(\d+)/logs", section).group(1))
@@ -170,7 +170,7 @@ def test_the_hcfs_client_ran_on_a_host_with_no_datanode(lab):
 
 def test_the_post_shows_each_cluster_on_its_hosts_and_no_daemon_is_left(lab):
     work, _ = lab
-    post = (work / "reports" / "lab-teragen" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "lab-teragen" / "index.md")
     for heading, hosts in [
         ("### YARN `yarn`", "resourcemanager on h4; nodemanager on h4, h5, h6"),
         ("### HDFS `hdfs`", "namenode on h1; datanode on h1, h2, h3"),

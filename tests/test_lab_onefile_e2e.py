@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, on_testbed, snakemake
+from tests.e2e import make_checkout, notebook_of, on_testbed, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +79,7 @@ def test_the_post_has_one_result_per_host(lab):
     tidy = pd.read_csv(work / "results" / "lab-onefile" / "tidy.csv")
     done = tidy[(tidy["metric"] == "rate") & (tidy["status"] == "done")]
     assert sorted(done["host"].unique()) == sorted(example["hosts"])
-    post = (work / "reports" / "lab-onefile" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "lab-onefile" / "index.md")
     # The results table (a wide one continues in others: its first one has every row once).
     results = post.split("## Results", 1)[1]
     first = next(t for t in results.split("\n\n") if t.startswith("| "))

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +78,7 @@ def run(tmp_path, order: str):
     rates = tidy[(tidy["metric"] == "throughput") & (tidy["status"] == "done")]
     side = {bs: rates[rates["bs"].astype(str) == bs]["value"].tolist() for bs in ("4k", "4096")}
     table = pd.read_csv(work / "reports" / "drift" / "comparisons.csv")
-    post = (work / "reports" / "drift" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "drift" / "index.md")
     return seq, side, table, post
 
 
@@ -142,5 +142,5 @@ def test_a_precision_target_s_later_rounds_keep_the_interleaved_order(tmp_path):
     for r in range(1, 9):
         want += [f"4k/{r}", f"8k/{r}"] if r % 2 else [f"8k/{r}", f"4k/{r}"]
     assert made == want
-    post = (work / "reports" / "precise" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "precise" / "index.md")
     assert "16 of the 16 runs came where the plan put them" in post

@@ -22,7 +22,7 @@ import pytest
 from scipy import stats as sps
 
 from tests.conftest import env_with_venv, snakemake_bin
-from tests.e2e import make_checkout, planned_records, snakemake
+from tests.e2e import make_checkout, notebook_of, planned_records, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -161,7 +161,7 @@ def test_runs_stop_at_the_predicted_count_and_a_kill_resumes(tmp_path):
     med = float(np.median(x))
     k = max(k for k in range(1, expected // 2 + 1) if sps.binom.cdf(k - 1, expected, 0.5) <= 0.025)
     reached = max(med - x[k - 1], x[expected - k] - med) / med
-    post = (work / "reports/noisy/index.md").read_text()
+    post = notebook_of(work / "reports/noisy/index.md")
     assert f"| default | {expected} |" in post
     assert f"+-{reached:.1%} | reached |" in post
     (said,) = [ln for ln in post.splitlines() if "median throughput is known within" in ln]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e import QUICK_DAEMONS, make_checkout, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -170,7 +170,7 @@ def test_the_runtime_reached_only_the_hosts_that_run_it_and_the_post_says_so(run
     assert any(x.startswith("ozone-2.2.0") for x in listing["h1"]), listing
     assert any(x.startswith("ozone-2.2.0") for x in listing["h2"]), listing
     assert listing["h3"] == [], listing  # fio needs nothing but the OS's package
-    post = (first / "reports" / "keys" / "index.md").read_text()
+    post = notebook_of(first / "reports" / "keys" / "index.md")
     assert re.search(r"Delivered by perfpost over SSH.*`ozone-2\.2\.0-[^`]+` to h2 \(", post), post
 
 
@@ -181,7 +181,7 @@ def test_a_second_run_on_the_same_hosts_ships_nothing(runs):
     assert [d["files"] for d in keys["delivered"]] == [0] * len(keys["delivered"])
     for state in (second / "results" / "clusters").glob("*/start-*/state.json"):
         assert json.loads(state.read_text())["deployment"]["delivered"] == []
-    post = (second / "reports" / "keys" / "index.md").read_text()
+    post = notebook_of(second / "reports" / "keys" / "index.md")
     assert "nothing this time; already there: `ozone-2.2.0-" in post
 
 
@@ -199,7 +199,7 @@ def test_flight_recordings_of_the_client_and_the_datanode_came_back(runs):
         assert got["samples"] > 0, who
         assert got["top"], got
         assert all(n > 0 for _, n in got["top"]), got
-    post = (first / "reports" / "keys" / "index.md").read_text()
+    post = notebook_of(first / "reports" / "keys" / "index.md")
     assert "### Where the JVMs' CPU went" in post
     assert ", one:datanode (" in post
     assert ", client (" in post

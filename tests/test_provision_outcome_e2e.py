@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import make_checkout, planned_records, snakemake
+from tests.e2e import make_checkout, notebook_of, planned_records, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +57,7 @@ def test_a_build_that_cannot_be_provisioned_fails_its_cells_only(hdfs_cache, tmp
             # Maven's own words: the artifact it could not find.
             assert rec["reason"].startswith(f"provisioning hdfs {BAD} failed: mvn "), rec["reason"]
             assert f"org.apache.hadoop:hadoop-hdfs:jar:{BAD}" in rec["reason"]
-    post = (work / "reports" / "k" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "k" / "index.md")
     failed = post.split("## Failed cells", 1)[1].split("\n## ", 1)[0]
     assert f"provisioning hdfs {BAD} failed" in failed
     assert "2 of 4 runs finished" in post

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +76,7 @@ def test_perfposts_own_steps_never_overlap_a_measurement(tmp_path):
             )
 
     # The post states what the records show: no two runs on one host overlapped.
-    post = (work / "reports" / "slow" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "slow" / "index.md")
     assert re.search(
         r"ran one at a time on each host \(their recorded times do not overlap\)", post
     ), post[:3000]

@@ -73,7 +73,7 @@ def post(tmp_path: Path, runs: dict[str, str]) -> str:
         steady_data=None,
     )
     assert steps._cmd_post(args) == 0
-    text = (tmp_path / "post" / "index.md").read_text()
+    text = (tmp_path / "post" / "notebook.md").read_text()
     return text.split("## Test method")[1].split("\n## ")[0]
 
 

@@ -239,7 +239,7 @@ def test_a_channel_closed_mid_command_fails_the_cell_with_a_record(testbed, tmp_
 def test_the_post_is_written_when_a_cell_hits_an_unforeseen_exception(tmp_path):
     """Through Snakemake: one cell's run-cell meets a bug, the others and the post go on."""
     from tests.conftest import env_with_venv, snakemake_bin
-    from tests.e2e import make_checkout
+    from tests.e2e import make_checkout, notebook_of
 
     scratch = str(tmp_path / "scratch")  # removed with tmp_path
     cfg = {
@@ -284,5 +284,5 @@ def test_the_post_is_written_when_a_cell_hits_an_unforeseen_exception(tmp_path):
     assert sorted(r["status"] for r in recs) == ["done", "failed"]
     failed = next(r for r in recs if r["status"] == "failed")
     assert failed["reason"] == "internal error: RuntimeError: a bug nobody foresaw"
-    post = (work / "reports" / "bug" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "bug" / "index.md")
     assert "a bug nobody foresaw" in post

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import env_with_venv, snakemake_bin
-from tests.e2e import make_checkout, planned_records, sections, snakemake
+from tests.e2e import make_checkout, notebook_of, planned_records, sections, snakemake
 
 pytestmark = pytest.mark.e2e
 HOSTS = ["h1", "h2", "h3"]
@@ -107,7 +107,7 @@ def test_each_host_environment_and_results_reach_the_table_and_post(parallel_run
     tidy = (work / "results" / "spread" / "tidy.csv").read_text()
     for h in HOSTS:
         assert f",{h}," in tidy
-    post = (work / "reports" / "spread" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "spread" / "index.md")
     envs = post.split("## Environment")[1].split("## Results")[0]
     # Identical hosts share one block, titled with every host's name.
     titles = [line for line in envs.splitlines() if line.startswith("### ")]
@@ -175,7 +175,7 @@ def test_a_host_going_down_fails_only_its_cells_and_comes_back(testbed, tmp_path
     for r in failed:
         assert r["reason"].startswith(("unreachable:", "connection to")), r["reason"]
         assert "h2" in r["reason"] or testbed.host("h2").address in r["reason"]
-    post = (work / "reports" / "down" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "down" / "index.md")
     assert sections(post)[:2] == ["Summary", "Test method"]
     failed_section = post.split("## Failed cells")[1].split("## Detailed")[0]
     # One row per failed run (in the first table: a wide one continues in others).
@@ -197,7 +197,7 @@ def test_a_host_going_down_fails_only_its_cells_and_comes_back(testbed, tmp_path
             latest[key] = r
     assert len(latest) == 27
     assert {r["status"] for r in latest.values()} == {"done"}
-    assert "None: every run finished." in (work / "reports" / "down" / "index.md").read_text()
+    assert "None: every run finished." in notebook_of(work / "reports" / "down" / "index.md")
 
 
 def test_start_together_runs_each_cell_on_all_hosts_at_one_moment(testbed, tmp_path):

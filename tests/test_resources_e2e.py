@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.e2e import make_checkout, sections, snakemake
+from tests.e2e import make_checkout, notebook_of, sections, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -128,7 +128,7 @@ def test_a_pinned_burner_keeps_its_core_busy_and_its_cpu_time_is_its_own(run):
 
 def test_the_posts_name_what_bound_each_cell(run):
     for experiment in ("bytes", "burn"):
-        post = (run / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(run / "reports" / experiment / "index.md")
         assert "Resources" in sections(post)
         assert (run / "reports" / experiment / "resources-window.csv").is_file()
         text = post.split("## Resources", 1)[1].split("\n## ", 1)[0]
@@ -152,7 +152,7 @@ def test_the_posts_name_what_bound_each_cell(run):
             or ("competed for it" in text)
         )
         assert "(the tool " in text  # the tool's own cores, beside the host's
-    post = (run / "reports" / "bytes" / "index.md").read_text()
+    post = notebook_of(run / "reports" / "bytes" / "index.md")
     # The loop device took dd's writes, so nothing says they went to another disk.
     assert "another disk took" not in post
     # The burn cell ran 4 s: long enough to be drawn over time.

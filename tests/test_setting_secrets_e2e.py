@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, env_with_venv
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 from tests.test_clusters_e2e import daemons
 
 pytestmark = pytest.mark.e2e
@@ -140,7 +140,7 @@ def test_secret_settings_reach_the_daemons_and_the_tool_and_nothing_perfpost_kee
             for value in values:
                 assert files_holding(work / where, value) == [], (where, value)
     work = works["a"]
-    post = (work / "reports" / "secrets" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "secrets" / "index.md")
     assert "| ozone-site | `perfpost.bench.token` | `***` |" in post
     assert "fs.s3a.secret.key=***" in post  # the commands
     got = subprocess.run(

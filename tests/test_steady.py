@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfpost.analysis import plots, report, steady, tidy
+from perfpost.analysis import plots, progress_plot, report, steady, tidy
 from perfpost.tools import freon
 from tests.e2e import experiment_dict
 
@@ -347,7 +347,7 @@ def test_the_table_has_a_row_per_run_and_refuses_another_schema(tmp_path):
 
 def test_the_figure_marks_the_boundaries_at_their_times_with_a_legend_inside(tmp_path):
     series, table = _real_table()
-    fig = plots.series_figure(series, "dfsg: rate over time", table)
+    fig, drawn = progress_plot.series_figure(series, "dfsg: rate over time", table)
     ax = fig.axes[0]
     warm = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_gid() == "warmup"]
     steps = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_gid() == "step"]
@@ -363,10 +363,17 @@ def test_the_figure_marks_the_boundaries_at_their_times_with_a_legend_inside(tmp
     assert box.y0 >= 0
     assert box.x1 <= fig.bbox.width
     assert box.y1 <= fig.bbox.height
-    # Without the table there is nothing to mark and no legend entry for it.
-    fig = plots.series_figure(series, "t")
+    # The caption names the marks it drew, and only those.
+    assert drawn == {"warmup": True, "step": True}
+    said = progress_plot.caption(drawn)
+    assert "MSER-5" in said
+    assert "Pettitt" in said
+    # Without the table there is nothing to mark, no legend entry and no caption for it.
+    fig, drawn = progress_plot.series_figure(series, "t")
     assert not [ln for ln in fig.axes[0].get_lines() if ln.get_gid() in ("warmup", "step")]
     assert "step (Pettitt)" not in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "MSER" not in progress_plot.caption(drawn)
+    assert "Pettitt" not in progress_plot.caption(drawn)
 
 
 def _post(tmp_path, **kw):
@@ -378,9 +385,8 @@ def _post(tmp_path, **kw):
     )
     cells = pd.DataFrame(columns=list(tidy.CELL_COLUMNS))
     tidy_df = tidy.from_records([], ["case"])
-    return report.render(
-        exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv", **kw
-    )
+    report.render(exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv", **kw)
+    return (tmp_path / "notebook.md").read_text()
 
 
 def test_a_post_without_series_has_no_steady_state_but_writes_the_declared_table(tmp_path):

@@ -250,7 +250,8 @@ def test_the_cv_warning_names_the_shaky_cell_when_the_table_has_two_metrics(tmp_
     )
     exp = experiment_dict(name="t", axes={"bs": ["4k", "1M", "64k"]}, repeats=3)
     cells = pd.DataFrame(columns=list(tidy.CELL_COLUMNS))
-    post = report.render(exp, df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv")
+    report.render(exp, df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv")
+    post = (tmp_path / "notebook.md").read_text()  # the record in full: summary, every table
     summary = post.split("## Summary")[1].split("## ")[0]
     (warning,) = [ln for ln in summary.splitlines() if "with care" in ln]
     assert "bs=4k (CV 24.4%)" in warning

@@ -22,7 +22,7 @@ import pytest
 
 from perfpost.analysis import tidy as tidy_tables
 from perfpost.analysis import validity
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 AXES = ["size"]
 
@@ -500,7 +500,7 @@ def test_a_real_drop_evicts_a_disks_files_but_not_a_tmpfs(tmp_path):
     assert facts["disk"]["files_resident"] == 0
     assert facts["memdisk"]["files_resident"] == 2 * 8 * 1048576
     assert facts["memdisk"]["disk"] is None  # a tmpfs has no disk under it
-    post = (work / "reports" / "cold" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "cold" / "index.md")
     assert "**Page cache dropped.** The page cache was dropped before 2 runs" in post
     assert (
         "- Flagged: `where=memdisk` on localhost, run 1: 100% of its files were still "

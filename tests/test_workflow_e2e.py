@@ -20,7 +20,15 @@ import pandas as pd
 import pytest
 
 from perfpost.units import rate_scale, sig
-from tests.e2e import front_matter, image_links, make_checkout, planned_records, sections, snakemake
+from tests.e2e import (
+    front_matter,
+    image_links,
+    make_checkout,
+    notebook_of,
+    planned_records,
+    sections,
+    snakemake,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -123,7 +131,7 @@ def test_tidy_table_matches_the_raw_logs(run):
 
 def test_post_has_every_section_and_numbers_from_the_logs(run):
     work = run["work"]
-    post = (work / "reports" / "writes" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "writes" / "index.md")
     meta = front_matter(post)
     assert meta["title"] == "Tiny writes"
     assert meta["tags"] == ["dd", "test"]
@@ -164,7 +172,7 @@ def test_post_has_every_section_and_numbers_from_the_logs(run):
 
 def test_reads_post_sums_readers(run):
     work = run["work"]
-    post = (work / "reports" / "reads" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "reads" / "index.md")
     assert sections(post) == SECTIONS
     assert "None: every run finished." in post
     df = pd.read_csv(work / "results" / "reads" / "tidy.csv")
@@ -195,7 +203,7 @@ def test_rerun_runs_only_failed_cells_and_never_finished_ones(run):
     assert sorted(r["attempt"] for r in flaky.values()) == [1, 1, 2, 2]
     assert {r["status"] for r in flaky.values() if r["attempt"] == 2} == {"done"}
     assert {r["status"] for r in flaky.values() if r["attempt"] == 1} == {"failed"}
-    post = (work / "reports" / "writes" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "writes" / "index.md")
     assert "None: every run finished." in post
     assert "6 of 6 runs finished" in post
     # The flaky cell's runs came from this second run of perfpost, the others from the first:

@@ -11,7 +11,7 @@ import pytest
 
 from perfpost.clusters.yarn import get_json
 from perfpost.tools.teragen import yarnapp
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, notebook_of, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -143,7 +143,7 @@ def test_the_record_is_the_rm_s_final_one_kept_raw(yarn_run):
 
 def test_the_post_shows_each_application_with_its_yarn_numbers(yarn_run):
     work, _, _ = yarn_run
-    post = (work / "reports" / "teragen-yarn" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "teragen-yarn" / "index.md")
     cells = pd.read_csv(work / "results" / "teragen-yarn" / "cells.csv")
     assert "vcore-seconds (YARN)" in post
     assert "Elapsed time (YARN)" in post
@@ -165,7 +165,7 @@ def test_a_job_that_fails_on_yarn_fails_its_cell_with_yarn_s_diagnostics(yarn_ru
     assert rec["reason"].endswith("(FINISHED/FAILED)")
     assert (path.parent / "raw" / "teragen.log").exists()
     assert yarnapp.parse((path.parent / "raw" / "yarn-app.json").read_text(), "x").final
-    post = (work / "reports" / "teragen-broken" / "index.md").read_text()
+    post = notebook_of(work / "reports" / "teragen-broken" / "index.md")
     assert "FINISHED/FAILED" in post
 
 
