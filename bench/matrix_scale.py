@@ -95,7 +95,7 @@ def fabricate(work: Path, config: dict) -> int:
     import os
 
     from perfpost import paths, records
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import build as pconfig
     from perfpost.run import hostscript
     from perfpost.run.hosts import LocalHost
     from perfpost.run.runner import run_cell
@@ -170,7 +170,7 @@ def steps(work: Path, config: dict) -> dict[str, float]:
     import os
 
     from perfpost import glue
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import build as pconfig
 
     cwd = os.getcwd()
     os.chdir(work)
@@ -334,7 +334,7 @@ def run(quick: bool, log=print) -> list[Row]:
             )
 
         from perfpost import paths
-        from perfpost.plan import config as pconfig
+        from perfpost.plan import build as pconfig
 
         specs = list(pconfig.build_plan(json.loads(json.dumps(small))).jobs())
         rng = random.Random(7)

@@ -236,7 +236,7 @@ def bare_together(bed: Any, names: list[str], count: int | None) -> tuple[float,
 def post_steps(work: Path) -> dict[str, float]:
     """tables, figures and post, as the rules call them, on the finished ``scale`` records."""
     from perfpost import glue
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import build as pconfig
 
     cwd = os.getcwd()
     os.chdir(work)

@@ -12,7 +12,7 @@ import yaml
 from perfpost import glue
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import ConfigError
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -204,7 +204,7 @@ def _daemons(plan):
 
 @pytest.mark.parametrize(("gib", "mode"), [(64, "side by side"), (2, "restarts")])
 def test_interleaved_clusters_are_up_side_by_side_where_memory_allows(monkeypatch, gib, mode):
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import clusters as pconfig
 
     monkeypatch.setattr(pconfig, "_memory_here", lambda: gib * 2**30)
     plan = plan_of(_interleaved)

@@ -2,7 +2,7 @@
 its own on each host."""
 
 from perfpost.clusters.base import ClusterSpec, Deployment, fill_id
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 
 
 def plan_with_cache(cache: str):

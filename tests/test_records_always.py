@@ -19,7 +19,7 @@ import pytest
 from paramiko.ssh_exception import SSHException
 
 from perfpost import paths
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.records import read_record
 from perfpost.run.hosts import LocalHost
 from perfpost.run.remote import RemoteHost

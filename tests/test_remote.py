@@ -118,7 +118,7 @@ def test_a_command_past_its_timeout_has_timed_out_whatever_its_status(testbed):
 
 def test_interrupting_perfpost_kills_the_tool_on_the_host(testbed, tmp_path):
     """SIGTERM to `perfpost run-cell` (as Snakemake sends) leaves no dd behind on the host."""
-    from perfpost.plan.config import build_plan
+    from perfpost.plan.build import build_plan
 
     spec = host_spec(testbed, "h1")
     workdir = f"/tmp/perfpost-slow-{uuid.uuid4().hex[:6]}"

@@ -13,7 +13,7 @@ import pytest
 from perfpost import hostenv, paths
 from perfpost.analysis import envdiff
 from perfpost.clusters.base import ClusterSpec, Deployment, changed_keys, fill_id, merge_site
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.run import deploy
 from perfpost.run.hosts import LocalHost
 from perfpost.run.runner import run_cell

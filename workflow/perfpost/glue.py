@@ -21,7 +21,8 @@ from perfpost import paths, records
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
 from perfpost.plan import order as order_
-from perfpost.plan.config import CellSpec, Plan, read_round
+from perfpost.plan.model import Plan, read_round
+from perfpost.plan.specs import CellSpec
 from perfpost.run import cellclient
 from perfpost.run.lifeline import RETRIES_ENV
 
@@ -69,7 +70,7 @@ def read_strictly(configfiles: list[str]) -> None:
     """Read each config file with perfpost's strict loader (a mistake is a
     :class:`ConfigError` naming its line), each once: the Snakefile's own before Snakemake
     reads it (:func:`strict_configfile`), then those given with ``--configfile``."""
-    from perfpost.plan.config import load_yaml
+    from perfpost.plan.loading import load_yaml
 
     for path in configfiles:
         key = os.path.realpath(path)
@@ -206,7 +207,8 @@ def export_runtime(plan: Plan) -> None:
     """Hand the cell jobs how to reach each host and how long a command may run: settings
     that do not change a measurement, so they are no Snakemake param (a changed param
     re-runs a finished cell in place)."""
-    from perfpost.plan.config import RUNTIME_ENV, runtime_json
+    from perfpost.plan.model import runtime_json
+    from perfpost.plan.specs import RUNTIME_ENV
 
     os.environ[RUNTIME_ENV] = runtime_json(plan)
 
@@ -679,7 +681,7 @@ def outcome(plan: Plan) -> str:
 def host_json(plan: Plan, host: str) -> str:
     """The env rule's host: its name and variables only; how to reach it comes from the
     run's settings (a changed ``connect_timeout`` is no reason to capture it again)."""
-    from perfpost.plan.config import MEASUREMENT_HOST_KEYS
+    from perfpost.plan.specs import MEASUREMENT_HOST_KEYS
 
     spec = {"name": host, **plan.hosts[host]}
     return json.dumps({k: v for k, v in spec.items() if k in MEASUREMENT_HOST_KEYS}, sort_keys=True)

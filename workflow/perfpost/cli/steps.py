@@ -87,7 +87,7 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     import traceback
 
     from perfpost import provision
-    from perfpost.plan.config import CellSpec
+    from perfpost.plan.specs import CellSpec
     from perfpost.run.hosts import close_all, open_hosts
     from perfpost.run.runner import record_failure, run_cell, unforeseen
 
@@ -122,7 +122,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     import traceback
 
     from perfpost import provision
-    from perfpost.plan.config import CellSpec
+    from perfpost.plan.specs import CellSpec
     from perfpost.run.hosts import close_all, open_hosts
     from perfpost.run.runner import record_failure, run_together, unforeseen
 
@@ -164,7 +164,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
-    from perfpost.plan.config import RUNTIME_ENV
+    from perfpost.plan.specs import RUNTIME_ENV
     from perfpost.records import write_json_atomic
     from perfpost.run import envinfo
     from perfpost.run.hosts import open_host

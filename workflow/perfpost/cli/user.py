@@ -174,9 +174,9 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
 
 def _cmd_cells(args: argparse.Namespace) -> int:
     from perfpost import glue
-    from perfpost.plan import config
+    from perfpost.plan.build import load_plan
 
-    plan = config.load_plan(args.configfile)
+    plan = load_plan(args.configfile)
     if args.experiment and args.experiment not in plan.experiments:
         raise PerfpostError(
             f"no experiment {args.experiment!r} in {args.configfile} "
@@ -200,9 +200,9 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     import subprocess
 
     from perfpost import glue
-    from perfpost.plan import config
+    from perfpost.plan.build import load_plan
 
-    plan = config.load_plan(args.configfile)
+    plan = load_plan(args.configfile)
     chosen = glue.select_runs(plan, args.runs)
     seen = set()
     for spec in chosen:

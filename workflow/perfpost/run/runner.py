@@ -30,7 +30,7 @@ from perfpost.clusters.base import ClusterError, Deployment, Node, site_xml
 from perfpost.errors import ParseError, PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
 from perfpost.instrument import beside, lineup
-from perfpost.plan.config import CellSpec
+from perfpost.plan.specs import CellSpec
 from perfpost.records import (
     DONE,
     FAILED,
@@ -767,7 +767,7 @@ def run_cell(
 
 def _cluster_hosts(specs: list[CellSpec]) -> dict[str, dict[str, Any]]:
     """How to reach every host a cluster may use: the run's inventory, and the cells' own."""
-    from perfpost.plan.config import RUNTIME_ENV
+    from perfpost.plan.specs import RUNTIME_ENV
 
     known = json.loads(os.environ.get(RUNTIME_ENV) or "{}").get("hosts", {})
     out = {hostenv.LOCALHOST: {"name": hostenv.LOCALHOST}, **known}
