@@ -160,7 +160,7 @@ def fabricate(work: Path, config: dict) -> int:
 
 
 def _iso(ts: float) -> str:
-    from perfpost.run.runner import iso
+    from perfpost.run.cell.attempt import iso
 
     return iso(ts)
 

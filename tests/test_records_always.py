@@ -97,7 +97,7 @@ sys.exit(cli.main(sys.argv[1:]))
 @pytest.mark.parametrize(
     ("module", "attribute", "exc", "where"),
     [
-        ("runner", "hostscript.parse_markers", "RuntimeError", "while the cell ran"),
+        ("hostscript", "parse_markers", "RuntimeError", "while the cell ran"),
         ("hosts", "LocalHost.read", "KeyError", "fetching the log"),
         ("hosts", "open_host", "RuntimeError", "opening the host"),
     ],

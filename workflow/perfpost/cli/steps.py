@@ -87,9 +87,11 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     import traceback
 
     from perfpost import provision
+    from perfpost.errors import unforeseen
     from perfpost.plan.specs import CellSpec
+    from perfpost.run.cell.record import record_failure
     from perfpost.run.hosts import close_all, open_hosts
-    from perfpost.run.runner import record_failure, run_cell, unforeseen
+    from perfpost.run.runner import run_cell
 
     spec = CellSpec.from_json(args.spec)
     if _finished_already([spec], [args.out]):
@@ -122,9 +124,11 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     import traceback
 
     from perfpost import provision
+    from perfpost.errors import unforeseen
     from perfpost.plan.specs import CellSpec
+    from perfpost.run.cell.record import record_failure
     from perfpost.run.hosts import close_all, open_hosts
-    from perfpost.run.runner import record_failure, run_together, unforeseen
+    from perfpost.run.runner import run_together
 
     specs = [CellSpec.from_json(json.dumps(s)) for s in json.loads(args.specs)]
     for s in specs:
