@@ -26,7 +26,7 @@ rule report:
     input:
         expand(paths.POST, experiment=list(PLAN.experiments)),
         expand(paths.HISTORY_RECEIPT, experiment=list(PLAN.experiments)),
-        glue.records_to_name(PLAN),
+        attempts.records_to_name(PLAN),
     localrule: True
 
 

@@ -170,13 +170,14 @@ def steps(work: Path, config: dict) -> dict[str, float]:
     import os
 
     from perfpost import glue
+    from perfpost.glue import attempts
     from perfpost.plan import build as pconfig
 
     cwd = os.getcwd()
     os.chdir(work)
     try:
         plan = pconfig.build_plan(json.loads(json.dumps(config)))
-        recs = glue.current_records(plan, EXPERIMENT)
+        recs = attempts.current_records(plan, EXPERIMENT)
     finally:
         os.chdir(cwd)
     out = work / "bench-steps"

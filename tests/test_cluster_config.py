@@ -12,6 +12,7 @@ import yaml
 from perfpost import glue
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import ConfigError
+from perfpost.glue import attempts
 from perfpost.plan.build import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,7 +273,7 @@ def test_the_pending_cells_of_each_cluster_are_its_missing_records(tmp_path, mon
 
     monkeypatch.chdir(tmp_path)
     plan = plan_of(plain)
-    pending = glue.cluster_pending(plan)
+    pending = attempts.cluster_pending(plan)
     ozone = specs(plan, "e", "storage=ozone,buffer=one")[0].ident()
     hdfs = specs(plan, "e", "storage=hdfs,buffer=one")[0].ident()
     # 2 buffers x 2 repeats on each cluster, none run yet.

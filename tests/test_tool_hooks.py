@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfpost import tools
-from perfpost.glue import provision_outcome, provision_rules
+from perfpost.glue.provisioning import provision_outcome, provision_rules
 from perfpost.plan.build import build_plan
 
 FREON = {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/data"}}

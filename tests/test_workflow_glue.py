@@ -5,7 +5,7 @@ import shlex
 from pathlib import Path
 
 from perfpost import glue, paths
-from perfpost.glue import records_to_name, request_rerun, wanted_attempt
+from perfpost.glue.attempts import records_to_name, request_rerun, wanted_attempt
 from perfpost.plan.build import build_plan
 from perfpost.records import write_json_atomic
 

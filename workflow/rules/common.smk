@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 from perfpost.plan.build import build_plan
 from perfpost.plan.checks import check_secrets
 from perfpost import paths, glue
+from perfpost.glue import attempts, provisioning
 from perfpost.errors import ConfigError
 
 try:

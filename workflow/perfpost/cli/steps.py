@@ -23,9 +23,9 @@ from perfpost.run.lifeline import RETRIES_ENV
 
 def runtimes() -> dict[str, Any]:
     """Everything perfpost can provision, by name: the tools' runtimes and the clusters'."""
-    from perfpost import glue
+    from perfpost.glue import provisioning
 
-    return glue.runtimes()
+    return provisioning.runtimes()
 
 
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:

@@ -173,7 +173,7 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
 
 
 def _cmd_cells(args: argparse.Namespace) -> int:
-    from perfpost import glue
+    from perfpost.glue import attempts
     from perfpost.plan.build import load_plan
 
     plan = load_plan(args.configfile)
@@ -182,7 +182,7 @@ def _cmd_cells(args: argparse.Namespace) -> int:
             f"no experiment {args.experiment!r} in {args.configfile} "
             f"(there are: {', '.join(plan.experiments)})"
         )
-    rows = glue.statuses(plan, args.experiment)
+    rows = attempts.statuses(plan, args.experiment)
     columns = ["id", "experiment", "cell", "host", "repeat", "attempt", "status", "reason"]
     writer = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
     writer.writeheader()
@@ -199,11 +199,11 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     import shutil
     import subprocess
 
-    from perfpost import glue
+    from perfpost.glue import attempts
     from perfpost.plan.build import load_plan
 
     plan = load_plan(args.configfile)
-    chosen = glue.select_runs(plan, args.runs)
+    chosen = attempts.select_runs(plan, args.runs)
     seen = set()
     for spec in chosen:
         exp = plan.experiments[spec.experiment]
@@ -212,7 +212,7 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
         if key in seen:
             continue
         seen.add(key)
-        attempt = glue.request_rerun(spec.experiment, spec.cell, hosts, spec.repeat)
+        attempt = attempts.request_rerun(spec.experiment, spec.cell, hosts, spec.repeat)
         for h in hosts:
             print(f"{spec.experiment}/{spec.cell}/{h}/r{spec.repeat}: attempt {attempt}")
     if args.no_run:
