@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from perfpost.clusters.base import ClusterSpec, Deployment
+from perfpost.clusters.base import ClusterSpec
+from perfpost.clusters.deployment import Deployment
 from perfpost.run import deploy
 
 ID = "ozone-0123456789-abcdef"  # a cluster's id with its checkout's tag, as deploy makes it

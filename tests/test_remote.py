@@ -402,7 +402,8 @@ def test_a_clusters_daemons_on_an_ssh_config_alias_bind_its_hostname(testbed, tm
     the alias is a name only this machine's ssh knows, so choosing the daemons' ports there
     failed ("choosing free ports on bh2 failed: Name or service not known"). They bind, and
     clients reach them at, the HostName."""
-    from perfpost.clusters.base import ClusterSpec, Deployment
+    from perfpost.clusters.base import ClusterSpec
+    from perfpost.clusters.deployment import Deployment
     from perfpost.run.hosts import open_host
 
     h2 = testbed.host("h2")

@@ -12,7 +12,8 @@ import pytest
 
 from perfpost import hostenv, paths
 from perfpost.analysis import envdiff
-from perfpost.clusters.base import ClusterSpec, Deployment, changed_keys, fill_id, merge_site
+from perfpost.clusters.base import ClusterSpec, changed_keys, fill_id, merge_site
+from perfpost.clusters.deployment import Deployment
 from perfpost.plan.build import build_plan
 from perfpost.run import deploy
 from perfpost.run.hosts import LocalHost

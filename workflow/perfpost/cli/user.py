@@ -129,7 +129,7 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
     """A single-node YARN in the foreground until Ctrl-C or SIGTERM; its addresses go to
     stdout and to DIR/cluster.json."""
     from perfpost import provision
-    from perfpost.clusters import base
+    from perfpost.clusters import base, lifecycle
     from perfpost.clusters.yarn import RUNTIME, VERSION
     from perfpost.hostenv import LOCALHOST
     from perfpost.records import write_json_atomic
@@ -154,11 +154,11 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
     home = str(launcher.resolve().parents[1])
     hosts = {LOCALHOST: {"name": LOCALHOST}}
     try:
-        with base.running(spec, hosts, {LOCALHOST: home}, open_host, log=sys.stderr) as dep:
+        with lifecycle.running(spec, hosts, {LOCALHOST: home}, open_host, log=sys.stderr) as dep:
             info = {
                 "resourcemanager": dep.values["url"],
                 "rm_address": dep.values["rm"],
-                "hadoop_conf_dir": str(base.write_client_conf(dep, root / "client-conf")),
+                "hadoop_conf_dir": str(lifecycle.write_client_conf(dep, root / "client-conf")),
                 "logs": f"{dep.root(LOCALHOST)}/logs",
             }
             write_json_atomic(root / "cluster.json", info)

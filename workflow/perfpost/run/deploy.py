@@ -35,15 +35,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from perfpost import builds, clusters, hostenv, paths, provision
-from perfpost.clusters.base import (
-    ClusterError,
-    ClusterSpec,
-    Deployment,
-    fill_id,
-    release,
-    start,
-    stop,
-)
+from perfpost.clusters.base import ClusterError, ClusterSpec, fill_id, release
+from perfpost.clusters.deployment import Deployment
+from perfpost.clusters.lifecycle import start, stop
 from perfpost.run import lifeline
 from perfpost.run.hosts import open_host
 
@@ -193,7 +187,7 @@ def _conf_secrets(node: Any, dep: Deployment, host: str) -> list[str]:
 def _homes(spec: ClusterSpec) -> dict[str, str]:
     """The install each host runs the daemons from, as this machine names it: ``home`` when
     the config names one, else perfpost's provisioned runtime in the config's tools cache,
-    which :func:`perfpost.clusters.base.start` delivers to remote hosts that lack it."""
+    which :func:`perfpost.clusters.lifecycle.start` delivers to remote hosts that lack it."""
     if spec.build:  # the user's build, staged here once: delivered to the hosts at start
         home = str(builds.stage(Path(spec.build), spec.cache))
         return {h: home for h in spec.hosts()}

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from perfpost.clusters import metrics as daemon_metrics
-from perfpost.clusters.base import Deployment, Node
+from perfpost.clusters.base import Node
+from perfpost.clusters.deployment import Deployment
 from perfpost.errors import unforeseen
 from perfpost.instrument import beside
 from perfpost.plan.specs import CellSpec
