@@ -27,7 +27,7 @@ rule report:
         expand(paths.POST, experiment=list(PLAN.experiments)),
         expand(paths.POST_HTML, experiment=list(PLAN.experiments)),
         expand(paths.HISTORY_RECEIPT, experiment=list(PLAN.experiments)),
-        glue.records_to_name(PLAN),
+        attempts.records_to_name(PLAN),
     localrule: True
 
 

@@ -192,7 +192,7 @@ def run(quick: bool, log=print) -> list[Row]:
         }
         make_checkout(work, config)
         from perfpost import paths
-        from perfpost.plan import config as pconfig
+        from perfpost.plan import build as pconfig
 
         plan = pconfig.build_plan(config)
         spec = plan.spec(EXPERIMENT, "default", "localhost", 1)

@@ -95,7 +95,7 @@ def fabricate(work: Path, config: dict) -> int:
     import os
 
     from perfpost import paths, records
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import build as pconfig
     from perfpost.run import hostscript
     from perfpost.run.hosts import LocalHost
     from perfpost.run.runner import run_cell
@@ -160,7 +160,7 @@ def fabricate(work: Path, config: dict) -> int:
 
 
 def _iso(ts: float) -> str:
-    from perfpost.run.runner import iso
+    from perfpost.run.cell.attempt import iso
 
     return iso(ts)
 
@@ -170,13 +170,14 @@ def steps(work: Path, config: dict) -> dict[str, float]:
     import os
 
     from perfpost import glue
-    from perfpost.plan import config as pconfig
+    from perfpost.glue import attempts
+    from perfpost.plan import build as pconfig
 
     cwd = os.getcwd()
     os.chdir(work)
     try:
         plan = pconfig.build_plan(json.loads(json.dumps(config)))
-        recs = glue.current_records(plan, EXPERIMENT)
+        recs = attempts.current_records(plan, EXPERIMENT)
     finally:
         os.chdir(cwd)
     out = work / "bench-steps"
@@ -334,7 +335,7 @@ def run(quick: bool, log=print) -> list[Row]:
             )
 
         from perfpost import paths
-        from perfpost.plan import config as pconfig
+        from perfpost.plan import build as pconfig
 
         specs = list(pconfig.build_plan(json.loads(json.dumps(small))).jobs())
         rng = random.Random(7)

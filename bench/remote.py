@@ -146,7 +146,7 @@ def cell_spec(bed: Any, name: str, seconds: float = SLEEP) -> str:
 
 def sleep_cell(host: dict[str, Any], seconds: float) -> Any:
     """The CellSpec of one ``sleep`` cell on ``host`` (an inventory entry)."""
-    from perfpost.plan.config import CellSpec
+    from perfpost.plan.specs import CellSpec
 
     return CellSpec(
         experiment="fanout",
@@ -389,7 +389,7 @@ def import_cpu() -> float:
 
 def together_skew(bed: Any, k: int) -> float:
     """Start skew of one small dd cell run with start_together on k hosts."""
-    from perfpost.plan.config import build_plan
+    from perfpost.plan.build import build_plan
     from perfpost.run.remote import RemoteHost
     from perfpost.run.runner import run_together
 

@@ -235,14 +235,14 @@ def bare_together(bed: Any, names: list[str], count: int | None) -> tuple[float,
 
 def post_steps(work: Path) -> dict[str, float]:
     """tables, figures and post, as the rules call them, on the finished ``scale`` records."""
-    from perfpost import glue
-    from perfpost.plan import config as pconfig
+    from perfpost.glue import attempts
+    from perfpost.plan import build as pconfig
 
     cwd = os.getcwd()
     os.chdir(work)
     try:
         plan = pconfig.load_plan("config/config.yaml")
-        recs = glue.current_records(plan, "scale")
+        recs = attempts.current_records(plan, "scale")
     finally:
         os.chdir(cwd)
     out = work / "bench-steps"

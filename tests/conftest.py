@@ -135,7 +135,7 @@ def single_yarn(tool_cache, tmp_path_factory):
     from types import SimpleNamespace
 
     from perfpost import provision
-    from perfpost.clusters import base
+    from perfpost.clusters import base, lifecycle
     from perfpost.clusters.yarn import RUNTIME
     from perfpost.run.hosts import open_host
     from tests.e2e import QUICK_DAEMONS
@@ -151,11 +151,11 @@ def single_yarn(tool_cache, tmp_path_factory):
         jvm={"all": QUICK_DAEMONS},
     )
     home = {"localhost": str(launcher.resolve().parents[1])}
-    with base.running(spec, {"localhost": {"name": "localhost"}}, home, open_host) as dep:
+    with lifecycle.running(spec, {"localhost": {"name": "localhost"}}, home, open_host) as dep:
         yield SimpleNamespace(
             rm_url=dep.values["url"],
             rm_address=dep.values["rm"],
-            client_conf=base.write_client_conf(dep, root / "client-conf"),
+            client_conf=lifecycle.write_client_conf(dep, root / "client-conf"),
             deployment=dep,
         )
 

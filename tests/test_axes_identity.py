@@ -11,7 +11,7 @@ import pytest
 from perfpost import cli, tools
 from perfpost.analysis import compare, tidy
 from perfpost.glue import experiment_json
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.run.hosts import LocalHost
 from perfpost.run.runner import run_cell
 

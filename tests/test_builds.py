@@ -14,7 +14,7 @@ import pytest
 
 from perfpost import builds
 from perfpost.errors import ConfigError, PerfpostError
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from perfpost import paths
-from perfpost.plan import config as pconfig
+from perfpost.plan import build, specs
 from perfpost.run import cellclient, cellserver, lifeline
 from tests.conftest import env_with_venv
 
@@ -71,7 +71,7 @@ def cell(tmp_path: Path, count: int) -> tuple[str, str]:
             }
         }
     }
-    spec = pconfig.build_plan(config).spec("e", "default", "localhost", 1)
+    spec = build.build_plan(config).spec("e", "default", "localhost", 1)
     return spec.to_json(), str(paths.record("e", "default", "localhost", 1, 1))
 
 
@@ -302,9 +302,9 @@ def test_the_rules_job_hands_its_cell_over_itself(tmp_path):
 )
 def test_the_server_imports_paramiko_only_for_a_run_with_an_ssh_host(monkeypatch, runtime, remote):
     if runtime is None:
-        monkeypatch.delenv(pconfig.RUNTIME_ENV, raising=False)
+        monkeypatch.delenv(specs.RUNTIME_ENV, raising=False)
     else:
-        monkeypatch.setenv(pconfig.RUNTIME_ENV, runtime)
+        monkeypatch.setenv(specs.RUNTIME_ENV, runtime)
     assert cellserver._remote_hosts() is remote
 
 

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from perfpost.clusters.base import ClusterSpec, Deployment
-from perfpost.run import deploy
+from perfpost.clusters.base import ClusterSpec
+from perfpost.clusters.deployment import Deployment
+from perfpost.run import teardown
 
 ID = "ozone-0123456789-abcdef"  # a cluster's id with its checkout's tag, as deploy makes it
 
@@ -56,7 +57,7 @@ ID = "ozone-0123456789-abcdef"  # a cluster's id with its checkout's tag, as dep
     ],
 )
 def test_the_directories_a_site_value_gives_the_cluster(value, removed):
-    assert deploy.own_directories(value, ID) == removed
+    assert teardown.own_directories(value, ID) == removed
 
 
 def test_clean_up_removes_the_clusters_directories_and_nothing_a_value_only_passes_through(
@@ -94,7 +95,7 @@ def test_clean_up_removes_the_clusters_directories_and_nothing_a_value_only_pass
     sdir = tmp_path / "results" / "start-1"
     sdir.mkdir(parents=True)
     state = {"status": "up", "deployment": dep.to_state()}
-    deploy._teardown(sdir, state, "the test ends")
+    teardown.teardown(sdir, state, "the test ends")
     assert (keep / "precious").read_text() == "not the cluster's"
     assert glued.is_dir()
     for gone in (root, own, ratis, *listed):

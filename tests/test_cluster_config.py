@@ -12,7 +12,8 @@ import yaml
 from perfpost import glue
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import ConfigError
-from perfpost.plan.config import build_plan
+from perfpost.glue import attempts
+from perfpost.plan.build import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -204,7 +205,7 @@ def _daemons(plan):
 
 @pytest.mark.parametrize(("gib", "mode"), [(64, "side by side"), (2, "restarts")])
 def test_interleaved_clusters_are_up_side_by_side_where_memory_allows(monkeypatch, gib, mode):
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import clusters as pconfig
 
     monkeypatch.setattr(pconfig, "_memory_here", lambda: gib * 2**30)
     plan = plan_of(_interleaved)
@@ -272,7 +273,7 @@ def test_the_pending_cells_of_each_cluster_are_its_missing_records(tmp_path, mon
 
     monkeypatch.chdir(tmp_path)
     plan = plan_of(plain)
-    pending = glue.cluster_pending(plan)
+    pending = attempts.cluster_pending(plan)
     ozone = specs(plan, "e", "storage=ozone,buffer=one")[0].ident()
     hdfs = specs(plan, "e", "storage=hdfs,buffer=one")[0].ident()
     # 2 buffers x 2 repeats on each cluster, none run yet.

@@ -1,8 +1,9 @@
 """Where a cluster's release and directories are: the config's tools cache, a directory of
 its own on each host."""
 
-from perfpost.clusters.base import ClusterSpec, Deployment, fill_id
-from perfpost.plan.config import build_plan
+from perfpost.clusters.base import ClusterSpec, fill_id
+from perfpost.clusters.deployment import Deployment
+from perfpost.plan.build import build_plan
 
 
 def plan_with_cache(cache: str):
@@ -73,7 +74,8 @@ def test_a_stop_signals_every_daemon_before_waiting_for_any(tmp_path):
     import threading
     import time
 
-    from perfpost.clusters.base import Daemon, stop
+    from perfpost.clusters.base import Daemon
+    from perfpost.clusters.lifecycle import stop
     from perfpost.run.hosts import open_host
 
     spec = ClusterSpec(

@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from perfpost.errors import ConfigError
-from perfpost.plan.config import build_plan, check_secrets, load_yaml
+from perfpost.plan.build import build_plan
+from perfpost.plan.checks import check_secrets
+from perfpost.plan.loading import load_yaml
 from tests.conftest import ROOT
 from tests.mistakes import GOOD, MISTAKES, config_text
 
@@ -119,7 +121,7 @@ def test_every_example_config_builds_a_plan(example):
 
 def _counting(monkeypatch):
     """Calls of the config schema's validation and of the tools' params checks."""
-    import perfpost.plan.config as pconfig
+    import perfpost.plan.schema as pconfig
 
     calls = {"schema": 0, "params": 0}
     schema, checker = pconfig.validate_schema, pconfig._ParamsChecker
@@ -176,7 +178,7 @@ def test_the_cache_keeps_only_the_newest_configs(tmp_path):
     # the new one and the 31 newest of the 40.
     import os
 
-    import perfpost.plan.config as pconfig
+    import perfpost.plan.schemacache as pconfig
 
     for i in range(40):
         f = tmp_path / f"config-old{i:02d}.json"

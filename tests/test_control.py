@@ -7,7 +7,7 @@ import pytest
 
 from perfpost.analysis import compare, stats
 from perfpost.errors import ConfigError
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 
 EXP = {
     "axes": {"storage": ["disk", "disk-again", "fast"]},

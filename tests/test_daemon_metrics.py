@@ -50,7 +50,7 @@ def test_daemons_read_every_few_samples_give_rates_over_their_own_reads():
     """Samples at 0, 1, 2, 3 s; the daemon read at 0, 2 and 3 s (every second sample, and
     the last): Ratis' sync count 100 -> 140 -> 150 is 20/s over the first two seconds and 10/s
     over the last, each interval as long as the reads it lies between."""
-    from perfpost.instrument import sampler
+    from perfpost.instrument import rates, sampler
 
     def one(t: float, count: int | None) -> str:
         text = (
@@ -68,7 +68,7 @@ def test_daemons_read_every_few_samples_give_rates_over_their_own_reads():
     found = {"oz:datanode": metrics.sources("ozone", "datanode")}
     got = [
         (p.t, p.seconds, p.value)
-        for p in sampler.intervals(data, daemons=found)
+        for p in rates.intervals(data, daemons=found)
         if p.metric == "ratis_syncs"
     ]
     assert got == [(2.0, 2.0, 20.0), (3.0, 1.0, 10.0)]

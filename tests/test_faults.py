@@ -263,7 +263,7 @@ exit $rc
 
 
 def cell_job(host: str, spec: dict, scratch: str, **exp) -> str:
-    from perfpost.plan.config import build_plan
+    from perfpost.plan.build import build_plan
 
     cfg = {
         "hosts": {host: {k: v for k, v in spec.items() if k != "name"}},

@@ -12,7 +12,7 @@ import yaml
 from perfpost import cli
 from perfpost.analysis import plots, tidy
 from perfpost.glue import experiment_json
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from tests.conftest import ROOT
 
 # Rates (chunk writes per second) from the reference post "Writing one file per chunks vs.

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perfpost.errors import ConfigError, ParseError
-from perfpost.plan import config
+from perfpost.plan import build as config
 from perfpost.run import hostscript
 from perfpost.tools import fio
 

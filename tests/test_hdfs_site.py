@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from perfpost.clusters import base, hdfs
+from perfpost.clusters import base, deployment, hdfs
 from perfpost.run.hosts import open_host
 
 
-def configured(site: dict) -> tuple[base.Deployment, dict[str, str]]:
+def configured(site: dict) -> tuple[deployment.Deployment, dict[str, str]]:
     """The site files and client fields a start would make of ``site`` (no daemon runs)."""
     spec = base.ClusterSpec(
         name="h",
@@ -15,7 +15,7 @@ def configured(site: dict) -> tuple[base.Deployment, dict[str, str]]:
         roles={"namenode": ["localhost"], "datanode": ["localhost"]},
         site=site,
     )
-    dep = base.Deployment(spec, {"localhost": {"name": "localhost"}}, opener=open_host)
+    dep = deployment.Deployment(spec, {"localhost": {"name": "localhost"}}, opener=open_host)
     kind = hdfs.Hdfs(dep)
     try:
         dep.site = base.merge_site(kind.configure(), base.fill_id(spec.site, dep.ident))

@@ -365,7 +365,7 @@ def test_tick_labels_keep_what_tells_builds_apart():
 
 
 def test_history_false_keeps_none_and_a_path_is_kept_as_given(tmp_path):
-    from perfpost.plan.config import build_plan
+    from perfpost.plan.build import build_plan
 
     exp = {"e": {"tool": "dd", "params": {"dir": str(tmp_path), "bs": "4k", "count": 1}}}
     assert build_plan({"experiments": exp}).history == "history"

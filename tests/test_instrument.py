@@ -10,7 +10,7 @@ import pytest
 
 from perfpost import instrument
 from perfpost.errors import ConfigError, ParseError, PerfpostError
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 
 FREON = {
     "experiments": {

@@ -10,7 +10,7 @@ import pytest
 from perfpost import glue
 from perfpost.analysis import runorder
 from perfpost.errors import ConfigError
-from perfpost.plan import config as pconfig
+from perfpost.plan import build as pconfig
 from perfpost.plan import order
 
 A, B, C = "c=a", "c=b", "c=c"

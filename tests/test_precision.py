@@ -11,7 +11,7 @@ from scipy import stats as sps
 from perfpost.analysis import precision
 from perfpost.analysis.stats import median_interval
 from perfpost.errors import ConfigError
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 
 
 def scipy_interval(values: list[float]) -> tuple[float, float, float] | None:

@@ -19,7 +19,7 @@ import pytest
 from paramiko.ssh_exception import SSHException
 
 from perfpost import paths
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.records import read_record
 from perfpost.run.hosts import LocalHost
 from perfpost.run.remote import RemoteHost
@@ -97,7 +97,7 @@ sys.exit(cli.main(sys.argv[1:]))
 @pytest.mark.parametrize(
     ("module", "attribute", "exc", "where"),
     [
-        ("runner", "hostscript.parse_markers", "RuntimeError", "while the cell ran"),
+        ("hostscript", "parse_markers", "RuntimeError", "while the cell ran"),
         ("hosts", "LocalHost.read", "KeyError", "fetching the log"),
         ("hosts", "open_host", "RuntimeError", "opening the host"),
     ],

@@ -118,7 +118,7 @@ def test_a_command_past_its_timeout_has_timed_out_whatever_its_status(testbed):
 
 def test_interrupting_perfpost_kills_the_tool_on_the_host(testbed, tmp_path):
     """SIGTERM to `perfpost run-cell` (as Snakemake sends) leaves no dd behind on the host."""
-    from perfpost.plan.config import build_plan
+    from perfpost.plan.build import build_plan
 
     spec = host_spec(testbed, "h1")
     workdir = f"/tmp/perfpost-slow-{uuid.uuid4().hex[:6]}"
@@ -402,7 +402,8 @@ def test_a_clusters_daemons_on_an_ssh_config_alias_bind_its_hostname(testbed, tm
     the alias is a name only this machine's ssh knows, so choosing the daemons' ports there
     failed ("choosing free ports on bh2 failed: Name or service not known"). They bind, and
     clients reach them at, the HostName."""
-    from perfpost.clusters.base import ClusterSpec, Deployment
+    from perfpost.clusters.base import ClusterSpec
+    from perfpost.clusters.deployment import Deployment
     from perfpost.run.hosts import open_host
 
     h2 = testbed.host("h2")

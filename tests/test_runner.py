@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfpost import paths
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.records import read_record
 from perfpost.run.runner import run_cell
 from perfpost.tools import dd
@@ -196,7 +196,7 @@ def test_a_sleep_2_cell_records_two_seconds_and_no_more_than_50_ms_over(
     from types import SimpleNamespace
 
     from perfpost import tools
-    from perfpost.plan.config import CellSpec
+    from perfpost.plan.specs import CellSpec
     from perfpost.tools.base import Plan, Proc
 
     sleep = SimpleNamespace(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfpost.instrument import sampler
+from perfpost.instrument import rates, sampler
 
 
 def sample(t: float, cpu: tuple, disk: tuple, rx: int, tx: int, psi: int, ticks: int) -> str:
@@ -90,7 +90,7 @@ def test_rates_over_an_interval_follow_the_kernels_counters():
     assert len(data.samples) == 2
     assert data.clk_tck == 100
     assert data.interval == 2.0
-    got = {(p.resource, p.metric): p.value for p in sampler.intervals(data, labels={42: "dn"})}
+    got = {(p.resource, p.metric): p.value for p in rates.intervals(data, labels={42: "dn"})}
     assert got[("cpu", "busy")] == pytest.approx(180 / 200)
     assert got[("cpu", "user")] == pytest.approx(150 / 200)
     assert got[("cpu", "iowait")] == pytest.approx(10 / 200)
@@ -138,11 +138,11 @@ def test_the_window_brackets_the_step_and_counts_its_busy_time():
 
     text = HEADER + cpu(10.0, 0, 0) + cpu(11.0, 95, 100) + cpu(12.0, 145, 200)
     data = sampler.parse(text)
-    w = sampler.window(data, 10.0, 12.0)
+    w = rates.window(data, 10.0, 12.0)
     assert w["cpu"]["busy"] == pytest.approx(145 / 200)
     assert w["cpu"]["busy_time_share"] == pytest.approx(0.5)  # 1 s of 2 at >= 90%
     # A step inside the second interval only: that interval is all it had.
-    w = sampler.window(data, 11.2, 11.8)
+    w = rates.window(data, 11.2, 11.8)
     assert w["cpu"]["busy"] == pytest.approx(0.5)
     assert w["cpu"]["busy_time_share"] == 0.0
 
@@ -200,5 +200,5 @@ def test_the_loop_samples_this_machine_until_asked_to_stop(tmp_path):
     assert data.device_of(str(tmp_path)) == _sys_name(str(tmp_path))
     assert data.device_of(wanted[2]) == _sys_name(str(tmp_path))
     assert data.device_of("/dev/shm") is None
-    assert sampler.cores(data) == os.cpu_count()
+    assert rates.cores(data) == os.cpu_count()
     assert os.getpid() in data.samples[0].procs

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from perfpost import hostenv, paths
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.run.hosts import LocalHost
 from perfpost.run.runner import run_cell
 from tests.conftest import host_spec

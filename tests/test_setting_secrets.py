@@ -12,9 +12,10 @@ import pytest
 
 from perfpost import hostenv, paths
 from perfpost.analysis import envdiff
-from perfpost.clusters.base import ClusterSpec, Deployment, changed_keys, fill_id, merge_site
-from perfpost.plan.config import build_plan
-from perfpost.run import deploy
+from perfpost.clusters.base import ClusterSpec, changed_keys, fill_id, merge_site
+from perfpost.clusters.deployment import Deployment
+from perfpost.plan.build import build_plan
+from perfpost.run import clusterstate, deploy
 from perfpost.run.hosts import LocalHost
 from perfpost.run.runner import run_cell
 from tests.conftest import ROOT
@@ -240,7 +241,7 @@ def test_a_clusters_state_keeps_no_secret_and_its_cells_still_get_theirs(tmp_pat
     ident = Deployment.from_state(state["deployment"]).scope
     sdir = tmp_path / "start-1"
     sdir.mkdir()
-    deploy._write_state(sdir, state)
+    clusterstate.write_state(sdir, state)
     text = (sdir / "state.json").read_text()
     assert secret not in text
     assert "jvm-xxxxxxxx" not in text  # a -D secret in the daemons' JVM options
@@ -268,7 +269,7 @@ def test_a_cells_client_configuration_keeps_an_empty_site_file(tmp_path):
     state = _state({"hdfs-site": {}}, {"core-site": {}, "hdfs-site": {"dfs.replication": "3"}})
     sdir = tmp_path / "start-1"
     sdir.mkdir()
-    deploy._write_state(sdir, state)
+    clusterstate.write_state(sdir, state)
     kept = json.loads((sdir / "state.json").read_text())
     spec = ClusterSpec.from_dict(state["deployment"]["spec"])
     lease = deploy.Lease([deploy.Held(spec, 1, kept)])
@@ -284,7 +285,7 @@ def test_compare_says_a_secret_setting_changed_and_shows_neither_value(tmp_path)
         tidy = write_run(tmp_path / side, {"h1": env("h1")}, cells)
         sdir = tmp_path / side / "results" / "clusters" / ref
         sdir.mkdir(parents=True)
-        deploy._write_state(sdir, _state({"core-site": {"fs.s3a.secret.key": value}}))
+        clusterstate.write_state(sdir, _state({"core-site": {"fs.s3a.secret.key": value}}))
         runs[side] = envdiff.read_run(tidy)
     fact = "cluster.ozone.conf.fs.s3a.secret.key"
     diffs = envdiff.differences(runs["a"], runs["b"])
@@ -307,7 +308,7 @@ def test_a_secret_set_in_one_run_only_is_a_change_from_the_default(tmp_path):
         tidy = write_run(tmp_path / side, {"h1": env("h1")}, cells)
         sdir = tmp_path / side / "results" / "clusters" / ref
         sdir.mkdir(parents=True)
-        deploy._write_state(sdir, _state(site))
+        clusterstate.write_state(sdir, _state(site))
         runs.append(envdiff.read_run(tidy))
     diffs = envdiff.differences(*runs)
     text = envdiff.markdown(diffs, *runs)
@@ -325,7 +326,7 @@ def test_the_post_shows_a_secret_setting_masked(tmp_path):
     write_run(tmp_path, {"h1": env("h1")}, cells)
     sdir = tmp_path / "results" / "clusters" / ref
     sdir.mkdir(parents=True)
-    deploy._write_state(sdir, _state({"core-site": {"fs.s3a.secret.key": secret}}))
+    clusterstate.write_state(sdir, _state({"core-site": {"fs.s3a.secret.key": secret}}))
     import pandas as pd
 
     (entry,) = clusters_of(pd.DataFrame([{"cell": "c", **cells[0]}]), tmp_path)
@@ -391,7 +392,7 @@ def test_the_post_names_other_experiments_runs_on_the_same_start(tmp_path):
         *(f"results/other/{run.format(i)}" for i in (1, 2, 3)),
         f"/abs/checkout/results/third/{run.format(1)}",
     ]
-    deploy._write_state(sdir, state)
+    clusterstate.write_state(sdir, state)
     import pandas as pd
 
     (entry,) = clusters_of(

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfpost.analysis import stats, tidy
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.records import read_record
 from perfpost.run import envinfo
 from perfpost.run.hosts import LocalHost

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from perfpost import tools
-from perfpost.glue import provision_outcome, provision_rules
-from perfpost.plan.config import build_plan
+from perfpost.glue.provisioning import provision_outcome, provision_rules
+from perfpost.plan.build import build_plan
 
 FREON = {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/data"}}
 TERAGEN = {"tool": "teragen", "params": {"dir": "/data", "size": "1G"}}

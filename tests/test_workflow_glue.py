@@ -5,8 +5,8 @@ import shlex
 from pathlib import Path
 
 from perfpost import glue, paths
-from perfpost.glue import records_to_name, request_rerun, wanted_attempt
-from perfpost.plan.config import build_plan
+from perfpost.glue.attempts import records_to_name, request_rerun, wanted_attempt
+from perfpost.plan.build import build_plan
 from perfpost.records import write_json_atomic
 
 
@@ -172,7 +172,7 @@ def test_only_what_defines_the_measurement_identifies_a_run():
 
 def test_each_config_file_is_read_strictly_once(tmp_path, monkeypatch):
     from perfpost import glue
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import loading as pconfig
 
     path = tmp_path / "config.yaml"
     path.write_text("experiments: {}\n")

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfpost.errors import ConfigError, ParseError
-from perfpost.plan.config import build_plan
+from perfpost.plan.build import build_plan
 from perfpost.tools import teragen
 from perfpost.tools.teragen import yarnapp
 

@@ -71,7 +71,7 @@ FIGURES_DIR = POST_DIR + "/figures"
 # Clusters perfpost deployed: one directory per configuration (its id), one per start in it
 # (state.json, the lifecycle's log, the daemons' logs copied back at the stop).
 CLUSTERS_DIR = RESULTS + "/clusters"
-# Configs validated before, with their defaults filled (perfpost.plan.config.validate_schema):
+# Configs validated before, with their defaults filled (perfpost.plan.schemacache):
 # a run of an unchanged config skips the schema. No experiment name starts with a dot.
 CONFIG_CACHE_DIR = RESULTS + "/.config-cache"
 CLUSTER_DIR = CLUSTERS_DIR + "/{cluster}"

@@ -31,7 +31,7 @@ rule cell:
 # the next round's runs once it is made, and an interrupted run resumes from the rounds done.
 checkpoint round:
     input:
-        lambda wc: glue.round_inputs(PLAN, wc),
+        lambda wc: attempts.round_inputs(PLAN, wc),
     output:
         paths.ROUND,
     log:
@@ -46,7 +46,7 @@ checkpoint round:
     resources:
         **CONTROLLER,
     params:
-        settings=lambda wc: glue.round_settings(PLAN, wc),
+        settings=lambda wc: attempts.round_settings(PLAN, wc),
     shell:
         "perfpost round --settings {params.settings:q} --out {output:q} {input:q} > {log:q} 2>&1"
 
@@ -101,7 +101,7 @@ for group in glue.together(PLAN):
 # hosts that have none installed: localhost by default.
 # A failed provisioning is an outcome too (exit 0): the cells that need the runtime fail with
 # its reason, each with a record, and the rest of the run goes on; the next run tries again.
-for i, (pattern, cache) in enumerate(glue.provision_rules(PLAN)):
+for i, (pattern, cache) in enumerate(provisioning.provision_rules(PLAN)):
 
     rule:
         name:
@@ -111,7 +111,7 @@ for i, (pattern, cache) in enumerate(glue.provision_rules(PLAN)):
         log:
             paths.PROVISION_LOG,
         wildcard_constraints:
-            tool=glue.provisioned_names(),
+            tool=provisioning.provisioned_names(),
             pom="[0-9a-f]{16}",
         # Before any cell: cells are ordered by cluster, and one waiting for its tool would
         # let another cluster's cells in between (two clusters up at once).
@@ -123,7 +123,7 @@ for i, (pattern, cache) in enumerate(glue.provision_rules(PLAN)):
             **CONTROLLER,
         params:
             cache=cache,
-            again=glue.provision_again_param(cache),
+            again=provisioning.provision_again_param(cache),
         shell:
             "perfpost provision {wildcards.tool:q} --version {wildcards.version:q}"
             " --cache {params.cache:q} --log {log:q} --outcome {output:q} > /dev/null"

@@ -3,16 +3,18 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from perfpost.plan import config as pconfig
+from perfpost.plan.build import build_plan
+from perfpost.plan.checks import check_secrets
 from perfpost import paths, glue
+from perfpost.glue import attempts, provisioning
 from perfpost.errors import ConfigError
 
 try:
     # Snakemake's loader keeps the last of two equal keys (two experiments named alike):
     # read each config file strictly first, so such a mistake is named with its line.
     glue.read_strictly(workflow.configfiles)
-    PLAN = pconfig.build_plan(config, cache=paths.CONFIG_CACHE_DIR)
-    pconfig.check_secrets(PLAN)
+    PLAN = build_plan(config, cache=paths.CONFIG_CACHE_DIR)
+    check_secrets(PLAN)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 

@@ -3,7 +3,7 @@
 
 rule tables:
     input:
-        lambda wc: glue.current_records(PLAN, wc.experiment, checkpoints),
+        lambda wc: attempts.current_records(PLAN, wc.experiment, checkpoints),
     output:
         csv=report(
             paths.TIDY_CSV,

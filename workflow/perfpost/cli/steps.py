@@ -23,9 +23,9 @@ from perfpost.run.lifeline import RETRIES_ENV
 
 def runtimes() -> dict[str, Any]:
     """Everything perfpost can provision, by name: the tools' runtimes and the clusters'."""
-    from perfpost import glue
+    from perfpost.glue import provisioning
 
-    return glue.runtimes()
+    return provisioning.runtimes()
 
 
 def _secret_guard(specs: list[Any]) -> tuple[list[dict[str, str]], Any]:
@@ -87,9 +87,11 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     import traceback
 
     from perfpost import provision
-    from perfpost.plan.config import CellSpec
+    from perfpost.errors import unforeseen
+    from perfpost.plan.specs import CellSpec
+    from perfpost.run.cell.record import record_failure
     from perfpost.run.hosts import close_all, open_hosts
-    from perfpost.run.runner import record_failure, run_cell, unforeseen
+    from perfpost.run.runner import run_cell
 
     spec = CellSpec.from_json(args.spec)
     if _finished_already([spec], [args.out]):
@@ -122,9 +124,11 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     import traceback
 
     from perfpost import provision
-    from perfpost.plan.config import CellSpec
+    from perfpost.errors import unforeseen
+    from perfpost.plan.specs import CellSpec
+    from perfpost.run.cell.record import record_failure
     from perfpost.run.hosts import close_all, open_hosts
-    from perfpost.run.runner import record_failure, run_together, unforeseen
+    from perfpost.run.runner import run_together
 
     specs = [CellSpec.from_json(json.dumps(s)) for s in json.loads(args.specs)]
     for s in specs:
@@ -164,7 +168,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
-    from perfpost.plan.config import RUNTIME_ENV
+    from perfpost.plan.specs import RUNTIME_ENV
     from perfpost.records import write_json_atomic
     from perfpost.run import envinfo
     from perfpost.run.hosts import open_host

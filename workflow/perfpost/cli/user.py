@@ -129,7 +129,7 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
     """A single-node YARN in the foreground until Ctrl-C or SIGTERM; its addresses go to
     stdout and to DIR/cluster.json."""
     from perfpost import provision
-    from perfpost.clusters import base
+    from perfpost.clusters import base, lifecycle
     from perfpost.clusters.yarn import RUNTIME, VERSION
     from perfpost.hostenv import LOCALHOST
     from perfpost.records import write_json_atomic
@@ -154,11 +154,11 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
     home = str(launcher.resolve().parents[1])
     hosts = {LOCALHOST: {"name": LOCALHOST}}
     try:
-        with base.running(spec, hosts, {LOCALHOST: home}, open_host, log=sys.stderr) as dep:
+        with lifecycle.running(spec, hosts, {LOCALHOST: home}, open_host, log=sys.stderr) as dep:
             info = {
                 "resourcemanager": dep.values["url"],
                 "rm_address": dep.values["rm"],
-                "hadoop_conf_dir": str(base.write_client_conf(dep, root / "client-conf")),
+                "hadoop_conf_dir": str(lifecycle.write_client_conf(dep, root / "client-conf")),
                 "logs": f"{dep.root(LOCALHOST)}/logs",
             }
             write_json_atomic(root / "cluster.json", info)
@@ -173,16 +173,16 @@ def _cmd_yarn_single_node(args: argparse.Namespace) -> int:
 
 
 def _cmd_cells(args: argparse.Namespace) -> int:
-    from perfpost import glue
-    from perfpost.plan import config
+    from perfpost.glue import attempts
+    from perfpost.plan.build import load_plan
 
-    plan = config.load_plan(args.configfile)
+    plan = load_plan(args.configfile)
     if args.experiment and args.experiment not in plan.experiments:
         raise PerfpostError(
             f"no experiment {args.experiment!r} in {args.configfile} "
             f"(there are: {', '.join(plan.experiments)})"
         )
-    rows = glue.statuses(plan, args.experiment)
+    rows = attempts.statuses(plan, args.experiment)
     columns = ["id", "experiment", "cell", "host", "repeat", "attempt", "status", "reason"]
     writer = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
     writer.writeheader()
@@ -199,11 +199,11 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     import shutil
     import subprocess
 
-    from perfpost import glue
-    from perfpost.plan import config
+    from perfpost.glue import attempts
+    from perfpost.plan.build import load_plan
 
-    plan = config.load_plan(args.configfile)
-    chosen = glue.select_runs(plan, args.runs)
+    plan = load_plan(args.configfile)
+    chosen = attempts.select_runs(plan, args.runs)
     seen = set()
     for spec in chosen:
         exp = plan.experiments[spec.experiment]
@@ -212,7 +212,7 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
         if key in seen:
             continue
         seen.add(key)
-        attempt = glue.request_rerun(spec.experiment, spec.cell, hosts, spec.repeat)
+        attempt = attempts.request_rerun(spec.experiment, spec.cell, hosts, spec.repeat)
         for h in hosts:
             print(f"{spec.experiment}/{spec.cell}/{h}/r{spec.repeat}: attempt {attempt}")
     if args.no_run:

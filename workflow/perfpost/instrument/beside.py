@@ -43,7 +43,7 @@ class HostSeat:
 class Cell(Protocol):
     """What a :class:`Beside` sees of the cell it runs beside."""
 
-    spec: Any  # perfpost.plan.config.CellSpec
+    spec: Any  # perfpost.plan.specs.CellSpec
     record: dict[str, Any]
     logdir: str
     host: Any

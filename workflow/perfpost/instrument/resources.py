@@ -3,7 +3,7 @@
 host of its clusters, started just before the measured step and stopped right after it.
 
 The record gets ``resources``: per host, its role, the device under each directory that
-matters, the measured step's summary (:func:`sampler.window`) and each interval's rates and
+matters, the measured step's summary (:func:`rates.window`) and each interval's rates and
 gauges as a series whose ``t`` is seconds since the measured step started (the tool's own
 progress series counts from there too). What the loops printed is kept in ``raw/``.
 """
@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from perfpost.instrument import gclog, sampler
+from perfpost.instrument import gclog, rates, sampler
 from perfpost.instrument.beside import Beside, Cell, HostSeat
 from perfpost.tools.base import Metric
 
@@ -133,7 +133,7 @@ class Telemetry(Beside):
             entry: dict[str, Any] = {
                 "own": seat.own,
                 "roles": seat.roles,
-                "cores": sampler.cores(data),
+                "cores": rates.cores(data),
                 "samples": len(data.samples),
                 "raw": raw,
                 "dirs": {d: data.device_of(d) for d in seat.dirs if d in data.dirs},
@@ -144,7 +144,7 @@ class Telemetry(Beside):
                 if not data.curl:
                     self._note(cell, f"daemons' metrics on {seat.name}: the host has no curl")
             if t0 is not None and t1 is not None:
-                entry["window"] = sampler.window(data, t0, t1, seat.daemons, seat.sources)
+                entry["window"] = rates.window(data, t0, t1, seat.daemons, seat.sources)
                 entry["series"] = series(data, t0, seat.daemons, seat.sources)
             hosts[seat.name] = entry
         if hosts:
@@ -187,7 +187,7 @@ def series(
     measured step started) and ``seconds`` (its length; ``daemon_seconds`` for the daemons'
     metrics, read every few samples), and per ``<resource>/<metric>`` its
     values (None where that interval has none) and unit."""
-    points = sampler.intervals(data, True, labels, daemons)
+    points = rates.intervals(data, True, labels, daemons)
     ts = sorted({p.t for p in points})
     # The daemons are read every few samples: their intervals end with a host interval but
     # are longer, so they have lengths of their own (one length per end overwrote the host

@@ -52,7 +52,7 @@ _REQUEST_TIMEOUT = 10.0  # seconds a connected client gets to send its request
 WARM = (
     "perfpost.cli.steps",
     "perfpost.cli.user",
-    "perfpost.plan.config",
+    "perfpost.plan.specs",
     "perfpost.run.hosts",
     "perfpost.run.runner",
     "ctypes",
@@ -69,7 +69,7 @@ def _remote_hosts() -> bool:
     import json
 
     from perfpost.hostenv import LOCALHOST
-    from perfpost.plan.config import RUNTIME_ENV
+    from perfpost.plan.specs import RUNTIME_ENV
 
     try:
         hosts = json.loads(os.environ[RUNTIME_ENV]).get("hosts", {})

@@ -14,8 +14,9 @@ What the cells miss is stopped by the run: at its end (:func:`stop_owned`, Snake
 cluster whose run is gone. Every start has a directory of its own
 (``results/clusters/<id>/start-<n>/``): ``state.json`` (status, owner run, the daemons and
 where they run, addresses, version), ``cluster.log`` (what perfpost did) and ``logs/`` (the
-daemons' own logs), with secret settings masked in all three (:func:`public_state`); a later
-start never overwrites an earlier one's.
+daemons' own logs), with secret settings masked in all three
+(:func:`perfpost.run.clusterstate.public_state`); a later start never overwrites an earlier
+one's. How a start is stopped and its directories removed is :mod:`perfpost.run.teardown`.
 """
 
 from __future__ import annotations
@@ -25,27 +26,27 @@ import fcntl
 import hashlib
 import json
 import os
-import posixpath
-import re
-import shlex
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from perfpost import builds, clusters, hostenv, paths, provision
-from perfpost.clusters.base import (
-    ClusterError,
-    ClusterSpec,
-    Deployment,
-    fill_id,
-    release,
-    start,
-    stop,
-)
+from perfpost.clusters.base import ClusterError, ClusterSpec, fill_id, release
+from perfpost.clusters.deployment import Deployment
+from perfpost.clusters.lifecycle import start
 from perfpost.run import lifeline
+from perfpost.run.clusterstate import (
+    cluster_log,
+    flock,
+    now,
+    read_state,
+    spec_secrets,
+    start_numbers,
+    write_state,
+)
 from perfpost.run.hosts import open_host
+from perfpost.run.teardown import teardown
 
 START_TIMEOUT = 300.0  # seconds a cluster may take to become ready
 # A start that fails is tried once more, from fresh directories on new ports: daemons of a
@@ -61,139 +62,10 @@ def owner() -> str:
     return os.environ.get(lifeline.ENV) or lifeline.mark(os.getpid())
 
 
-def _starts(cdir: Path) -> list[int]:
-    found = []
-    for entry in cdir.glob("start-*"):
-        m = re.fullmatch(r"start-([1-9][0-9]*)", entry.name)
-        if m:
-            found.append(int(m.group(1)))
-    return sorted(found)
-
-
-def _read_state(sdir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((sdir / "state.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _write_state(sdir: Path, state: dict[str, Any], known: Iterable[str] = ()) -> None:
-    """Keep ``state`` as :func:`public_state` has it (``known``: secrets its text may quote
-    that it no longer holds itself, having been read back)."""
-    tmp = sdir / ".state.json.new"
-    tmp.write_text(json.dumps(public_state(state, known), indent=2, sort_keys=True) + "\n")
-    tmp.replace(sdir / "state.json")
-
-
-def state_secrets(state: dict[str, Any]) -> list[str]:
-    """The secret settings' values a cluster's state holds: all of them while the run has
-    the state it started the cluster with, none once it was read back from disk."""
-    dep = state.get("deployment") or {}
-    spec = dep.get("spec") or {}
-    changed = {c.get("key", ""): c.get("value") for c in dep.get("changed", [])}
-    return hostenv.setting_secrets(
-        dep.get("site"),
-        dep.get("client"),
-        spec.get("site"),
-        spec.get("jvm"),
-        spec.get("env"),
-        changed,
-    )
-
-
-def spec_secrets(spec: ClusterSpec) -> list[str]:
-    """The secret settings' values of a cluster's configuration."""
-    return hostenv.setting_secrets(spec.site, spec.jvm, spec.env)
-
-
-def public_state(state: dict[str, Any], known: Iterable[str] = ()) -> dict[str, Any]:
-    """``state`` as perfpost keeps it (``state.json``, which posts and ``perfpost compare``
-    read): each secret setting's value masked in the site files, the client's, the spec's
-    and its JVM options; a key of ``changed`` that holds one keeps a fingerprint of it
-    instead (:func:`perfpost.hostenv.fingerprint`: two runs' values compared, neither
-    shown); and a copy of one in free text (a reason quoting a daemon's log) masked too.
-    ``state`` itself is not changed: the run configured the daemons from it."""
-    redact = hostenv.Redactor([*state_secrets(state), *known])
-    out = dict(state)
-    if isinstance(out.get("reason"), str):
-        out["reason"] = redact.text(out["reason"])
-    dep = dict(state.get("deployment") or {})
-    if not dep:
-        return out
-    for k in ("site", "client"):
-        if k in dep:
-            dep[k] = hostenv.mask_settings(dep[k])
-    if isinstance(dep.get("spec"), dict):
-        spec = dict(dep["spec"])
-        for k in ("site", "jvm", "env"):
-            if k in spec:
-                spec[k] = hostenv.mask_settings(spec[k])
-        dep["spec"] = spec
-    dep["changed"] = [_public_change(c) for c in dep.get("changed", [])]
-    dep["notes"] = [redact.text(str(n)) for n in dep.get("notes", [])]
-    if isinstance(dep.get("version"), str):
-        dep["version"] = redact.text(dep["version"])
-    out["deployment"] = dep
-    return out
-
-
-def _public_change(change: dict[str, Any]) -> dict[str, Any]:
-    if not hostenv.secret_setting(str(change.get("key", ""))) or change.get("value") in (
-        hostenv.MASK,
-        None,
-        "",
-    ):
-        return change
-    fingerprint = hostenv.fingerprint(str(change["value"]))
-    return {**change, "value": hostenv.MASK, "secret": fingerprint}
-
-
-@contextlib.contextmanager
-def _flock(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[int]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, mode)
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-@contextlib.contextmanager
-def _log(sdir: Path, secrets: Iterable[str] = ()) -> Iterator[TextIO]:
-    """The start's ``cluster.log``, ``secrets`` masked in what is written to it (a daemon's
-    error quoting its configuration)."""
-    with open(sdir / "cluster.log", "a") as f:
-        redactor = hostenv.Redactor(secrets)
-        yield hostenv.RedactingStream(f, redactor) if redactor else f  # type: ignore[misc]
-
-
-def _conf_secrets(node: Any, dep: Deployment, host: str) -> list[str]:
-    """The secret settings' values in the site files the daemons on ``host`` were given:
-    the state kept of a cluster holds them masked, and its daemons' logs may print them."""
-    import xml.etree.ElementTree as ET
-
-    found = []
-    for name in dep.site:
-        try:
-            root = ET.fromstring(node.read(f"{dep.conf_dir(host)}/{name}.xml"))
-        except Exception:  # not there, not XML, the host gone: nothing to learn from it
-            continue
-        for prop in root.iter("property"):
-            key, value = prop.findtext("name"), prop.findtext("value")
-            if key and value and hostenv.secret_setting(key.strip()):
-                found.append(value)
-    return found
-
-
 def _homes(spec: ClusterSpec) -> dict[str, str]:
     """The install each host runs the daemons from, as this machine names it: ``home`` when
     the config names one, else perfpost's provisioned runtime in the config's tools cache,
-    which :func:`perfpost.clusters.base.start` delivers to remote hosts that lack it."""
+    which :func:`perfpost.clusters.lifecycle.start` delivers to remote hosts that lack it."""
     if spec.build:  # the user's build, staged here once: delivered to the hosts at start
         home = str(builds.stage(Path(spec.build), spec.cache))
         return {h: home for h in spec.hosts()}
@@ -203,94 +75,6 @@ def _homes(spec: ClusterSpec) -> dict[str, str]:
     launcher = provision.install(kind.RUNTIME, spec.version, spec.cache)
     home = str(launcher.resolve().parents[1])
     return {h: home for h in spec.hosts()}
-
-
-def own_directories(value: str, ident: str) -> list[str]:
-    """The directories a site value gives the cluster ``ident``, which its clean-up removes
-    with what is under them: of each path in the (comma-separated) value, the first
-    directory whose own name holds the id, once ``.`` and ``..`` are resolved (lexically, as
-    ``rm`` on the host would walk them). A ``file:`` URI counts by its path; a value of
-    another scheme (``hdfs://``, ``ofs://``), of another host, or relative (under the
-    daemon's working directory, the cluster's root, which goes anyway) gives none, and so
-    does a path whose id lies only on its way elsewhere (``/data/ozone-<id>/../../etc``).
-    The id counts only as a name of its own, not glued to a letter or digit (``ratis-<id>``,
-    ``<id>.d``, ``data_<id>``; not ``x<id>`` nor ``<id>0``, another name that holds it)."""
-    import urllib.parse
-
-    own = re.compile(rf"(?<![A-Za-z0-9]){re.escape(ident)}(?![A-Za-z0-9])")
-    out: list[str] = []
-    for part in str(value).split(","):
-        path = part.strip()
-        if path.startswith("file:"):
-            uri = urllib.parse.urlsplit(path)
-            if uri.netloc not in ("", "localhost"):
-                continue
-            path = urllib.parse.unquote(uri.path)
-        if not path.startswith("/"):
-            continue  # relative, or another scheme's
-        names = [n for n in posixpath.normpath(path).split("/") if n]
-        for i, name in enumerate(names):
-            if own.search(name):
-                found = "/" + "/".join(names[: i + 1])
-                if found not in out:
-                    out.append(found)
-                break
-    return out
-
-
-def _teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] = ()) -> None:
-    """Stop a start's daemons, keep their logs beside its state, remove its directories.
-    Secret settings are masked in the logs kept: those of the state, ``known`` (the
-    configuration's, when the caller has it) and those of the daemons' own site files."""
-    dep = Deployment.from_state(state["deployment"])
-    dep.opener = open_host
-    kind = clusters.get(dep.spec.kind)
-    known = [*state_secrets(state), *known]
-    with _log(sdir, known) as log:
-        print(f"{_now()} stopping ({why})", file=log, flush=True)
-        stop(dep, kind.START_ORDER, log=log)
-        for host in dep.spec.hosts():
-            try:
-                node = dep.node(host)
-                root = dep.root(host)
-                names = node.sh(f"ls {shlex.quote(root)}/logs 2>/dev/null; true").split()
-                out = sdir / "logs" / host
-                out.mkdir(parents=True, exist_ok=True)
-                redactor = hostenv.Redactor([*known, *_conf_secrets(node, dep, host)])
-                for name in names:
-                    if re.fullmatch(r"[\w.+-]+\.(log|out)", name):
-                        redactor.write(out / name, node.read(f"{root}/logs/{name}"))
-                if kind.NOTES:
-                    dep.read_notes(
-                        kind.NOTES,
-                        {
-                            f"{d.label} on {d.host}": (out / Path(d.log).name).read_text()
-                            for d in dep.daemons
-                            if d.host == host and (out / Path(d.log).name).exists()
-                        },
-                    )
-                doomed = own_directories(root, dep.scope) or [root]  # `dir` may be relative
-                for keys in dep.site.values():
-                    for value in keys.values():
-                        doomed += own_directories(value, dep.scope)
-                doomed = list(dict.fromkeys(doomed))
-                look = kind(dep).on_disk_script(host, doomed)
-                if look is not None:  # what the daemons wrote, before it goes
-                    note = kind(dep).on_disk_note(host, node.sh(look, what="listing files"))
-                    if note and note not in dep.notes:
-                        dep.notes.append(note)
-                node.sh("rm -rf -- " + " ".join(shlex.quote(p) for p in doomed), what="clean-up")
-            except Exception as e:  # a host that is gone: its daemons went with it
-                print(f"{_now()} clean-up on {host}: {e}", file=log, flush=True)
-        dep.close()
-        state["deployment"]["notes"] = dep.notes
-        print(f"{_now()} stopped", file=log, flush=True)
-    state["status"] = "stopped" if state["status"] == "up" else state["status"]
-    if state["status"] == "starting":
-        state["status"] = "failed"
-        state.setdefault("reason", why)
-    state["stopped"] = _now()
-    _write_state(sdir, state, known)
 
 
 @dataclass
@@ -361,7 +145,7 @@ def _acquire(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path) ->
     use_fd = os.open(cdir / "use.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(use_fd, fcntl.LOCK_SH if spec.shared else fcntl.LOCK_EX)
-        with _flock(cdir / "start.lock"):
+        with flock(cdir / "start.lock"):
             held = _up(spec, hosts, cdir)
         held.use_fd = use_fd
         return held
@@ -372,10 +156,10 @@ def _acquire(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path) ->
 
 def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held:
     me = owner()
-    starts = _starts(cdir)
+    starts = start_numbers(cdir)
     n = starts[-1] if starts else 0
     sdir = cdir / f"start-{n}"
-    state = _read_state(sdir) if n else None
+    state = read_state(sdir) if n else None
     if state is not None and state["owner"] == me:
         if state["status"] == "up":
             dep = Deployment.from_state(state["deployment"])
@@ -394,9 +178,9 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
             if reason is None:
                 return Held(spec, n, state)
             state["reason"] = reason
-            _teardown(sdir, state, "a daemon died", spec_secrets(spec))
+            teardown(sdir, state, "a daemon died", spec_secrets(spec))
             state["status"] = "failed"
-            _write_state(sdir, state, spec_secrets(spec))
+            write_state(sdir, state, spec_secrets(spec))
             raise ClusterError(reason)
         if state["status"] == "failed":
             raise ClusterError(
@@ -404,7 +188,7 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
                 f"(see {sdir}/cluster.log): {state.get('reason', 'unknown')}"
             )
     if state is not None and state["status"] in ACTIVE:
-        _teardown(sdir, state, "left by an earlier run", spec_secrets(spec))
+        teardown(sdir, state, "left by an earlier run", spec_secrets(spec))
     attempt = 1
     while True:
         try:
@@ -427,11 +211,11 @@ def _start(
         "status": "starting",
         "owner": me,
         "name": spec.name,
-        "started": _now(),
+        "started": now(),
         "deployment": Deployment(spec, {h: hosts[h] for h in spec.hosts()}).to_state(),
     }
-    _write_state(sdir, state)
-    with _log(sdir, spec_secrets(spec)) as log:
+    write_state(sdir, state)
+    with cluster_log(sdir, spec_secrets(spec)) as log:
         try:
             dep = Deployment(
                 spec,
@@ -444,11 +228,11 @@ def _start(
 
             def save(d: Deployment) -> None:
                 state["deployment"] = d.to_state()
-                _write_state(sdir, state)
+                write_state(sdir, state)
 
             dep.on_change = save
             print(
-                f"{_now()} starting {spec.kind} {spec.version} for {spec.name}",
+                f"{now()} starting {spec.kind} {spec.version} for {spec.name}",
                 file=log,
                 flush=True,
             )
@@ -460,20 +244,20 @@ def _start(
         except BaseException as e:
             reason = str(e) if isinstance(e, Exception) else f"interrupted ({type(e).__name__})"
             state["reason"] = reason
-            print(f"{_now()} failed: {reason}", file=log, flush=True)
+            print(f"{now()} failed: {reason}", file=log, flush=True)
             if not last and isinstance(e, Exception):  # retried, as a ClusterError
-                print(f"{_now()} trying once more, as start-{n + 1}", file=log, flush=True)
+                print(f"{now()} trying once more, as start-{n + 1}", file=log, flush=True)
             log.flush()
-            _teardown(sdir, state, "it could not start")
+            teardown(sdir, state, "it could not start")
             state["status"] = "failed"
-            _write_state(sdir, state)
+            write_state(sdir, state)
             if isinstance(e, Exception) and not isinstance(e, ClusterError):
                 raise ClusterError(reason) from e
             raise
         state["status"] = "up"
-        state["ready"] = _now()
-        _write_state(sdir, state)
-        print(f"{_now()} up", file=log, flush=True)
+        state["ready"] = now()
+        write_state(sdir, state)
+        print(f"{now()} up", file=log, flush=True)
     return Held(spec, n, state)
 
 
@@ -493,14 +277,14 @@ def _pending(root: Path, ident: str, mine: str | None) -> list[str]:
 def _release(held: Held, root: Path, record: str | None) -> None:
     cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=held.ident)
     try:
-        with _flock(cdir / "start.lock"):
+        with flock(cdir / "start.lock"):
             sdir = cdir / f"start-{held.start}"
-            state = _read_state(sdir)
+            state = read_state(sdir)
             # The runs it served, whichever experiment's: a post tells its reader what else
             # wrote into the cluster its numbers (and its datanodes' files) come from.
             if state is not None and record and record not in state.setdefault("served", []):
                 state["served"].append(record)
-                _write_state(sdir, state, spec_secrets(held.spec))
+                write_state(sdir, state, spec_secrets(held.spec))
             try:
                 fcntl.flock(held.use_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -514,7 +298,7 @@ def _release(held: Held, root: Path, record: str | None) -> None:
                     if held.spec.fresh == "cell"
                     else "no other cell of this run needs it"
                 )
-                _teardown(sdir, state, why, spec_secrets(held.spec))
+                teardown(sdir, state, why, spec_secrets(held.spec))
     finally:
         os.close(held.use_fd)
 
@@ -549,18 +333,18 @@ def stop_owned(
     if not base.is_dir():
         return said
     for cdir in sorted(p for p in base.iterdir() if p.is_dir()):
-        starts = _starts(cdir)
+        starts = start_numbers(cdir)
         if not starts:
             continue
-        with _flock(cdir / "start.lock"):
+        with flock(cdir / "start.lock"):
             sdir = cdir / f"start-{starts[-1]}"
-            state = _read_state(sdir)
+            state = read_state(sdir)
             if state is None or state.get("status") not in ACTIVE:
                 continue
             theirs = state.get("owner", "")
             if theirs != (run or owner()) and lifeline.mark_alive(theirs):
                 continue
-            _teardown(sdir, state, why)
+            teardown(sdir, state, why)
             said.append(f"stopped cluster {state.get('name')} ({cdir.name}): {why}")
     return said
 
@@ -573,7 +357,7 @@ def settle(idents: Iterable[str], never: Callable[[str], bool], root: Path = Pat
     path = root / paths.CLUSTERS_PENDING
     if not path.exists():
         return said
-    with _flock(path.with_name("pending.lock")):
+    with flock(path.with_name("pending.lock")):
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -586,12 +370,12 @@ def settle(idents: Iterable[str], never: Callable[[str], bool], root: Path = Pat
         write_pending(data["clusters"], root)
     for ident in idents:
         cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=ident)
-        starts = _starts(cdir)
+        starts = start_numbers(cdir)
         if not starts:
             continue
         use_fd = os.open(cdir / "use.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            with _flock(cdir / "start.lock"):
+            with flock(cdir / "start.lock"):
                 try:
                     fcntl.flock(use_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -599,9 +383,9 @@ def settle(idents: Iterable[str], never: Callable[[str], bool], root: Path = Pat
                 if _pending(root, ident, None):
                     continue
                 sdir = cdir / f"start-{starts[-1]}"
-                state = _read_state(sdir)
+                state = read_state(sdir)
                 if state is not None and state["status"] == "up" and state.get("owner") == owner():
-                    _teardown(sdir, state, "no other cell of this run needs it")
+                    teardown(sdir, state, "no other cell of this run needs it")
                     said.append(f"stopped cluster {state.get('name')} ({ident})")
         finally:
             os.close(use_fd)

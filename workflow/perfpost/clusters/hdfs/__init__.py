@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from perfpost import provision
-from perfpost.clusters.base import Kind
+from perfpost.clusters.deployment import Kind
 
 VERSION = "3.4.2"
 RUNTIME = provision.Runtime(

@@ -20,7 +20,7 @@ import re
 import shlex
 from typing import Any, ClassVar
 
-from perfpost.clusters.base import Kind
+from perfpost.clusters.deployment import Kind
 from perfpost.tools.freon import RUNTIME
 
 SCM_MAIN = "org.apache.hadoop.hdds.scm.server.StorageContainerManagerStarter"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from perfpost import provision
-from perfpost.clusters.base import Kind
+from perfpost.clusters.deployment import Kind
 from perfpost.errors import PerfpostError
 
 # The Hadoop release whose ResourceManager and NodeManager perfpost fetches.

@@ -1,0 +1,63 @@
+"""Measuring a cell beside its companions: the measured step, timed on its host, with what
+runs beside it (an agent, a resource sampler, a background load) already started by the
+preparation.
+
+With ``start_at`` (cells that start together on several hosts) the step waits on its host for
+that moment. The step's timing and exit codes go into the record. Whatever its outcome, each
+beside is stopped right after it, in reverse order; a beside that fails to stop loses its own
+findings (a warning in the record), never the measurement.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from typing import Any
+
+from perfpost.errors import unforeseen
+from perfpost.run import hostscript
+from perfpost.run.cell.attempt import Attempt, iso
+
+
+def measure(cell: Attempt, start_at: float | None) -> dict[str, Any] | None:
+    """The measured step, timed on the host; with ``start_at``, it waits for that moment.
+    What runs beside it is stopped right after it, whatever its outcome."""
+    try:
+        return _measure(cell, start_at)
+    finally:
+        _stop_besides(cell)
+
+
+def _stop_besides(cell: Attempt) -> None:
+    for b in reversed(cell.set_up):
+        try:
+            b.stop(cell)
+        except Exception as e:  # its findings are lost, the measurement is not
+            traceback.print_exc(file=sys.stderr)
+            cell.record.setdefault("warnings", []).append(f"{b.name}: {unforeseen(e)}")
+
+
+def _measure(cell: Attempt, start_at: float | None) -> dict[str, Any] | None:
+    spec, plan = cell.spec, cell.plan
+    cell.measured = cell.run_step(
+        "measure",
+        hostscript.measure_script(
+            "measure", cell.logdir, plan.measure, plan.background, start_at=start_at
+        ),
+        spec.timeout + (max(start_at - time.time(), 0) if start_at else 0),
+    )
+    cell.timing = timing = hostscript.parse_markers(cell.measured.stdout).get("measure")
+    if start_at is not None:
+        cell.record["start_ready_ahead"] = hostscript.parse_ahead(cell.measured.stdout)
+    if timing:
+        cell.record.update(
+            start_epoch=timing.start,
+            end_epoch=timing.end,
+            start=iso(timing.start),
+            end=iso(timing.end),
+        )
+        bad = [c for c in timing.exit_codes if c != 0]
+        cell.record["exit_code"] = bad[0] if bad else 0
+        cell.record["exit_codes"] = list(timing.exit_codes)
+    return None
