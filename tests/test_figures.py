@@ -65,7 +65,7 @@ def _draw(tmp_path, plan, name, records, series=None):
     return json.loads((out / "figures" / "figures.json").read_text())
 
 
-def _onefile_plan(compare: bool = False):
+def _onefile_plan(compare: bool = False, repeats: int = 2):
     """The default config's onefile experiment at the reference post's shape: four chunk
     sizes, a chunk count zipped to each, two repeats; its comparison (on the rate) if
     ``compare``."""
@@ -78,7 +78,7 @@ def _onefile_plan(compare: bool = False):
         "chunks": [20000, 10000, 2500, 300],
     }
     onefile["zip"] = [["size", "chunks"]]
-    onefile["repeats"] = 2
+    onefile["repeats"] = repeats
     if compare:
         for c in onefile["compare"]:
             c["metric"] = "rate"
@@ -208,9 +208,10 @@ def test_legends_lie_inside_the_image(tmp_path, figures):
         ]
     )
     _onefile(tmp_path, figures, series)
-    # 12 series named by three axes each; 8 cells in the rate-over-time figure.
+    # 12 series named by three axes each; in the rate over time, the 8 cells as 2 layouts
+    # (colours, as in the rate's figure) and 4 sizes with their zipped chunk counts (styles).
     assert any(len(_legend_texts(f)) == 12 for f in figures)
-    assert any(len(_legend_texts(f)) == 8 for f in figures)
+    assert any(len(_legend_texts(f)) == 2 + 4 for f in figures)
     outside = [msg for fig in figures for msg in _inside(fig)]
     assert not outside, outside
 
@@ -269,7 +270,7 @@ def test_series_zipped_together_make_one_series_per_pair():
     labels = {"bs": ["4k", "1M"], "count": [2048, 8], "storage": ["shm", "disk"]}
     series = plots.series_axes(labels, "storage", None, [["bs", "count"]])
     assert series == ["bs", "count"]
-    colours = plots.series_colours(labels, series, None, [["bs", "count"]])
+    colours = plots.series_colours(labels, series, [["bs", "count"]])
     assert list(colours) == [("4k", "2048"), ("1M", "8")]
 
 
@@ -351,3 +352,156 @@ def test_runs_close_together_on_an_axis_from_zero_are_drawn_whole(tmp_path, figu
         assert top.get_yscale() == "linear"
         assert top.get_ylim()[0] == 0
         assert _dots_outside(fig) == []
+
+
+# -- one meaning per colour, legends off the data, the scale the data need -------------------
+
+
+def _ratis_figures(tmp_path, figures):
+    """The default config's ratis-placement experiment (data x ratis, three placements, its
+    two comparisons) with made-up rates: log in memory fastest, all on disk slowest."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    plan = build_plan(
+        {
+            "experiments": {"ratis": cfg["experiments"]["ratis-placement"]},
+            "clusters": {"ratis": cfg["clusters"]["ratis"]},
+        }
+    )
+    rates = {("memdisk", "memdisk"): 130.0, ("disk", "memdisk"): 110.0, ("disk", "disk"): 80.0}
+    records = _records(plan, "ratis", lambda labels, r: rates[labels["data"], labels["ratis"]] + r)
+    cells = [c.id for c in plan.experiments["ratis"].cells]
+    series = pd.DataFrame(
+        [
+            {"experiment": "ratis", "cell": cell, "host": "localhost", "repeat": 1}
+            | {"series": "dcg", "t": t, "completed": 10 * t, "total": 50, "rate": 10.0 * t}
+            for cell in cells
+            for t in range(1, 6)
+        ]
+    )
+    drawn = _draw(tmp_path, plan, "ratis", records, series)
+    by_title = {f.get_suptitle(): f for f in figures}
+    return drawn, by_title
+
+
+def _rgb(c) -> tuple:
+    from matplotlib.colors import to_rgb
+
+    return tuple(round(x, 3) for x in to_rgb(c))
+
+
+def _point_colours(ax, y) -> set:
+    """The colours of the scatter points drawn at height ``y`` (a run's value)."""
+    out = set()
+    for coll in ax.collections:
+        offsets = coll.get_offsets()
+        colours = coll.get_facecolors()
+        for i, (_, yy) in enumerate(offsets):
+            if abs(yy - y) < 1e-6:
+                out.add(_rgb(colours[i % len(colours)]))
+    return out
+
+
+def test_a_colour_means_one_series_in_every_figure_of_a_post(tmp_path, figures):
+    _, by_title = _ratis_figures(tmp_path, figures)
+    rate = next(f for t, f in by_title.items() if t.endswith(": Rate"))
+    compare = [f for t, f in by_title.items() if "vs" in t.split(": ")[-1]]
+    assert len(compare) == 2
+    # In the rate's figure ratis=disk (all on disk, run 1: 81 ops/s) has one colour, and
+    # ratis=memdisk (log in memory on the disk, run 1: 111) another.
+    (ax,) = rate.axes
+    on_disk, in_memory = _point_colours(ax, 81.0), _point_colours(ax, 111.0)
+    assert len(on_disk) == 1
+    assert len(in_memory) == 1
+    assert on_disk != in_memory
+    # Both comparison figures draw each side in its series' colour: the same runs, the
+    # same colours (the Ratis log on the disk was the candidate's orange in one figure, and
+    # blue, the baseline's, in the other).
+    for fig in compare:
+        top = fig.axes[0]
+        assert _point_colours(top, 81.0) == on_disk
+        got = _point_colours(top, 111.0) or _point_colours(top, 131.0)
+        assert got <= in_memory | _point_colours(ax, 131.0)
+        assert top.get_legend() is None  # no legend over the runs
+
+
+def test_no_colour_is_said_twice_in_a_legend(tmp_path, figures):
+    _ratis_figures(tmp_path, figures)
+    for fig in figures:
+        for legend in fig.legends:
+            coloured = [
+                _rgb(h.get_color())
+                for h in legend.legend_handles
+                if hasattr(h, "get_color") and _rgb(h.get_color()) != _rgb("0.35")
+            ]
+            assert len(coloured) == len(set(coloured)), (fig.get_suptitle(), coloured)
+
+
+def test_two_sizes_are_two_categories_not_a_line(tmp_path, figures):
+    # The default onefile's sizes, 1k and 1M: nothing was measured between them.
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    plan = build_plan(
+        {"experiments": {"onefile": {**cfg["experiments"]["onefile"], "compare": []}}}
+    )
+    records = _records(plan, "onefile", lambda labels, r: 1000.0 + r)
+    _draw(tmp_path, plan, "onefile", records)
+    rate = next(f for f in figures if f.get_suptitle().endswith(": Rate"))
+    assert _joining_lines(rate) == []
+    assert "lines join" not in _note(rate)
+
+
+def test_changes_far_apart_keep_the_small_ones_interval_visible(tmp_path, figures):
+    # The default run's onefile: one file per block 16 times one file per chunk's rate at
+    # 1 KiB chunks, within a few percent at 1 MiB.
+    plan = _onefile_plan(compare=True, repeats=5)  # 5 against 5: an interval per group
+    rate = {
+        "FILE_PER_CHUNK": {"1k": 1000.0, "1M": 300.0},
+        "FILE_PER_BLOCK": {"1k": 16000.0, "1M": 303.0},
+    }
+    records = _records(
+        plan,
+        "onefile",
+        lambda labels, r: rate[labels["layout"]].get(labels["size"], 500.0) * (1 + 0.02 * r),
+    )
+    _draw(tmp_path, plan, "onefile", records)
+    fig = next(f for f in figures if "one file per block vs" in f.get_suptitle())
+    bottom = fig.axes[1]
+    assert bottom.get_yscale() == "log"
+    # The 1M group's interval, a few percent, still spans pixels: on the linear axis to
+    # +1,500% it was a dot.
+    fig.canvas.draw()
+    from matplotlib.collections import LineCollection
+
+    bars = [c for c in bottom.collections if isinstance(c, LineCollection)]
+    heights = [
+        abs(bottom.transData.transform(s[1])[1] - bottom.transData.transform(s[0])[1])
+        for c in bars
+        for s in c.get_segments()
+    ]
+    assert min(heights) > 2
+
+
+def test_one_unit_for_a_metric_across_a_posts_figures(tmp_path, figures):
+    # Runs from 0.9 GB/s to 3 GB/s, their median 2 GB/s: the metric reads GB/s; the
+    # comparison of the two slower cells, all under 1 GB/s, reads GB/s too, not MB/s.
+    cfg = {
+        "experiments": {
+            "u": {
+                "title": "units",
+                "tool": "dd",
+                "params": {"dir": "/tmp", "bs": "{bs}", "count": 10},
+                "axes": {"bs": ["4k", "64k", "1M", "4M"]},
+                "repeats": 3,
+                "compare": [
+                    {"name": "64k vs 4k", "baseline": {"bs": "4k"}, "candidate": {"bs": "64k"}}
+                ],
+            }
+        }
+    }
+    plan = build_plan(cfg)
+    value = {"4k": 0.9e9, "64k": 0.95e9, "1M": 2.0e9, "4M": 3.0e9}
+    records = _records(
+        plan, "u", lambda labels, r: value[labels["bs"]] + r * 1e6, "throughput", "B/s"
+    )
+    _draw(tmp_path, plan, "u", records)
+    units = {f.get_suptitle(): f.axes[0].get_ylabel() for f in figures if f.axes}
+    assert all("GB/s" in label for label in units.values()), units

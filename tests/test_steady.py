@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfpost.analysis import plots, progress_plot, report, steady, tidy
+from perfpost.analysis import progress_plot, report, steady, tidy
 from perfpost.tools import freon
 from tests.e2e import experiment_dict
 

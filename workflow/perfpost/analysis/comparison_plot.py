@@ -46,11 +46,41 @@ def _side_names(row: Any) -> tuple[str, str]:
     return row.base_label, row.cand_label
 
 
-def _ratio_ticks(low: float, high: float) -> list[float]:
-    """Round percentages for a log ratio axis between ``low`` and ``high`` (ratios)."""
-    candidates = [-0.9, -0.75, -0.5, -0.25, -0.1, 0.0, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100]
-    ticks = [1 + c for c in candidates if low <= 1 + c <= high]
-    return ticks or [1.0]
+def _ratio_ticks(low: float, high: float, most: int = 7) -> list[float]:
+    """Round percentages for a log ratio axis between ``low`` and ``high`` (ratios), no two
+    closer than a seventh of the axis (their labels would overlap): 0% always, then the
+    candidates outward from it."""
+    candidates = [
+        -0.99,
+        -0.9,
+        -0.75,
+        -0.5,
+        -0.25,
+        -0.1,
+        0.0,
+        0.1,
+        0.25,
+        0.5,
+        1,
+        2,
+        5,
+        10,
+        20,
+        50,
+        100,
+        200,
+        500,
+        1000,
+    ]
+    inside = [1 + c for c in candidates if low <= 1 + c <= high]
+    if not inside:
+        return [1.0]
+    gap = (math.log10(high) - math.log10(low)) / most
+    chosen = [1.0] if low <= 1.0 <= high else [inside[0]]
+    for t in sorted(inside, key=lambda t: abs(math.log10(t))):
+        if all(abs(math.log10(t) - math.log10(c)) >= gap for c in chosen):
+            chosen.append(t)
+    return sorted(chosen)
 
 
 def plot_comparison(
@@ -150,7 +180,7 @@ def _changes(ax: Any, rows: list[Any], groups: list[str]) -> None:
         ax.set_yscale("log")
         low, high = ax.get_ylim()
         ax.yaxis.set_major_locator(FixedLocator(_ratio_ticks(low, high)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v - 1:+.0%}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v - 1:+,.0%}"))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_ylabel("change vs baseline\n(log ratio scale)")
     else:

@@ -221,6 +221,7 @@ def answer(
         description = lines[0] if lines else ""
     compared = [r for r in rows if not r.control]
     return {
+        "undermining": said_findings,
         "claims": [
             plain(r)
             for r in compared
@@ -281,12 +282,14 @@ def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> lis
         out.append(
             f"From {a}={first} to {a}={last}, the median {label} changed x{sig(mid, 2)}{spread}"
         )
-    hi = sub.loc[sub["median"].idxmax()]
-    name = ", ".join(f"{a}={hi[a]}" for a in axes)
+    best = sub["median"].idxmin() if unit == "s" else sub["median"].idxmax()
+    hi = sub.loc[best]
+    name = ", ".join(f"{a}={hi[a]}" for a in varied or axes)
     scale = rate_scale([float(hi["median"])]) if unit == "B/s" else None
+    word = "shortest" if unit == "s" else "highest"
     out.insert(
         0,
-        f"The highest median {label} was {format_value(float(hi['median']), unit, scale)} "
+        f"The {word} median {label} was {format_value(float(hi['median']), unit, scale)} "
         f"({name}, {int(hi['n'])} runs)",
     )
     return out
@@ -459,7 +462,7 @@ def conclusion(
     question instead."""
     if experiment.get("conclusion"):
         return " ".join(str(experiment["conclusion"]).split())
-    undermining = [f for f in findings if f.undermines]
+    undermining = list(said.get("undermining") or [])
     if undermining:
         remedies = list(dict.fromkeys(f.remedy for f in undermining if f.remedy))
         text = (
@@ -468,7 +471,7 @@ def conclusion(
             + " (see the caveats)."
         )
         if remedies:
-            text += " To answer it, run the same config on " + "; or on ".join(remedies) + "."
+            text += " To answer it, run the same config with " + "; or with ".join(remedies) + "."
         return text
     lines = said.get("lines") or []
     if not lines:

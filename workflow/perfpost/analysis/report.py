@@ -233,6 +233,9 @@ def render(
     ]
     untestable = list({(u.check, u.why): u for u in untestable}.values())
     labels = {c: design.as_label(c, findings) for c in cells["cell"].astype(str).unique()}
+    # The findings name cells as the post does: by the axes that vary.
+    names = _names(tidy_df, cells, axes, {})
+    findings = [design.renamed(f, names) for f in findings]
     context: dict[str, Any] = {
         "exp": experiment,
         # A full time with its offset, not a day: Hugo skips a page dated in the future, and

@@ -204,13 +204,17 @@ def over_time(
                 top = d.groupby("resource")["value"].mean().idxmax()
                 d = d[d["resource"] == top].sort_values("t")
                 handles.setdefault(node, _steps(ax, d, 100, color=COLOURS[i % 10], ls="--"))
+                # Named inside the panel, just left of and above the line's end: to its
+                # right, the name ran past the frame.
                 ax.annotate(
                     top[5:],
                     (d["t"].iloc[-1], 100 * d["value"].iloc[-1]),
                     fontsize=7,
                     color=COLOURS[i % 10],
-                    xytext=(3, 0),
+                    xytext=(-3, 3),
                     textcoords="offset points",
+                    ha="right",
+                    va="bottom",
                 )
             ax.set_ylabel("disk util %", fontsize=8)
             ax.set_ylim(0, 105)
