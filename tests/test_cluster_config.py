@@ -181,12 +181,44 @@ def test_cells_of_one_configuration_come_before_the_next_ones():
     priority = glue.cell_priority(plan)
 
     class W:
-        def __init__(self, cell):
-            self.experiment, self.cell = "e", cell
+        def __init__(self, cell, experiment="e"):
+            self.experiment, self.cell, self.repeat = experiment, cell, "1"
 
-    # ozone is the first configuration of the plan, hdfs the second (of 2).
-    assert priority(W("storage=ozone,buffer=one")) == 2
-    assert priority(W("storage=hdfs,buffer=one")) == 1
+    # ozone is the first configuration of the plan, hdfs the second (of 2): every ozone cell
+    # before every hdfs cell.
+    ozone = priority(W("storage=ozone,buffer=one"))
+    hdfs = priority(W("storage=hdfs,buffer=one"))
+    assert ozone > hdfs
+    assert ozone == priority(W("storage=ozone,buffer=default"))
+
+
+def test_every_cell_against_a_cluster_comes_before_any_cell_without_one():
+    # An interleaved dd experiment beside one on clusters: while a cluster is up its cells
+    # are the highest ready jobs, so no dd run measures beside it (the quiet host).
+    def both(cfg):
+        del cfg["clusters"]["hdfs"]["hdfs-site"]
+        cfg["experiments"]["d"] = {
+            "tool": "dd",
+            "params": {"dir": "/var/tmp/p", "bs": "{bs}", "count": 1},
+            "axes": {"bs": ["4k", "1M"]},
+            "repeats": 3,
+            "order": "interleaved",
+        }
+
+    plan = plan_of(both)
+    priority = glue.cell_priority(plan)
+
+    class W:
+        def __init__(self, experiment, cell, repeat):
+            self.experiment, self.cell, self.repeat = experiment, cell, str(repeat)
+
+    lowest_cluster = min(
+        priority(W("e", c.id, r)) for c in plan.experiments["e"].cells for r in (1, 2)
+    )
+    highest_plain = max(
+        priority(W("d", c.id, r)) for c in plan.experiments["d"].cells for r in (1, 2, 3)
+    )
+    assert lowest_cluster > highest_plain
 
 
 def _interleaved(cfg):
@@ -203,12 +235,47 @@ def _daemons(plan):
     return sum(len(hosts) for c in seen.values() for hosts in c["roles"].values())
 
 
+def _shared(cfg):
+    _interleaved(cfg)
+    for c in cfg["clusters"].values():
+        c["shared"] = True
+
+
+def test_interleaved_clusters_run_one_at_a_time_unless_shared(monkeypatch):
+    from perfpost.plan import clusters as pconfig
+
+    monkeypatch.setattr(pconfig, "_memory_here", lambda: 64 * 2**30)
+    exp = plan_of(_interleaved).experiments["e"]
+    assert exp.cluster_order["mode"] == "one at a time"
+    assert "`shared: true`" in exp.cluster_order["why"]
+    assert {c["fresh"] for s in exp.cluster_specs.values() for c in s} == {"configuration"}
+    priority = glue.cell_priority(plan_of(_interleaved))
+
+    class W:
+        def __init__(self, cell, repeat):
+            self.experiment, self.cell, self.repeat = "e", cell, str(repeat)
+
+    # Every run of the first configuration before any of the second; within each, A B B A.
+    runs = [(c.id, r) for c in exp.cells for r in (1, 2)]
+    made = sorted(runs, key=lambda x: -priority(W(*x)))
+    ozone = [x for x in made if x[0].startswith("storage=ozone")]
+    assert made[: len(ozone)] == ozone
+    assert [c for c, _ in ozone] == [
+        "storage=ozone,buffer=default",
+        "storage=ozone,buffer=one",
+        "storage=ozone,buffer=one",
+        "storage=ozone,buffer=default",
+    ]
+
+
 @pytest.mark.parametrize(("gib", "mode"), [(64, "side by side"), (2, "restarts")])
-def test_interleaved_clusters_are_up_side_by_side_where_memory_allows(monkeypatch, gib, mode):
+def test_interleaved_shared_clusters_are_up_side_by_side_where_memory_allows(
+    monkeypatch, gib, mode
+):
     from perfpost.plan import clusters as pconfig
 
     monkeypatch.setattr(pconfig, "_memory_here", lambda: gib * 2**30)
-    plan = plan_of(_interleaved)
+    plan = plan_of(_shared)
     exp = plan.experiments["e"]
     daemons = _daemons(plan)
     # 512 MiB of heap and 256 MiB beside it per daemon, all on localhost, against half of it.
@@ -220,7 +287,7 @@ def test_interleaved_clusters_are_up_side_by_side_where_memory_allows(monkeypatc
     fresh = {c["fresh"] for s in exp.cluster_specs.values() for c in s}
     assert fresh == ({"cell"} if mode == "restarts" else {"configuration"})
     # Either way a cluster's id is its configuration's: restarts change when, not what.
-    other = plan_of(lambda cfg: cfg["clusters"]["hdfs"].pop("hdfs-site"))
+    other = plan_of(_shared_plain)
     ids = {ClusterSpec.from_dict(c).ident() for s in exp.cluster_specs.values() for c in s}
     assert ids == {
         ClusterSpec.from_dict(c).ident()
@@ -228,6 +295,12 @@ def test_interleaved_clusters_are_up_side_by_side_where_memory_allows(monkeypatc
         for c in s
     }
     assert json.loads(glue.experiment_json(plan, "e"))["cluster_order"]["mode"] == mode
+
+
+def _shared_plain(cfg):
+    cfg["clusters"]["hdfs"].pop("hdfs-site")
+    for c in cfg["clusters"].values():
+        c["shared"] = True
 
 
 def test_clusters_fresh_for_every_cell_are_alternated_with_restarts():

@@ -64,3 +64,40 @@ def test_the_excerpt_of_a_log_without_errors_is_its_end():
 )
 def test_the_release_a_version_output_names(output, want):
     assert release(output, "9.9.9") == want
+
+
+def test_a_layout_the_datanode_fell_back_from_is_recorded_as_not_in_effect():
+    # The line Ozone 2.2.0's datanode logged in the default run's ozone-chunk cluster.
+    from perfpost.clusters.base import ClusterSpec
+    from perfpost.clusters.deployment import Deployment
+    from perfpost.clusters.ozone import Ozone
+
+    line = (
+        "2026-11-27 20:44:03,823 [main] WARN keyvalue.KeyValueHandler: FILE_PER_CHUNK layout "
+        "is not supported. Falling back to default : FILE_PER_BLOCK."
+    )
+    spec = ClusterSpec(
+        name="ozone-chunk",
+        kind="ozone",
+        version="2.2.0",
+        roles={"scm": ["localhost"], "om": ["localhost"], "datanode": ["localhost"]},
+    )
+    dep = Deployment(spec, {"localhost": {"name": "localhost"}})
+    dep.read_notes(Ozone.NOTES, {"datanode on localhost": f"x\n{line}\ny\n"})
+    assert dep.overridden == [
+        {
+            "key": "ozone.scm.container.layout",
+            "asked": "FILE_PER_CHUNK",
+            "ran": "FILE_PER_BLOCK",
+            "daemon": "datanode",
+            "host": "localhost",
+            "evidence": line,  # the whole log line: where the post's notebook quotes it
+        }
+    ]
+    assert dep.notes == [
+        "datanode on localhost: FILE_PER_CHUNK is not supported by this release; the datanode "
+        "used FILE_PER_BLOCK"
+    ]
+    # Kept with the state, and read back.
+    again = Deployment.from_state(dep.to_state())
+    assert again.overridden == dep.overridden

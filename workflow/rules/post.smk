@@ -4,6 +4,7 @@
 rule figures:
     input:
         tidy=paths.TIDY_PARQUET,
+        cells=paths.CELLS_CSV,
         series=paths.SERIES_CSV,
         steady=paths.STEADY_CSV,
         resources=paths.RESOURCES_CSV,
@@ -29,7 +30,7 @@ rule figures:
         "perfpost figures --experiment {params.exp:q} --tidy {input.tidy:q}"
         " --series {input.series:q} --steady {input.steady:q}"
         " --resources {input.resources:q} --resources-window {input.resources_window:q}"
-        " --out-dir {output:q}"
+        " --cells {input.cells:q} --out-dir {output:q}"
         " > {log:q} 2>&1"
 
 

@@ -133,7 +133,7 @@ def settings_not_applied(clusters: Sequence[Mapping[str, Any]]) -> list[Finding]
                     facts=(
                         f"Cluster `{c.get('name')}` ({c.get('id')}): `{o['key']}` was set to "
                         f"`{o['asked']}`; {where} said it used `{o['ran']}`"
-                        + (f" ({o['evidence']})" if o.get("evidence") else "")
+                        + (f": `{o['evidence']}`" if o.get("evidence") else "")
                         + ".",
                     ),
                     cells=cells,

@@ -181,7 +181,10 @@ class _X:
 
 
 def _x_axis(
-    axis_labels: dict[str, list[Any]], x_axis: str | None, zips: Sequence[Sequence[str]]
+    axis_labels: dict[str, list[Any]],
+    x_axis: str | None,
+    zips: Sequence[Sequence[str]],
+    ran: dict[str, dict[str, str]] | None = None,
 ) -> _X:
     if not x_axis:
         return _X(None, [""], [""], [0.0], False, False)
@@ -194,8 +197,15 @@ def _x_axis(
     positions = [float(p) for p in found] if numeric else [float(i) for i in range(len(labels))]
     log = numeric and min(positions) > 0 and max(positions) / min(positions) >= 10
     # A zipped partner changes with x: its label goes under x's on each tick.
+    # A value whose setting did not take effect is named with what ran (``ran``).
+    said = (ran or {}).get(x_axis, {})
     ticks = [
-        "\n".join([text, *(f"{p}={texts[p][i]}" for p in partners(x_axis, zips) if p in texts)])
+        "\n".join(
+            [
+                text + (f"\n({said[text]})" if text in said else ""),
+                *(f"{p}={texts[p][i]}" for p in partners(x_axis, zips) if p in texts),
+            ]
+        )
         for i, text in enumerate(labels)
     ]
     return _X(x_axis, labels, ticks, positions, numeric, log)
@@ -427,12 +437,14 @@ def metric_figure(
     facet: str | None = None,
     zips: Sequence[Sequence[str]] = (),
     scale: tuple[str, float] | None = None,
+    ran: dict[str, dict[str, str]] | None = None,
 ) -> Figure | None:
     """The figure of one metric, not yet saved; None when there is nothing to draw.
 
     With ``facet``, one panel per value of that axis, each with its own y scale (a hot cache
     and a cold one differ by an order of magnitude; one scale would flatten the cold one).
-    ``scale``: the unit the whole post shows this metric in (:func:`metric_scales`).
+    ``scale``: the unit the whole post shows this metric in (:func:`metric_scales`);
+    ``ran``: per axis, its values whose setting did not take effect and what ran instead.
     """
     data = results(df)
     data = data[data["metric"] == metric]
@@ -441,7 +453,7 @@ def metric_figure(
     unit_name, factor = scale or axis_unit(str(data["unit"].iloc[0]), data["value"].tolist())
     series = series_axes(axis_labels, x_axis, facet, zips)
     colours = series_colours(axis_labels, series, zips)
-    x = _x_axis(axis_labels, x_axis, zips)
+    x = _x_axis(axis_labels, x_axis, zips, ran)
     texts = _texts(axis_labels)
     panels = texts[facet] if facet else [None]
     width = WIDTH_IN if len(panels) == 1 else min(WIDTH_IN * 1.5, 4.5 * len(panels))
@@ -468,7 +480,14 @@ def metric_figure(
     shown = [k for k in colours if k in drawn]
     if series:
         handles = [Line2D([], [], color=colours[k], **style) for k in shown]
-        names = [", ".join(f"{a}={v}" for a, v in zip(series, k, strict=True)) for k in shown]
+        said = ran or {}
+        names = [
+            ", ".join(
+                f"{a}={v}" + (f" ({said[a][v]})" if v in said.get(a, {}) else "")
+                for a, v in zip(series, k, strict=True)
+            )
+            for k in shown
+        ]
         legend = legend_below(fig, handles, names, what)
     else:
         colour = next(iter(colours.values()))
@@ -500,10 +519,11 @@ def plot_metric(
     facet: str | None = None,
     zips: Sequence[Sequence[str]] = (),
     scale: tuple[str, float] | None = None,
+    ran: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, str] | None:
     """Draw one figure (:func:`metric_figure`); returns the PNG and SVG names, or None when
     there is nothing to draw."""
-    fig = metric_figure(df, metric, axis_labels, x_axis, title, facet, zips, scale)
+    fig = metric_figure(df, metric, axis_labels, x_axis, title, facet, zips, scale, ran)
     return save_figure(fig, out_base, metric) if fig is not None else None
 
 
@@ -540,9 +560,11 @@ def plot_experiment(
     outdir: Path,
     facet: str | None = None,
     zips: Sequence[Sequence[str]] = (),
+    ran: dict[str, dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """All figures of one experiment into ``outdir``; returns what was drawn. ``zips``: the
-    experiment's zip groups, whose axes travel together."""
+    experiment's zip groups, whose axes travel together; ``ran``: axis values named with
+    what ran (:func:`metric_figure`)."""
     rest = {a: v for a, v in axis_labels.items() if a != facet and a not in partners(facet, zips)}
     x_axis = choose_x(rest, preferred_x)
     scales = metric_scales(df, metrics)
@@ -558,6 +580,7 @@ def plot_experiment(
             facet,
             zips,
             scales.get(metric),
+            ran,
         )
         if fig:
             drawn.append(fig)

@@ -392,11 +392,18 @@ def _post_context(
     names = _names(tidy_df, cells, axes, labels)
     covers = getattr(adapter, "COVERS", {}).get(metric) if metric else None
     table = post.results_table(tidy_df, axes, metric, names, covers) if metric else None
-    claimed = {r.name for r in comparisons}
+    # The figures that carry the answer: the metric's, and each comparison's, but those
+    # resting on a setting that did not take effect (they compare a set-up with itself).
+    void = {
+        r.name
+        for r in comparisons
+        if (f := post.undermined_by(r, findings, on_disk)) is not None and f.ran
+    }
     figures = [
         f
         for f in full["figures"]
-        if (f.get("comparison") in claimed) or (f.get("metric") == metric and "comparison" not in f)
+        if (f.get("comparison") and f["comparison"] not in void)
+        or (f.get("metric") == metric and "comparison" not in f)
     ]
     return {
         "answer": said,

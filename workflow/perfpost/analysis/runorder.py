@@ -153,8 +153,11 @@ def others_up(
             and c["from"] < t1
             and t0 < c["to"]
         ]
+        said = getattr(r, "others_up", None)
+        if isinstance(said, str) and said:  # what the run's own record found
+            found += [x.split(" (")[0] for x in said.split("; ")]
         if found:
-            out[(str(r.cell), str(r.host), int(r.repeat))] = found
+            out[(str(r.cell), str(r.host), int(r.repeat))] = sorted(set(found))
     return out
 
 

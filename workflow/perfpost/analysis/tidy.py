@@ -67,6 +67,7 @@ CELL_COLUMNS = (
     "cache_files_bytes",
     "start_ready_ahead",
     "delivered",
+    "others_up",
     "record",
 )
 
@@ -146,7 +147,13 @@ def cells_table(records: Iterable[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     """One row per cell attempt that counts: its status and reason, for the failures list."""
     rows = []
     for path, r in records:
-        row = {k: r.get(k) for k in CELL_COLUMNS if k not in ("record", "clusters", "delivered")}
+        row = {
+            k: r.get(k)
+            for k in CELL_COLUMNS
+            if k not in ("record", "clusters", "delivered", "others_up")
+        }
+        # Clusters it did not use that were up on its host while it measured (run.quiet).
+        row["others_up"] = "; ".join(r.get("others_up") or []) or None
         # What perfpost put on the host for it (run.deliver): JSON, one entry per install.
         row["delivered"] = json.dumps(r["delivered"]) if r.get("delivered") else None
         # A service's own record of the run (YARN's application): its id and final state.

@@ -300,6 +300,29 @@ def _cmd_round(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ran(args: argparse.Namespace, df: Any, axes: list[str]) -> dict[str, dict[str, str]]:
+    """Per axis, its values whose cells all ran something else than a setting asked (a
+    release that does not take it), and what they ran: the figures name them so."""
+    if not getattr(args, "cells", None):
+        return {}
+    import pandas as pd
+
+    from perfpost.analysis import design, systems
+
+    cells = pd.read_csv(args.cells)
+    found = design.settings_not_applied(systems.clusters_of(cells))
+    notes = {c: n for f in found for c, n in f.ran.items()}
+    out: dict[str, dict[str, str]] = {}
+    for a in axes:
+        if a not in df:
+            continue
+        for value, rows in df.groupby(a, sort=False):
+            said = {notes.get(str(c)) for c in set(rows["cell"])}
+            if len(said) == 1 and None not in said:
+                out.setdefault(a, {})[str(value)] = said.pop()
+    return out
+
+
 def _cmd_figures(args: argparse.Namespace) -> int:
     from perfpost import tools
     from perfpost.analysis import parts, plots, tidy
@@ -309,8 +332,17 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     labels = {a: list(v) for a, v in exp["axes"].items()}
     metrics = list(tools.get(exp["tool"]).PLOT_METRICS)
     facet, zips = exp["plot"].get("facet"), exp.get("zip") or []
+    ran = _ran(args, df, list(labels))
     drawn = plots.plot_experiment(
-        df, exp["title"], labels, metrics, exp["plot"].get("x"), Path(args.out_dir), facet, zips
+        df,
+        exp["title"],
+        labels,
+        metrics,
+        exp["plot"].get("x"),
+        Path(args.out_dir),
+        facet,
+        zips,
+        ran,
     )
     # One colour per series in every figure of the post, one unit per metric.
     palette = plots.Palette.of_experiment(
@@ -534,6 +566,9 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--resources", help="every sampling interval of every run (resources.csv)")
     s.add_argument("--resources-window", help="each run's measured step (resources-window.csv)")
     s.add_argument("--out-dir", required=True)
+    s.add_argument(
+        "--cells", help="cells.csv: what ran, to name a setting that did not take effect"
+    )
     s.set_defaults(func=_cmd_figures)
 
     s = sub.add_parser("post", help="(workflow step) render an experiment's post")

@@ -56,8 +56,10 @@ class Kind:
     START_ORDER: ClassVar[tuple[str, ...]]  # roles, in the order they are started
     FIELDS: ClassVar[dict[str, str]]  # what `{<cluster>.<field>}` gives a cell's params
     # What a daemon's log may say that changes what was measured (a setting it ignored):
-    # (pattern, the post's sentence with the pattern's groups as {0}, {1}...).
-    NOTES: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # (pattern, the post's sentence with the pattern's groups as {0}, {1}...), and where the
+    # daemon ran another value than a setting asked, that setting's key: the pattern's groups
+    # are then the value asked and the value that ran.
+    NOTES: ClassVar[tuple[tuple[str, ...], ...]] = ()
     # Log lines that never tell why a daemon failed, left out of a failure's reason.
     QUIET: ClassVar[tuple[str, ...]] = HADOOP_QUIET
 
@@ -127,6 +129,8 @@ class Deployment:
     version: str = ""
     changed: list[dict[str, Any]] = field(default_factory=list)  # keys not at their default
     notes: list[str] = field(default_factory=list)  # what the daemons said of the config
+    # Settings the daemons did not take: key, the value asked, the value that ran, who said.
+    overridden: list[dict[str, str]] = field(default_factory=list)
     # What perfpost delivered to the hosts for this start (run.deliver.Delivery.record()).
     delivered: list[dict[str, Any]] = field(default_factory=list)
     tag: str = ""  # who deployed it (a short hash of the controller's directory)
@@ -314,14 +318,31 @@ class Deployment:
             return f"(cannot read {path}: {e})"
         return excerpt(text, clusters.get(self.spec.kind).QUIET, first, last)
 
-    def read_notes(self, patterns: tuple[tuple[str, str], ...], logs: dict[str, str]) -> None:
-        """Add what ``logs`` (daemon label -> text) say that ``patterns`` look for."""
+    def read_notes(self, patterns: tuple[tuple[str, ...], ...], logs: dict[str, str]) -> None:
+        """Add what ``logs`` (daemon label -> text) say that ``patterns`` look for; a
+        pattern naming a setting's key also records that the setting did not take effect
+        (``overridden``: the key, the value asked, the value that ran, which daemon said so)."""
         for label, text in logs.items():
-            for pattern, sentence in patterns:
+            for pattern, sentence, *key in patterns:
                 for m in re.finditer(pattern, text):
                     note = f"{label}: " + sentence.format(*m.groups())
                     if note not in self.notes:
                         self.notes.append(note)
+                    if not key:
+                        continue
+                    daemon, _, host = label.partition(" on ")
+                    start = text.rfind("\n", 0, m.start()) + 1
+                    end = text.find("\n", m.end())
+                    entry = {
+                        "key": key[0],
+                        "asked": m.group(1),
+                        "ran": m.group(2),
+                        "daemon": daemon,
+                        "host": host,
+                        "evidence": text[start : end if end >= 0 else len(text)].strip(),
+                    }
+                    if entry not in self.overridden:
+                        self.overridden.append(entry)
 
     def daemon_logs(self) -> dict[str, str]:
         """Every daemon's whole log, by its label and host."""
@@ -359,6 +380,7 @@ class Deployment:
             "version": self.version,
             "changed": self.changed,
             "notes": self.notes,
+            "overridden": self.overridden,
             "delivered": self.delivered,
             "tag": self.tag,
             "id": self.ident,
@@ -378,6 +400,7 @@ class Deployment:
             version=state.get("version", ""),
             changed=state.get("changed", []),
             notes=state.get("notes", []),
+            overridden=state.get("overridden", []),
             delivered=state.get("delivered", []),
             tag=state.get("tag", ""),
             known_ident=state.get("id", ""),

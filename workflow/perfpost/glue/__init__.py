@@ -118,39 +118,65 @@ def end_run(plan: Plan, ok: bool) -> None:
         print(outcome(plan))
 
 
+# Every cell against a cluster comes before any cell without one, and one configuration's
+# cells before the next one's: while a cluster is up, the cells that use it are always the
+# highest ready jobs of their host, so no other run measures beside it (the quiet host).
+CLUSTER_PRIORITY = 10_000_000
+CONFIGURATION_STRIDE = 100_000  # more runs than this in one configuration would overlap
+
+
 def cell_priority(plan: Plan) -> Any:
     """The order a host makes its runs in, as the cell jobs' priorities (a host runs one at a
-    time, the highest first): cells of one cluster configuration before the next one's, so
-    that few clusters are up at once (each is stopped after its last cell); an experiment's
-    ``order`` (plan.order) among its own runs; 0 where neither applies."""
+    time, the highest first): every cell against a cluster before any cell without one,
+    cells of one cluster configuration before the next one's (each is stopped after its last
+    cell), and an experiment's ``order`` (plan.order) among its own runs: within each
+    configuration where its clusters run one at a time, across them where they are kept up
+    side by side or restarted for every run; 0 where none of this applies."""
     order: dict[str, int] = {}
     for exp in plan.experiments.values():
         for cell in exp.cells:
             for c in exp.cluster_specs.get(cell.id, []):
                 order.setdefault(ClusterSpec.from_dict(c).ident(), len(order))
-    # (experiment, cell, repeat) -> its priority: the first run of the experiment's
-    # sequence the highest. An ordered experiment's runs follow its order alone, clusters or
-    # not (its configurations are up side by side, or restarted for every run).
+
+    def group(exp: Any, cell: str) -> int | None:
+        """The configuration a cell's block belongs to: its own, or the experiment's first
+        where its runs are interleaved across configurations."""
+        specs = exp.cluster_specs.get(cell)
+        if not specs:
+            return None
+        mode = (exp.cluster_order or {}).get("mode")
+        if exp.order is not None and mode in (order_.SIDE_BY_SIDE, order_.RESTARTS):
+            return min(
+                order[ClusterSpec.from_dict(c).ident()]
+                for specs_ in exp.cluster_specs.values()
+                for c in specs_
+            )
+        return min(order[ClusterSpec.from_dict(c).ident()] for c in specs)
+
+    # (experiment, cell, repeat) -> its rank in its block, the first run the highest.
     # Experiments declared earlier come first, each as one block.
     runs: dict[tuple[str, str, int], int] = {}
     for name, exp in reversed(plan.experiments.items()):
         if exp.order is None:
             continue
-        seq = order_.sequence(exp.order, [c.id for c in exp.cells], exp.max_repeats)
+        blocks: dict[int | None, list[str]] = {}
+        for c in exp.cells:
+            blocks.setdefault(group(exp, c.id), []).append(c.id)
         base = len(runs)
-        for i, (cell, repeat) in enumerate(seq):
-            runs[(name, cell, repeat)] = base + len(seq) - i
+        for cells in blocks.values():
+            seq = order_.sequence(exp.order, cells, exp.max_repeats)
+            for i, (cell, repeat) in enumerate(seq):
+                runs[(name, cell, repeat)] = base + len(seq) - i
     if not order and not runs:
         return 0
-    ordered = {name for name, _, _ in runs}
 
     def priority(wildcards: Any) -> int:
-        if wildcards.experiment in ordered:
-            return runs.get((wildcards.experiment, wildcards.cell, int(wildcards.repeat)), 0)
-        specs = plan.experiments[wildcards.experiment].cluster_specs.get(wildcards.cell)
-        if not specs:
-            return 0
-        return len(order) - min(order[ClusterSpec.from_dict(c).ident()] for c in specs)
+        exp = plan.experiments[wildcards.experiment]
+        rank = runs.get((wildcards.experiment, wildcards.cell, int(wildcards.repeat)), 0)
+        g = group(exp, wildcards.cell)
+        if g is None:
+            return rank
+        return CLUSTER_PRIORITY + (len(order) - g) * CONFIGURATION_STRIDE + rank
 
     return priority
 

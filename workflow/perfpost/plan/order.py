@@ -53,6 +53,9 @@ def settings(raw: Any, where: str, *, clusters: bool, together: bool, compares: 
 
 SIDE_BY_SIDE = "side by side"
 RESTARTS = "restarts"
+# One configuration at a time, its cells interleaved while it is up, stopped before the next
+# starts: a run measures with no cluster it does not use up on its host.
+ONE_AT_A_TIME = "one at a time"
 DEFAULT_HEAP = "512m"  # what perfpost starts every daemon with (clusters/<kind>: HEAP)
 JVM_OVERHEAD = 256 * 2**20  # a JVM's memory beyond its heap: metaspace, code, threads
 MEMORY_SHARE = 0.5  # of a host's memory the daemons may take; the rest is the tools' and cache's
@@ -80,6 +83,11 @@ def cluster_mode(
     configs = list(configs)
     if all(c.get("fresh") == "cell" for c in configs):
         return RESTARTS, "its clusters are `fresh: cell`"
+    if len(configs) > 1 and not all(c.get("shared") for c in configs):
+        return ONE_AT_A_TIME, (
+            "no run measures beside a cluster it does not use, unless the clusters are "
+            "`shared: true`"
+        )
     need: dict[str, int] = {}
     for c in configs:
         for role, hosts in c["roles"].items():
@@ -121,6 +129,12 @@ def sequence(order: Any, cells: Iterable[str], repeats: int) -> list[tuple[str, 
 
 def describe_clusters(mode: str, why: str, configs: int) -> str:
     """The post's sentence on how interleaved runs had their clusters."""
+    if mode == ONE_AT_A_TIME:
+        return (
+            f"The {configs} cluster configurations ran one after another, each started once, "
+            f"its cells' runs interleaved while it was up, and stopped before the next started "
+            f"({why}): a drift between the configurations' blocks is not balanced by the order."
+        )
     if mode == SIDE_BY_SIDE:
         return (
             f"The {configs} cluster configurations were kept up side by side, each started "

@@ -94,6 +94,9 @@ def public_state(state: dict[str, Any], known: Iterable[str] = ()) -> dict[str, 
         dep["spec"] = spec
     dep["changed"] = [_public_change(c) for c in dep.get("changed", [])]
     dep["notes"] = [redact.text(str(n)) for n in dep.get("notes", [])]
+    dep["overridden"] = [
+        {k: redact.text(str(v)) for k, v in o.items()} for o in dep.get("overridden", [])
+    ]
     if isinstance(dep.get("version"), str):
         dep["version"] = redact.text(dep["version"])
     out["deployment"] = dep

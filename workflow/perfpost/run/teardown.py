@@ -105,6 +105,7 @@ def teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] =
                 print(f"{now()} clean-up on {host}: {e}", file=log, flush=True)
         dep.close()
         state["deployment"]["notes"] = dep.notes
+        state["deployment"]["overridden"] = dep.overridden
         print(f"{now()} stopped", file=log, flush=True)
     state["status"] = "stopped" if state["status"] == "up" else state["status"]
     if state["status"] == "starting":

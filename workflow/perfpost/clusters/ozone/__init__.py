@@ -98,6 +98,7 @@ class Ozone(Kind):
         (
             r"(FILE_PER_\w+) layout is not supported\. Falling back to default : (FILE_PER_\w+)",
             "{0} is not supported by this release; the datanode used {1}",
+            "ozone.scm.container.layout",
         ),
     )
 

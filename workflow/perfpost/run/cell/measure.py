@@ -16,7 +16,7 @@ import traceback
 from typing import Any
 
 from perfpost.errors import unforeseen
-from perfpost.run import hostscript
+from perfpost.run import hostscript, quiet
 from perfpost.run.cell.attempt import Attempt, iso
 
 
@@ -40,6 +40,8 @@ def _stop_besides(cell: Attempt) -> None:
 
 def _measure(cell: Attempt, start_at: float | None) -> dict[str, Any] | None:
     spec, plan = cell.spec, cell.plan
+    mine = [c.ident() for c in spec.cluster_specs()]
+    before = quiet.clusters_up(spec.host["name"], mine)
     cell.measured = cell.run_step(
         "measure",
         hostscript.measure_script(
@@ -60,4 +62,6 @@ def _measure(cell: Attempt, start_at: float | None) -> dict[str, Any] | None:
         bad = [c for c in timing.exit_codes if c != 0]
         cell.record["exit_code"] = bad[0] if bad else 0
         cell.record["exit_codes"] = list(timing.exit_codes)
+    # Clusters this run does not use, up on its host as the step began or as it ended.
+    cell.record["others_up"] = sorted({*before, *quiet.clusters_up(spec.host["name"], mine)})
     return None
