@@ -104,8 +104,9 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
     assert len(roots) >= 6
     assert [c for c in _cmdlines() if any(r in c for r in roots)] == []
     experiments = ("dd-fsync", "local-reads", "onefile", "hcfs", "ratis-placement", "teragen")
+    _posts_a_reader_publishes(work, experiments)
     for experiment in experiments:
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         assert front_matter(post)["title"]
         assert "Environment" in sections(post)
         links = image_links(post)
@@ -116,7 +117,7 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
             assert "None: every run finished." in failures, f"{experiment}: {failures[:2000]}"
         else:  # the dropped-cache cells cannot be measured without root: listed as skipped
             assert "skipped" in failures, failures[:2000]
-    fsync = (work / "reports" / "dd-fsync" / "index.md").read_text()
+    fsync = notebook_of(work / "reports" / "dd-fsync" / "index.md")
     assert "dd (coreutils)" in fsync
     # The comparison is stated, whichever way the runs went, with its interval and n.
     (claim,) = [ln for ln in fsync.splitlines() if ln.startswith("- memdisk vs disk:")]
@@ -138,14 +139,14 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
     assert "The runs were interleaved" in fsync
     assert "**Drift.**" in fsync
     assert "figures/compare-1.png" in fsync
-    onefile = (work / "reports" / "onefile" / "index.md").read_text()
+    onefile = notebook_of(work / "reports" / "onefile" / "index.md")
     assert "Ozone freon/vapor 2.2.0" in onefile
     assert "Every run:" in onefile
     # Its runs are timed (--duration): their progress lines count seconds, so there is no
     # rate over time to draw, and the hcfs post's counted runs have one.
     assert "figures/rate_over_time.png" not in onefile
-    assert "figures/rate_over_time.png" in (work / "reports" / "hcfs" / "index.md").read_text()
-    teragen = (work / "reports" / "teragen" / "index.md").read_text()
+    assert "figures/rate_over_time.png" in notebook_of(work / "reports" / "hcfs" / "index.md")
+    teragen = notebook_of(work / "reports" / "teragen" / "index.md")
     assert "Hadoop 3.4.2" in teragen
     assert "| `storage=hdfs` | localhost | 1 |" in teragen
     # The real systems, named with their own version output, in the posts that ran on them.
@@ -154,7 +155,7 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
         ("ratis-placement", ("### Ozone `ratis`",)),
         ("teragen", ("### HDFS `hdfs`", "### Ozone `ozone`", "### Ozone `ozone-chunk`")),
     ):
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         assert "## System under test" in post
         for heading in systems:
             assert heading in post, f"{experiment}: no {heading}"
@@ -166,7 +167,7 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
     # The HCFS table, counted inside freon by the Byteman agent: 200 files of 10240 bytes
     # each way; the default copy buffer (4096) takes 3 write calls per file, the 1-byte one
     # 10,240, and Ozone's and HDFS's streams have no .crc stream inside: the counts are exact.
-    hcfs = (work / "reports" / "hcfs" / "index.md").read_text()
+    hcfs = notebook_of(work / "reports" / "hcfs" / "index.md")
     inside = hcfs.split("### Inside the client", 1)[1].split("Every run:", 1)[0]
     assert "| storage | buffer | runs | write calls | write time | close calls | close time |" in (
         inside
@@ -181,26 +182,26 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
     _posts_pass_their_own_checks(work)
     # Ozone 2.2.0's datanode ignores FILE_PER_CHUNK; the post says so rather than compare.
     assert "FILE_PER_CHUNK is not supported by this release" in teragen
-    ratis = (work / "reports" / "ratis-placement" / "index.md").read_text()
+    ratis = notebook_of(work / "reports" / "ratis-placement" / "index.md")
     assert ratis.count("hdds.container.ratis.datanode.storage.dir") >= 3
-    reads = (work / "reports" / "local-reads" / "index.md").read_text()
+    reads = notebook_of(work / "reports" / "local-reads" / "index.md")
     # 12 cells x 3 repeats; dropped-cache cells are measured as root and skipped otherwise.
     assert "36 runs in all" in reads
     # Every post states its validity facts: one run of perfpost made every run; the drop's
     # evidence where the cache was dropped (18 of the 36 runs, as root); sync's share where
     # sync was timed.
     for experiment in experiments:
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         assert "## Validity" in post
         assert "**Sessions.** Every run came from one run of perfpost" in post
     if os.geteuid() == 0:
         assert "**Page cache dropped.** The page cache was dropped before 18 runs" in reads
     for experiment in ("dd-fsync", "onefile"):
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         assert "**`sync` share.** `sync` after each run took " in post
     # Every post says what bound each of its cells, from the hosts' and daemons' telemetry.
     for experiment in experiments:
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         res = post.split("## Resources", 1)[1].split("\n## ", 1)[0]
         said = [ln for ln in res.splitlines() if ln.startswith("- `")]
         cells = pd.read_csv(work / "results" / experiment / "cells.csv")
@@ -293,7 +294,7 @@ def _posts_pass_their_own_checks(work: Path) -> None:
     import pandas as pd
 
     for experiment in ("dd-fsync", "local-reads", "onefile", "hcfs", "ratis-placement", "teragen"):
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         summary = post.split("## Summary", 1)[1].split("\n## ", 1)[0]
         assert "Reporting lag (" not in summary, f"{experiment}: {summary}"
     for experiment in ("onefile", "hcfs", "ratis-placement"):
@@ -303,7 +304,7 @@ def _posts_pass_their_own_checks(work: Path) -> None:
         window = done[done["metric"] == "rate_source_progress_window"]
         # Every freon run's rate is over its measured phase, none over the whole run.
         assert len(window) == len(runs), f"{experiment}: {len(window)} of {len(runs)} windowed"
-        post = (work / "reports" / experiment / "index.md").read_text()
+        post = notebook_of(work / "reports" / experiment / "index.md")
         assert "**Reporting lag.** Every rate (" in post
     for experiment, groups in DECLARED.items():
         table = pd.read_csv(work / "reports" / experiment / "comparisons.csv")

@@ -33,13 +33,16 @@ from tests.e2e import experiment_dict, front_matter, image_links, make_checkout,
 
 pytestmark = pytest.mark.e2e
 
+# The post, in the reference posts' shape, and the notebook beside it with the full record.
+POST_SECTIONS = ["How it was run", "Results", "Caveats", "Conclusion"]
 SECTIONS = [
-    "Summary",
+    "Summary of the runs",
     "Test method",
     "Test commands",
     "Environment",
     "Results",
     "Resources",
+    "Design checks",
     "Validity",
     "Failed cells",
     "Detailed results",
@@ -93,16 +96,21 @@ def run(tmp_path_factory):
 def test_the_post_is_a_bundle_with_every_section_and_resolving_links(run):
     post_dir = run / "reports" / "blocks"
     post = (post_dir / "index.md").read_text()
+    notebook = (post_dir / "notebook.md").read_text()
     fm = front_matter(post)
     assert fm["title"] == "Write 8 MiB to memory: block size"
     assert str(fm["date"])
     assert fm["tags"] == ["dd", "test"]
-    assert sections(post) == SECTIONS
-    links = image_links(post) + re.findall(r"\]\(([^)#]+\.(?:csv|svg))\)", post)
-    assert "figures/compare-1.png" in links
-    for link in links:
-        assert not link.startswith(("/", "http")), link  # relative: the bundle moves as one
-        assert (post_dir / link).is_file(), link
+    assert sections(post) == POST_SECTIONS
+    assert sections(notebook) == SECTIONS
+    assert "](notebook.md)" in post  # the full record, linked from the post
+    assert front_matter(notebook)["title"] == "Write 8 MiB to memory: block size: the lab notebook"
+    for text in (post, notebook):
+        links = image_links(text) + re.findall(r"\]\(([^)#]+\.(?:csv|svg|md))(?:#[^)]*)?\)", text)
+        assert "figures/compare-1.png" in links
+        for link in links:
+            assert not link.startswith(("/", "http")), link  # relative: the bundle moves as one
+            assert (post_dir / link).is_file(), link
 
 
 def test_the_front_matter_is_what_hugo_and_jekyll_read(run):
@@ -113,12 +121,19 @@ def test_the_front_matter_is_what_hugo_and_jekyll_read(run):
     assert fm["date"].utcoffset() == dt.timedelta(0)
     assert fm["draft"] is False
     assert fm["render_with_liquid"] is False  # commands and logs are not Liquid templates
-    # What search results and social previews show: the description, on one line.
-    assert fm["description"] == 'Eight MiB into memory in blocks of 4 KiB or 1 MiB: "quoted".'
+    # What search results and social previews show: the answer, on one line, plain text;
+    # the experiment's own description opens the post instead.
+    post = (run / "reports" / "blocks" / "index.md").read_text()
+    assert "\n" not in fm["description"]
+    assert "`" not in fm["description"]
+    assert "1M blocks" in fm["description"]
+    assert "4k" in fm["description"]
+    assert 'Eight MiB into memory\n  in blocks of 4 KiB or 1 MiB: "quoted".' in post
     # Every fenced block names its language, so a theme's highlighter does not guess one
     # for a log or a version block (PaperMod coloured them as sql, apache, ini).
     opening, fenced = [], False
-    for line in (run / "reports" / "blocks" / "index.md").read_text().splitlines():
+    notebook = (run / "reports" / "blocks" / "notebook.md").read_text()
+    for line in (post + notebook).splitlines():
         if line.startswith("```"):
             if not fenced:
                 opening.append(line)
@@ -159,12 +174,13 @@ def expected_comparison(base, cand):
         "low": low,
         "high": high,
         "detectable": -math.expm1(-(logs[-k] - logs[k - 1]) / 2),
+        "detectable_up": math.expm1((logs[-k] - logs[k - 1]) / 2),
         "claim": p <= 0.05 and (low > 0 or high < 0),
     }
 
 
 def test_summary_numbers_equal_those_computed_from_the_table(run):
-    post = (run / "reports" / "blocks" / "index.md").read_text()
+    post = (run / "reports" / "blocks" / "notebook.md").read_text()
     df = pd.read_csv(run / "results" / "blocks" / "tidy.csv")
     done = df[(df["status"] == "done") & (df["metric"] == "throughput")]
     base = done[(done["bs"] == "4k") & (done["storage"] == "shm")]["value"].tolist()
@@ -196,7 +212,9 @@ def test_summary_numbers_equal_those_computed_from_the_table(run):
         assert shm_row["verdict"] == ("better" if want["change"] > 0 else "worse")
     else:
         assert f"no significant difference in throughput ({want['change']:+.1%}," in line
-        assert f"smaller than about {want['detectable']:.1%}." in line
+        # A drop and a rise of one half-width on the log scale are different percentages.
+        assert f"a drop smaller than about {want['detectable']:.1%} " in line
+        assert f"or a rise smaller than about {want['detectable_up']:.1%}." in line
         assert shm_row["verdict"] == "no significant difference"
     assert float(shm_row["change"]) == pytest.approx(want["change"])
     assert float(shm_row["ci_low"]) == pytest.approx(want["low"])
@@ -207,7 +225,7 @@ def test_summary_numbers_equal_those_computed_from_the_table(run):
 
 
 def test_the_failed_cells_are_listed_and_their_comparison_says_why_not(run):
-    post = (run / "reports" / "blocks" / "index.md").read_text()
+    post = (run / "reports" / "blocks" / "notebook.md").read_text()
     failed = post.split("## Failed cells")[1].split("## ")[0]
     assert failed.count("storage=blocked") == 10  # 2 cells x 5 repeats, each with its reason
     assert "too few runs to say (n = 0/0" in post
@@ -222,7 +240,8 @@ def _render(run, tmp_path, tidy_df, comp):
     )
     cells = pd.read_csv(run / "results" / "blocks" / "cells.csv")
     cells["record"] = [str(run / r) for r in cells["record"]]
-    return report.render(exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "data.csv")
+    report.render(exp, tidy_df, cells, {}, [], tmp_path / "index.md", tmp_path / "data.csv")
+    return (tmp_path / "notebook.md").read_text()
 
 
 def test_overlapping_runs_are_not_claimed_and_three_a_side_are_refused(run, tmp_path):
@@ -371,7 +390,7 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
     # samples cannot show what the step did (the post's Resources section says so).
     pngs = sorted((run / "reports" / "blocks" / "figures").glob("*.png"))
     assert [p.name for p in pngs] == ["compare-1.png", "throughput.png"]
-    post = (run / "reports" / "blocks" / "index.md").read_text()
+    post = (run / "reports" / "blocks" / "notebook.md").read_text()
     assert "every cell's measured step was shorter than two sampling intervals" in post
     for png in pngs:
         rel = str(png.relative_to(run))
@@ -426,21 +445,6 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
     assert background.mean() < 0.9
     colours = {tuple(p) for p in (pixels[::7, ::7] * 255).astype(int).reshape(-1, 3)}
     assert len(colours) > 50
-
-
-def test_compared_series_keep_the_comparison_colours_in_every_figure():
-    from perfpost.analysis import plots
-
-    labels = {"storage": ["disk", "memdisk", "nvme"], "bs": ["4k", "1M"]}
-    roles = {"baseline": {"storage": "memdisk"}, "candidate": {"storage": "nvme"}}
-    colours = plots.series_colours(labels, ["storage"], roles)
-    assert colours[("memdisk",)] == plots.BASELINE_COLOUR
-    assert colours[("nvme",)] == plots.CANDIDATE_COLOUR
-    assert colours[("disk",)] not in (plots.BASELINE_COLOUR, plots.CANDIDATE_COLOUR)
-    # Filters on an axis that is not a series (x, facet): config order, as without roles.
-    assert plots.series_colours(labels, ["storage"], {"baseline": {"bs": "4k"}}) == (
-        plots.series_colours(labels, ["storage"], None)
-    )
 
 
 # A Hugo site as small as one can be: no theme, Goldmark's defaults (tables on, raw HTML off:
@@ -640,18 +644,30 @@ def test_a_published_post_builds_in_hugo_and_shows_every_figure_and_table(
     )
     assert built.returncode == 0, built.stdout + built.stderr
     assert "WARN" not in built.stdout + built.stderr, built.stdout + built.stderr
+    notebook = (run / "reports" / "blocks" / "notebook.md").read_text()
     with serving(tmp_path / "public") as base:
         good = dump_dom(f"{base}/posts/blocks/", tmp_path / "profile-1")
         bad = dump_dom(f"{base}/posts/broken/", tmp_path / "profile-2")
-    # The post: two figures (throughput, the comparison; the steps are too short for a
-    # resources figure) and four tables (results, comparisons, resources, failed cells), each
-    # with the rows its markdown has, some continued in tables after them to fit the column.
+        # The notebook beside it, at the address the post links: a page of its own.
+        beside = dump_dom(f"{base}/posts/blocks/notebook/", tmp_path / "profile-3")
+    # The post: two figures (throughput, the comparison) and one table, the results.
     assert len(image_links(post)) == 2
-    continued = post.count("*The same rows, continued: ")
-    assert continued >= 2  # the results and the comparisons, wider than 700 px in one table
-    assert len(markdown_table_rows(post)) == 4 + continued
+    assert len(markdown_table_rows(post)) == 1 + post.count("*The same rows, continued: ")
     assert page_problems(good, post) == []
     assert page_problems(bad, broken) == ["figures/missing.png: did not load"]
+    assert 'href="notebook/"' in good
+    # The notebook: its figures loaded one folder up, every table with its rows (results,
+    # comparisons, resources, failed cells; some continued to fit the column).
+    continued = notebook.count("*The same rows, continued: ")
+    assert continued >= 2  # the results and the comparisons, wider than 700 px in one table
+    assert len(markdown_table_rows(notebook)) == 4 + continued
+    nb_links = [f"../{link}" for link in image_links(notebook)]
+    assert page_problems(beside, notebook.replace("](figures/", "](../figures/")) == []
+    assert nb_links
+    # Listed nowhere: the section's list has the posts, not the notebook.
+    listed = (tmp_path / "public" / "posts" / "index.html").read_text()
+    assert "/posts/blocks/" in listed
+    assert "notebook" not in listed
 
 
 # A Jekyll site as `jekyll new` makes one, with Debian's Jekyll 4.3 and its minima theme and
@@ -719,4 +735,12 @@ def test_a_published_post_is_a_post_of_a_minima_site_listed_in_its_feed(
         assert (tmp_path / "_site" / rel).stat().st_mode & 0o004, rel
     with serving(tmp_path / "_site") as base:
         dom = dump_dom(f"{base}/posts/blocks/", tmp_path / "profile")
+        beside = dump_dom(f"{base}/posts/blocks/notebook/", tmp_path / "profile-2")
     assert page_problems(dom, post) == []
+    # The notebook: a page at the address the post links, not in the header's menu nor on
+    # the home page, its figures and tables whole.
+    assert 'href="/posts/blocks/notebook/"' in dom
+    assert "notebook" not in menu
+    assert "notebook" not in home.split('class="post-list"', 1)[1]
+    notebook = (site / "posts" / "blocks" / "notebook.md").read_text()
+    assert page_problems(beside, notebook) == []

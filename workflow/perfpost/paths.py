@@ -59,8 +59,8 @@ POST_DIR = REPORTS + "/{experiment}"
 POST = POST_DIR + "/index.md"
 # The lab notebook beside the post: method, every run, resources, validity, logs.
 POST_NOTEBOOK = POST_DIR + "/notebook.md"
-# Both as HTML pages with their figures, for `snakemake --report`.
-POST_HTML = POST_DIR + "/html"
+# Both as one self-contained HTML page (figures inlined), for `snakemake --report`.
+POST_HTML = EXPERIMENT_DIR + "/post.html"
 HTML_LOG = EXPERIMENT_DIR + "/logs/html.log"
 POST_DATA = POST_DIR + "/data.csv"
 POST_COMPARISONS = POST_DIR + "/comparisons.csv"

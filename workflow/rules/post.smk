@@ -83,8 +83,7 @@ rule html:
         figures=paths.FIGURES_DIR,
     output:
         report(
-            directory(paths.POST_HTML),
-            htmlindex="index.html",
+            paths.POST_HTML,
             caption="../report/post.rst",
             category="{experiment}",
             subcategory="post",

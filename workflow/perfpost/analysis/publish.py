@@ -366,7 +366,7 @@ def _publish_jekyll(
                 src,
                 files,
                 ignore=lambda d, names, src=src: [
-                    n for n in names if _hidden(n) or (Path(d) == src and n in ("index.md", "html"))
+                    n for n in names if _hidden(n) or (Path(d) == src and n == "index.md")
                 ],
             )
             if (files / NOTEBOOK).is_file():
@@ -450,7 +450,7 @@ def _publish_hugo(
             src,
             bundle,
             ignore=lambda d, names, src=src: [
-                n for n in names if _hidden(n) or (Path(d) == src and n in (NOTEBOOK, "html"))
+                n for n in names if _hidden(n) or (Path(d) == src and n == NOTEBOOK)
             ],
         )
         (bundle / "index.md").write_text(hugo_post((src / "index.md").read_text()))

@@ -461,8 +461,8 @@ def _cmd_post(args: argparse.Namespace) -> int:
 def _cmd_html(args: argparse.Namespace) -> int:
     from perfpost.analysis import html
 
-    made = html.write(Path(args.post).parent, Path(args.out))
-    print(f"{len(made)} pages -> {args.out}")
+    html.write(Path(args.post).parent, Path(args.out))
+    print(f"post and notebook -> {args.out}")
     return 0
 
 
@@ -589,5 +589,5 @@ def add_commands(sub: Any) -> None:
 
     s = sub.add_parser("html", help="(workflow step) a post and its notebook as HTML pages")
     s.add_argument("--post", required=True, help="the post's index.md (its folder is read)")
-    s.add_argument("--out", required=True, help="the folder the pages and figures go to")
+    s.add_argument("--out", required=True, help="the HTML page to write")
     s.set_defaults(func=_cmd_html)
