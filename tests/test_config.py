@@ -201,3 +201,40 @@ def test_an_unreadable_cache_entry_means_validating_again(tmp_path, monkeypatch)
     build_plan(cfg, cache=tmp_path)
     assert calls == {"schema": 1, "params": 1}
     assert cfg["experiments"]["w"]["repeats"] == 3
+
+
+def test_a_config_mistake_names_the_file_and_the_line_of_its_key(tmp_path):
+    from perfpost.errors import ConfigError
+    from perfpost.plan.loading import key_path, locate, message
+
+    text = (
+        "experiments:\n"  # 1
+        "  x:\n"  # 2
+        "    tool: dd\n"  # 3
+        "    params:\n"  # 4
+        "      dir: /tmp\n"  # 5
+        "    compare:\n"  # 6
+        "      - name: a\n"  # 7
+        "      - name: b\n"  # 8
+        "        baseline: {bs: 4k}\n"  # 9
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert key_path("experiments.x[bs=4k].params") == ("experiments", "x", "params")
+    assert key_path("experiments.x.compare[1].baseline") == (
+        "experiments",
+        "x",
+        "compare",
+        "1",
+        "baseline",
+    )
+    assert locate("experiments.x[bs=4k].params", [path]) == (str(path), 4)
+    assert locate("experiments.x.compare[1].baseline", [path]) == (str(path), 9)
+    # A key the file lacks (a default filled in): the deepest one it has.
+    assert locate("experiments.x.params.bs", [path]) == (str(path), 4)
+    # A later --configfile that sets the key wins.
+    later = tmp_path / "d.yaml"
+    later.write_text("experiments:\n  x:\n    params: {dir: /var/tmp}\n")
+    assert locate("experiments.x.params", [path, later]) == (str(later), 3)
+    said = message(ConfigError("experiments.x[default].params", "unknown key"), [path])
+    assert said == f"{path}:4: experiments.x[default].params: unknown key"

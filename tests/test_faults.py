@@ -711,6 +711,9 @@ def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
         assert fragment in said, f"{name}: {said[-1500:]}"
         assert not (work / "results").exists(), name
         line = next(line for line in said.splitlines() if where in line)
+        # One message a person reads, not Snakemake's wrapper naming a rule file.
+        assert line.startswith("perfpost: "), f"{name}: {line}"
+        assert "WorkflowError" not in said, f"{name}: {said[-1500:]}"
         messages.add(line.strip())
         refused.append(name)
     assert len(messages) == len(MISTAKES)  # each mistake has its own message

@@ -396,6 +396,16 @@ def test_the_html_report_shows_figures_and_tables_in_headless_chromium(run):
         rel = str(png.relative_to(run))
         assert results[rel]["mime_type"] == "image/png"
         assert embedded(rel) == png.read_bytes(), rel
+    # The post as its reader reads it, with its notebook under it, one page that stands
+    # alone: its figures inlined, byte for byte.
+    page = results["results/blocks/post.html"]
+    assert page["mime_type"] == "text/html"
+    text = embedded("results/blocks/post.html").decode()
+    assert "<h1>Write 8 MiB to memory: block size</h1>" in text
+    assert 'id="notebook">Write 8 MiB to memory: block size: the lab notebook</h1>' in text
+    assert 'href="#notebook"' in text
+    inlined = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
+    assert {base64.b64decode(x) for x in inlined} == {p.read_bytes() for p in pngs}
     # Each table, row for row. The config makes 2 x 2 cells of 5 repeats (20 runs), and
     # its one comparison has a group per storage (2).
     for rel, n_rows in (

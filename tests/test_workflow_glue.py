@@ -214,3 +214,37 @@ def test_the_cell_rules_command_survives_the_shell_and_snakemakes_format(monkeyp
         "-S",
         "/opt/my {x}/perfpost/run/cellclient.py",
     ]
+
+
+def test_a_post_s_reproduce_line_is_the_command_that_made_it(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from perfpost import glue
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text("experiments: {}\n")
+    (tmp_path / "mine.yaml").write_text("experiments: {}\n")
+
+    def workflow(given, replace):
+        return SimpleNamespace(
+            config_settings=SimpleNamespace(
+                configfiles=[tmp_path / g for g in given], replace_workflow_config=replace
+            )
+        )
+
+    assert glue.reproduce_command(glue.config_files(workflow([], False))) == (
+        "snakemake --cores 6 report"
+    )
+    # The README's way to run an example: that file alone.
+    assert glue.reproduce_command(glue.config_files(workflow(["mine.yaml"], True))) == (
+        "snakemake --cores 6 --configfile mine.yaml --replace-workflow-config report"
+    )
+    # Over the default: both, the given one last (it overrides).
+    assert glue.config_files(workflow(["mine.yaml"], False)) == [
+        "config/config.yaml",
+        str(tmp_path / "mine.yaml"),
+    ]
+    assert glue.reproduce_command(glue.config_files(workflow(["mine.yaml"], False))) == (
+        "snakemake --cores 6 --configfile mine.yaml report"
+    )

@@ -1,13 +1,12 @@
 # Config validation and the matrix, shared by every rule file.
 import sys
 
-from snakemake.exceptions import WorkflowError
-
 from perfpost.plan.build import build_plan
 from perfpost.plan.checks import check_secrets
 from perfpost import paths, glue
 from perfpost.glue import attempts, provisioning
 from perfpost.errors import ConfigError
+from perfpost.plan.loading import message
 
 try:
     # Snakemake's loader keeps the last of two equal keys (two experiments named alike):
@@ -15,8 +14,12 @@ try:
     glue.read_strictly(workflow.configfiles)
     PLAN = build_plan(config, cache=paths.CONFIG_CACHE_DIR)
     check_secrets(PLAN)
+    PLAN.reproduce = glue.reproduce_command(glue.config_files(workflow))
 except ConfigError as e:
-    raise WorkflowError(str(e)) from None
+    # One line a person reads (file:line: key: what is wrong), not Snakemake's wrapper
+    # naming this rule file.
+    print(f"perfpost: {message(e, glue.config_files(workflow))}", file=sys.stderr)
+    raise SystemExit(1)
 
 glue.ensure_on_path(sys.executable)
 # `perfpost` for the cells' jobs, which hand their cell to the run's cell server.

@@ -56,14 +56,14 @@ def strict_configfile(path: str) -> str:
     """``path``, once read with perfpost's strict loader: Snakemake's own reports a YAML
     mistake without its line and keeps the last of two equal keys."""
     if os.path.exists(path):
-        from snakemake.exceptions import WorkflowError
-
         from perfpost.errors import ConfigError
 
         try:
             read_strictly([path])
         except ConfigError as e:
-            raise WorkflowError(str(e)) from None
+            # One line a person reads, not Snakemake's wrapper naming the Snakefile.
+            print(f"perfpost: {e}", file=sys.stderr)
+            raise SystemExit(1) from None
     return path
 
 
@@ -363,10 +363,34 @@ def axes_json(plan: Plan, experiment: str) -> str:
     return json.dumps(list(plan.experiments[experiment].axes))
 
 
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def config_files(workflow: Any) -> list[str]:
+    """The config files a run read, each later one over the ones before: the Snakefile's
+    default unless ``--replace-workflow-config``, then those given with ``--configfile``."""
+    settings = getattr(workflow, "config_settings", None)
+    given = [str(p) for p in (getattr(settings, "configfiles", None) or [])]
+    replace = bool(getattr(settings, "replace_workflow_config", False))
+    default = [] if replace or not os.path.exists(DEFAULT_CONFIG) else [DEFAULT_CONFIG]
+    return default + [p for p in given if os.path.realpath(p) != os.path.realpath(DEFAULT_CONFIG)]
+
+
+def reproduce_command(files: list[str]) -> str:
+    """The command that makes a run's posts again, as its reader types it: the README's,
+    with the config files it read (:func:`config_files`) where they are not the default."""
+    if files in ([DEFAULT_CONFIG], []):
+        return "snakemake --cores 6 report"
+    given = [p for p in files if p != DEFAULT_CONFIG]
+    options = " ".join(f"--configfile {shlex.quote(os.path.relpath(p))}" for p in given)
+    replace = "" if DEFAULT_CONFIG in files else " --replace-workflow-config"
+    return f"snakemake --cores 6 {options}{replace} report"
+
+
 def experiment_json(plan: Plan, experiment: str) -> str:
     exp = plan.experiments[experiment]
     # Key order matters: axes keep their declared order in figures and tables.
-    out = {**exp.public(), "config_hash": exp.config_hash()}
+    out = {**exp.public(), "config_hash": exp.config_hash(), "reproduce": plan.reproduce}
     if exp.order is not None:
         out["order_cells"] = [c.id for c in exp.cells]  # the rounds' order (plan.order)
     if exp.cluster_order is not None:

@@ -121,6 +121,8 @@ class Plan:
     # A config that passed its schema checks here, to keep for the next run (where, what):
     # written by :meth:`keep_checked` when a run starts, never while the Snakefile is read.
     checked: tuple[Path, str] | None = None
+    # The command that makes these posts again (perfpost.glue.reproduce_command).
+    reproduce: str = "snakemake --cores 6 report"
 
     def keep_checked(self) -> None:
         """Keep the config's passed schema checks for the next run (see
