@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from perfpost import tools
 from perfpost.analysis import design
 
 # -- warm-up: Mann-Kendall's S summed over cells, its exact p --------------------------------
@@ -378,7 +379,7 @@ def test_a_whole_second_clock_on_a_short_run_fires(monkeypatch):
     import types
 
     fake = types.SimpleNamespace(CLOCKS={"total": ("total", 1.0, "a clock of whole seconds")})
-    monkeypatch.setattr(design.tools, "get", lambda name: fake)
+    monkeypatch.setattr(tools, "get", lambda name: fake)
     tidy = pd.DataFrame(
         [
             {

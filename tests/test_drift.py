@@ -162,3 +162,24 @@ def test_too_few_runs_are_said_and_not_tested():
     got = drift.check(tidy, cells, ["storage"], "throughput")
     assert got["flags"] == []
     assert "1 cell(s) with fewer than 5 finished runs are not tested" in " ".join(got["facts"])
+    assert got["untestable"] == "no cell has 5 or more finished runs"
+
+
+def test_a_family_no_order_could_flag_is_said_untestable_not_nothing_flagged():
+    # hcfs's four cells of five runs: the most extreme order of five is 2/120 = 0.0167, and
+    # Holm's correction over four makes it 4 x 0.0167 = 0.0667: no outcome can reach 0.05,
+    # however far the runs rose (here every cell in perfect order).
+    series = {f"storage=s{i}": [1.0, 2.0, 3.0, 4.0, 5.0] for i in range(4)}
+    tidy, cells = frames(series, {c: [1, 2, 3, 4, 5] for c in series})
+    got = drift.check(tidy, cells, ["storage"], "throughput")
+    assert got["flags"] == []
+    assert got["untestable"] == (
+        "with 5 runs a cell and Holm's correction over 4 cells, no order of the runs could "
+        f"give an adjusted p of 0.05 or less (the smallest is {4 * 2 / 120:.3g})"
+    )
+    # Three cells: 3 x 2/120 = 0.05, which can: tested, and these runs are flagged.
+    three = {c: v for c, v in list(series.items())[:3]}
+    tidy, cells = frames(three, {c: [1, 2, 3, 4, 5] for c in three})
+    got = drift.check(tidy, cells, ["storage"], "throughput")
+    assert got.get("untestable") is None
+    assert len(got["flags"]) == 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfpost.analysis import resources
+from perfpost.analysis import resource_checks, resources
 
 
 def rows(cell, repeat, node, roles, cpu_busy, cpu_share, disks=(), procs=(), dirs=(), step=None):
@@ -88,7 +88,7 @@ def test_a_step_shorter_than_two_samples_is_not_given_a_bottleneck_or_a_flag():
     (row,) = [r for r in resources.table([short])["rows"]]
     assert row["cpu"] == "step too short"
     assert row["util"] == "-"
-    got = resources.check(w, [])
+    got = resource_checks.check(w, [])
     assert [f.split(":")[0] for f in got["flags"]] == ["`long`"]
     assert "3 run(s) measured for less than 2 sampling intervals" in got["facts"][1]
 
@@ -167,7 +167,7 @@ def test_validity_flags_a_cpu_bound_system_under_test_and_writes_on_another_disk
             dirs=[("/data", "sdb1")],
         ),
     )
-    got = resources.check(w, [])
+    got = resource_checks.check(w, [])
     assert got["title"] == "Resources"
     assert len(got["flags"]) == 2
     cpu, disk = got["flags"]
@@ -192,7 +192,7 @@ def test_a_device_stacked_on_another_is_not_flagged():
             dirs=[("/mnt/x", "loop0")],
         )
     )
-    assert resources.check(w, [])["flags"] == []
+    assert resource_checks.check(w, [])["flags"] == []
 
 
 def test_tool_cores_are_cpu_time_over_wall_time_medians():
@@ -216,7 +216,7 @@ def test_a_cpu_bound_run_says_when_other_work_took_the_cpu():
             for m, v in (("tool_cpu_time", cpu), ("wall_time", 1.0))
         ]
     )
-    (flag,) = resources.check(w, [], tidy)["flags"]
+    (flag,) = resource_checks.check(w, [], tidy)["flags"]
     assert "h1 r1: 98% busy, at least 90% for 100% of the run, mostly by other work" in flag
     assert "h1 r2: 97% busy, at least 90% for 100% of the run)" in flag  # its own work
     assert flag.count("mostly by other work") == 1
@@ -228,7 +228,7 @@ def test_compare_shows_both_sides_resource_profile_per_cell():
         rows("a", 1, "h1", "client", 0.40, 0.0, [("sda", 0.95, 0.8, 1e8)]),
         rows("b", 1, "h1", "client", 0.40, 0.0),  # only the candidate ran b
     )
-    text = resources.compare_markdown([("before", before, None), ("after", after, None)])
+    text = resource_checks.compare_markdown([("before", before, None), ("after", after, None)])
     lines = [ln for ln in text.splitlines() if ln.startswith("| `")]
     assert lines == [
         "| `a` | before | h1 | 97% of 4 | 90% | sda 20% | CPU |",

@@ -507,3 +507,17 @@ def test_a_real_drop_evicts_a_disks_files_but_not_a_tmpfs(tmp_path):
         "cached after the drop" in post
     )
     assert "`where=disk` on localhost, run 1: 100%" not in post
+
+
+def test_sessions_too_small_to_disagree_say_so():
+    # Two sessions of three runs: C(6, 3) = 20 deals, the two extreme ones as far apart, so
+    # the smallest p is 2/20 = 0.1, above 0.05 whatever the runs: not testable, not "nothing
+    # flagged".
+    assert validity.smallest_session_p([3, 3]) == pytest.approx(2 / 20)
+    # 3 + 4: 35 deals; the lowest three in the first session, or the highest three (a
+    # deal and its reversal have one H): 2/35.
+    assert validity.smallest_session_p([3, 4]) == pytest.approx(2 / 35)
+    df, table = sessions({"size=1": [[10, 11, 12], [20, 21, 22]]})
+    check = validity.session_check(df, table, AXES, "throughput")
+    assert check["flags"] == []
+    assert "the smallest is 0.1" in check["untestable"]

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from perfpost import tools
-from perfpost.analysis import drift, resources
+from perfpost.analysis import drift, resource_checks
 from perfpost.analysis.stats import holm
 from perfpost.analysis.tidy import cell_name, results
 from perfpost.tools.base import LAG_SHARE
@@ -450,17 +450,18 @@ def session_p(groups: Sequence[Sequence[float]]) -> float:
 
 
 def smallest_session_p(sizes: Sequence[int]) -> float:
-    """The smallest permutation p of H that runs dealt to sessions of these ``sizes`` can
-    give: one deal in every distinct way of dealing them, where deals that only swap the
-    runs of two sessions of one size give the same H."""
-    n = sum(sizes)
-    ways = math.factorial(n)
-    for k in sizes:
-        ways //= math.factorial(k)
-    same = 1
-    for k in set(sizes):
-        same *= math.factorial(sum(1 for x in sizes if x == k))
-    return min(1.0, same / ways)
+    """The smallest p :func:`session_p` can give runs dealt to sessions of these ``sizes``:
+    its own p of the runs farthest apart, each session a block of consecutive values, over
+    every order of the blocks (H counts the groups' rank sums, so which order is farthest
+    depends on the sizes; a deal and its reversal tie)."""
+    best = 1.0
+    for order in set(itertools.permutations(sizes)):
+        groups, start = [], 0
+        for k in order:
+            groups.append([float(v) for v in range(start, start + k)])
+            start += k
+        best = min(best, session_p(groups))
+    return best
 
 
 def session_check(
@@ -515,6 +516,13 @@ def session_check(
     if not tested:
         facts.append("No cell has runs from more than one.")
         return {"title": "Sessions", "facts": facts, "flags": flags}
+    where, _, least = min(tested, key=lambda t: t[2])
+    facts.append(
+        f"{len(tested)} cell(s) have runs from more than one; Kruskal-Wallis across their "
+        f"sessions ({metric_label(metric).lower()}, the permutation p of H) flags those where "
+        f"p <= {ALPHA:g} after Holm's correction over the {len(tested)}; the smallest p is "
+        f"{least:.3g} ({where})."
+    )
     floors = holm([smallest_session_p([len(g) for g in sizes]) for sizes in sizes_of])
     if min(floors) > ALPHA:
         return {
@@ -527,13 +535,6 @@ def session_check(
                 f"{min(floors):.3g})"
             ),
         }
-    where, _, least = min(tested, key=lambda t: t[2])
-    facts.append(
-        f"{len(tested)} cell(s) have runs from more than one; Kruskal-Wallis across their "
-        f"sessions ({metric_label(metric).lower()}, the permutation p of H) flags those where "
-        f"p <= {ALPHA:g} after Holm's correction over the {len(tested)}; the smallest p is "
-        f"{least:.3g} ({where})."
-    )
     return {"title": "Sessions", "facts": facts, "flags": flags}
 
 
@@ -561,7 +562,7 @@ def checks(
         lag_check(tidy_df, axes, getattr(tools.get(experiment["tool"]), "TIME_LAG", None), metric),
         session_check(tidy_df, cells, axes, metric),
         drift.check(tidy_df, cells, axes, metric),
-        resources.check(resources_df, axes, tidy_df),
+        resource_checks.check(resources_df, axes, tidy_df),
     ]
     # A check that could not fire at these runs says why ("untestable"); the rest say None.
     return [{"untestable": None, "headline": None, **c} for c in found if c is not None]

@@ -81,7 +81,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     """benchstat for perfpost: two runs' tidy tables, cell by cell; then what changed in
     their environments, with a warning when it is more than what ``--changed`` names."""
     from perfpost import paths
-    from perfpost.analysis import compare, envdiff, resources, tidy
+    from perfpost.analysis import compare, envdiff, resource_checks, resources, tidy
 
     tables = []
     for path in (args.base, args.candidate):
@@ -110,7 +110,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if window.is_file():
             sides.append((name, resources.read_window(window), df))
     if len(sides) == 2:
-        text = resources.compare_markdown(sides)
+        text = resource_checks.compare_markdown(sides)
         if text:
             print()
             print(text, end="")
