@@ -1,13 +1,11 @@
 """Per-test figures: each metric across the matrix, every repeat a point, the median marked.
 
-The x axis is one matrix axis (``plot.x`` or the first numeric one); the other axes become
-series with fixed colours, except the axes zipped with x (or with the facet): they change with
-it, so they name its ticks (``1k`` over ``chunks=40000``) instead of splitting each series into
-one-point series. Numeric and size axes (``1.5``, ``4k``, ``1M``) are placed by the value their
-label names, on a log scale when they span a decade or more, and a line joins each series'
-medians; other axes are categories in config order, not joined. A panel whose values span more
-than 1.5 decades gets a log y axis, said in its label. The legend goes under the panels, sized
-to fit inside the image.
+The x axis is one matrix axis (``plot.x`` or the first numeric one); the other axes are
+series, a colour each in every figure of the post, but for axes zipped with x (or the facet),
+which name its ticks (``1k`` over ``chunks=40000``). Numeric and size axes (``1.5``, ``4k``)
+sit at the value their label names, on a log scale past a decade, a line joining each series'
+medians from three values on; other axes are categories in config order. A panel spanning
+more than 1.5 decades gets a log y axis, said in its label; the legend lies under the panels.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 150
 LOG_Y_DECADES = 1.5  # a wider span of positive values gets a log y axis
 HEADROOM = 0.05  # room above the highest value on a linear axis from zero
 LEGEND_MAX_COLUMNS = 4
-SERIES_LEGEND_MAX = 20  # rate-over-time figures name at most this many cells
 
 
 def _position(value: Any) -> float | None:
@@ -179,6 +176,13 @@ class _X:
     numeric: bool
     log: bool
 
+    @property
+    def joined(self) -> bool:
+        """Whether a line joins a series' medians: on a numeric axis of three values or
+        more. Two values are two points; a line between them would draw a trend where
+        nothing was measured (1k and 1M joined across three decades)."""
+        return self.numeric and len(self.positions) > 2
+
 
 def _x_axis(
     axis_labels: dict[str, list[Any]],
@@ -191,9 +195,7 @@ def _x_axis(
     texts = _texts(axis_labels)
     labels = texts[x_axis]
     found = [_position(v) for v in labels]
-    # Two values are two categories: a line between them would draw a trend where nothing
-    # was measured (1k and 1M joined across three decades).
-    numeric = len(found) > 2 and all(p is not None for p in found)
+    numeric = len(found) > 1 and all(p is not None for p in found)
     positions = [float(p) for p in found] if numeric else [float(i) for i in range(len(labels))]
     log = numeric and min(positions) > 0 and max(positions) / min(positions) >= 10
     # A zipped partner changes with x: its label goes under x's on each tick.
@@ -292,7 +294,7 @@ def _draw(
         medians["x"] += [m[0] for m in med]
         medians["y"] += [m[1] for m in med]
         medians["c"] += [colour] * len(med)
-        if x.numeric and len(med) > 1:
+        if x.joined and len(med) > 1:
             med.sort()
             ax.plot(*zip(*med, strict=True), color=colour, linewidth=1.2, alpha=0.8)
     if runs["x"]:
@@ -472,7 +474,7 @@ def metric_figure(
         if i == 0 or len(set(logs)) > 1:
             ax.set_ylabel(f"{metric_label(metric)} ({unit_name}" + (", log scale)" if log else ")"))
     fig.suptitle(fit_title(fig, title, 11), fontsize=11)
-    joined = x.numeric
+    joined = x.joined
     what = "points: repeats; bars: medians" + (
         "; lines join each series' medians" if joined else ""
     )
