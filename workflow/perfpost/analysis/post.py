@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from perfpost.analysis import stats
-from perfpost.analysis.compare import Row
+from perfpost.analysis.compare import Row, undetectable
 from perfpost.analysis.design import Finding
 from perfpost.units import format_bytes, format_value, metric_label, rate_scale, sig
 
@@ -99,10 +99,7 @@ def no_claim(row: Row) -> str:
     group = f" with {row.group}" if row.group else ""
     label = metric_label(row.metric).lower()
     if r.verdict == stats.TOO_FEW:
-        return (
-            f"{_capital(cand)} against {base}{group}: too few runs to say ({_runs(r)}; "
-            f"medians {_signed(r.change)} apart)"
-        )
+        return f"{_capital(cand)} against {base}{group}: too few runs to say ({_runs(r)})"
     if r.verdict == stats.IDENTICAL:
         return f"{_capital(cand)} and {base}{group} measured the same in every run ({label})"
     if r.verdict == stats.NOISE_FLOOR and row.floor is not None:
@@ -112,8 +109,6 @@ def no_claim(row: Row) -> str:
             f"inside the noise floor of the same set-up measured twice ({_signed(f.ci_low)} "
             f"to {_signed(f.ci_high)}): no difference is claimed"
         )
-    from perfpost.analysis.compare import undetectable
-
     excludes = r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
     if excludes and r.tests > 1:
         return (
@@ -443,8 +438,12 @@ def results_table(
                 x = c[c["metric"] == m]["value"]
                 return float(x.median()) if len(x) else math.nan
 
+            def count(x: float) -> str:
+                """A median of counts: whole, or halfway between two (176.5)."""
+                return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}"
+
             row.append(
-                f"{sig(med(ops), 3)} of {sig(med(total), 3)} operations in "
+                f"{count(med(ops))} of {count(med(total))} operations in "
                 f"{format_value(med(time), 's')}"
             )
         rows.append(row)

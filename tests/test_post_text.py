@@ -1,0 +1,275 @@
+"""The post's sentences (perfpost.analysis.post): the answer in plain words with its interval
+and runs, what is not claimed and why, the conclusion, the commands and the table. Expected
+texts are written out here from the numbers given, by hand."""
+
+import pandas as pd
+
+from perfpost.analysis import post, stats
+from perfpost.analysis.compare import Row
+from perfpost.analysis.design import Finding
+
+
+def comparison(change, low, high, n=5, verdict="worse", tests=1, p_adjusted=0.008, **over):
+    return stats.Comparison(
+        n_base=n,
+        n_cand=n,
+        median_base=1.0,
+        median_cand=1.0 + change,
+        change=change,
+        ci_low=low,
+        ci_high=high,
+        ci_level=0.95,
+        p_value=p_adjusted / tests,
+        p_adjusted=p_adjusted,
+        tests=tests,
+        p_min=0.0079,
+        detectable=over.pop("detectable", 0.2),
+        method="",
+        verdict=verdict,
+        detectable_up=over.pop("detectable_up", 0.25),
+        **over,
+    )
+
+
+def row(name, result, unit="1/s", metric="rate", group="", base_cells=("b",), cand_cells=("c",)):
+    return Row(
+        name=name,
+        group=group,
+        metric=metric,
+        unit=unit,
+        base_values=(1.0,) * result.n_base,
+        cand_values=(1.0,) * result.n_cand,
+        result=result,
+        base_cells=base_cells,
+        cand_cells=cand_cells,
+    )
+
+
+def test_a_claim_reads_as_the_references_do():
+    # The issue's own example: Ozone's files created 40% slower than HDFS's with a 1-byte
+    # buffer, 95% CI 15% to 68%, five runs a side.
+    r = row("Ozone vs HDFS", comparison(-0.40, -0.676, -0.148), group="buffer=one-byte")
+    assert post.claim(r) == (
+        "Ozone was 40% slower than HDFS with buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"
+    )
+    # dd-fsync's memdisk: +184.7% (95% CI +165.5% .. +208.8%): 2.8 times as fast.
+    fast = row(
+        "memdisk vs disk",
+        comparison(1.847, 1.655, 2.088, n=10, verdict="better"),
+        unit="B/s",
+        metric="throughput",
+    )
+    assert post.claim(fast) == (
+        "Memdisk was 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, 10 runs each)"
+    )
+    # A time: teragen 16% longer on Ozone.
+    longer = row("Ozone vs HDFS", comparison(0.16, 0.05, 0.3, n=4), unit="s", metric="elapsed")
+    assert post.claim(longer) == (
+        "Ozone took 16% longer than HDFS (elapsed time; 95% CI 5.0% to 30%, 4 runs each)"
+    )
+    assert post.plain(longer) == "Ozone took 16% longer than HDFS"
+
+
+def test_what_is_not_claimed_says_why():
+    # An interval that excludes zero, but not after Holm's correction over two comparisons.
+    held = row(
+        "1-byte vs default copy buffer",
+        comparison(
+            -0.261, -0.436, -0.005, verdict="no significant difference", tests=2, p_adjusted=0.063
+        ),
+        group="storage=hdfs",
+    )
+    assert post.no_claim(held) == (
+        "1-byte and default copy buffer with storage=hdfs differed by -26.1% in rate "
+        "(95% CI -43.6% to -0.5%, 5 runs each), but not beyond chance once the 2 comparisons "
+        "made together are counted (Holm's p = 0.063): no difference is claimed"
+    )
+    # An interval spanning zero: the smallest changes the runs could have told, both ways.
+    spans = row(
+        "Ozone vs HDFS",
+        comparison(
+            0.09,
+            -0.237,
+            0.488,
+            verdict="no significant difference",
+            detectable=0.284,
+            detectable_up=0.396,
+        ),
+    )
+    assert post.no_claim(spans) == (
+        "Ozone and HDFS did not differ measurably in rate (+9.0%, 95% CI -23.7% to +48.8%, "
+        "5 runs each): these runs could not have detected a drop smaller than about 28.4% "
+        "or a rise smaller than about 39.6%"
+    )
+
+
+def _disk_finding(**over):
+    return Finding(
+        check="A disk faster than a disk",
+        caveat="vda is a cache",
+        cells=("disk",),
+        undermines=True,
+        headline="this machine's disk is its host's cache",
+        short="but the disk here is vda's cache",
+        remedy="a host whose disk is the device itself",
+        **over,
+    )
+
+
+def test_an_undermined_claim_leads_with_why_the_machine_cannot_answer():
+    claim = row(
+        "memdisk vs disk",
+        comparison(1.847, 1.655, 2.088, n=10, verdict="better"),
+        unit="B/s",
+        metric="throughput",
+        base_cells=("disk",),
+        cand_cells=("memdisk",),
+    )
+    said = post.answer([claim], [_disk_finding()], [])
+    assert said["cannot"] == ["This machine's disk is its host's cache"]
+    assert said["lines"] == [
+        "Memdisk was 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, "
+        "10 runs each); but the disk here is vda's cache."
+    ]
+    assert said["description"] == (
+        "Memdisk was 2.8 times as fast as disk; but the disk here is vda's cache."
+    )
+    assert said["claims"] == []  # nothing the conclusion may stand on
+    assert post.conclusion(said, [_disk_finding()], {}) == (
+        "As run here, this experiment does not answer its question: a disk faster than a "
+        "disk (see the caveats). To answer it, run the same config with a host whose disk is "
+        "the device itself."
+    )
+
+
+def test_a_placement_finding_spares_comparisons_whose_data_sit_alike():
+    # Data that never left the page cache on both sides of Ozone vs HDFS: a caveat, not a
+    # reason to withdraw the comparison; on one side only (memory vs disk), it is.
+    f = Finding(
+        check="Data that never left memory",
+        caveat="c",
+        cells=("o", "h"),
+        undermines=True,
+        scope="placement",
+        short="s",
+    )
+    both = row("Ozone vs HDFS", comparison(-0.4, -0.6, -0.2), base_cells=("h",), cand_cells=("o",))
+    assert post.undermined_by(both, [f], {"o": True, "h": True}) is None
+    one = row("memory vs disk", comparison(-0.4, -0.6, -0.2), base_cells=("h",), cand_cells=("m",))
+    assert post.undermined_by(one, [f], {"h": True, "m": False}) is f
+
+
+def test_claims_come_first_and_the_conclusion_restates_them():
+    none = row("a vs b", comparison(0.01, -0.1, 0.12, verdict="no significant difference"))
+    yes = row("c vs d", comparison(-0.4, -0.676, -0.148))
+    said = post.answer([none, yes], [], [])
+    assert said["lines"][0].startswith("C was 40% slower than d")
+    assert post.conclusion(said, [], {}) == (
+        "C was 40% slower than d. The other 1 comparison(s) showed no difference these runs "
+        "could tell."
+    )
+    # The author's own conclusion wins.
+    assert post.conclusion(said, [], {"conclusion": "Mine.\n  Two lines."}) == "Mine. Two lines."
+
+
+def test_no_claim_anywhere_concludes_with_what_the_runs_could_tell():
+    a = row(
+        "a vs b", comparison(0.01, -0.1, 0.12, verdict="no significant difference", detectable=0.25)
+    )
+    b = row(
+        "c vs d", comparison(0.02, -0.2, 0.3, verdict="no significant difference", detectable=0.32)
+    )
+    said = post.answer([a, b], [], [])
+    assert post.conclusion(said, [], {}) == (
+        "None of the 2 comparisons showed a difference at these numbers of runs (these runs "
+        "could not have told apart differences smaller than about 25% to 32%): more runs a "
+        "cell, or a quieter machine, would tell smaller differences apart."
+    )
+
+
+def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
+    rate = row(
+        "Ozone vs HDFS",
+        comparison(-0.05, -0.2, 0.1, verdict="no significant difference"),
+        group="buffer=one-byte",
+        base_cells=("h",),
+        cand_cells=("o",),
+    )
+    elapsed = row(
+        "Ozone vs HDFS",
+        comparison(0.40, 0.148, 0.676),
+        unit="s",
+        metric="elapsed",
+        group="buffer=one-byte",
+        base_cells=("h",),
+        cand_cells=("o",),
+    )
+    tidy = pd.DataFrame(
+        [
+            {"cell": c, "metric": "startup", "value": v, "status": "done"}
+            for c, v in (("o", 6.2), ("o", 6.0), ("h", 4.1), ("h", 4.3))
+        ]
+    )
+    (said,) = post.disagreements([rate], [elapsed], tidy, "startup")
+    assert said == (
+        "On elapsed time, though, ozone took 40% longer than HDFS with buffer=one-byte "
+        "(elapsed time; 95% CI 15% to 68%, 5 runs each): the elapsed time holds the client's "
+        "start-up, which the rate leaves out (6.1 s for Ozone, 4.2 s for HDFS, medians)"
+    )
+    # Agreement (a higher rate, a shorter time: both "better") says nothing.
+    up = row("x vs y", comparison(0.3, 0.1, 0.5, verdict="better"))
+    down = row("x vs y", comparison(-0.2, -0.3, -0.1, verdict="better"), unit="s")
+    assert post.disagreements([up], [down], tidy, "startup") == []
+
+
+def test_the_commands_are_one_listing_each_distinct_command_once():
+    per_cell = {
+        "s=disk": ["dd if=/dev/zero of=/var/tmp/x bs=10k", "time sync"],
+        "s=again": ["dd if=/dev/zero of=/var/tmp/x bs=10k", "time sync"],
+        "s=mem": ["export A=1", "dd if=/dev/zero of=/dev/shm/x bs=10k", "time sync"],
+    }
+    got = post.listings(per_cell, {"s=disk": "disk", "s=again": "again", "s=mem": "mem"}, [])
+    assert got == {
+        "lines": [
+            "export A=1",
+            "# disk; again",
+            "dd if=/dev/zero of=/var/tmp/x bs=10k",
+            "time sync",
+            "# mem",
+            "dd if=/dev/zero of=/dev/shm/x bs=10k",
+            "time sync",
+        ],
+        "rest": 0,
+    }
+
+
+def test_a_rate_shows_what_it_covers():
+    rows = []
+    for rep, (rate, ops, t) in enumerate(((42.9, 173, 4.04), (40.0, 180, 4.5)), start=1):
+        for metric, value, unit in (
+            ("rate", rate, "1/s"),
+            ("rate_operations", ops, "count"),
+            ("operations", 200, "count"),
+            ("rate_time", t, "s"),
+        ):
+            rows.append(
+                {
+                    "cell": "c",
+                    "repeat": rep,
+                    "metric": metric,
+                    "value": value,
+                    "unit": unit,
+                    "status": "done",
+                }
+            )
+    table = post.results_table(
+        pd.DataFrame(rows),
+        [],
+        "rate",
+        {"c": "storage=ozone"},
+        ("rate_operations", "operations", "rate_time"),
+    )
+    # Medians: 41.45 ops/s, 176.5 of 200 operations, 4.27 s.
+    assert table["rows"] == [
+        ["`storage=ozone`", "2", "41.5", "40 .. 42.9", "176.5 of 200 operations in 4.27 s"]
+    ]
