@@ -145,10 +145,16 @@ def check(
         )
     headline = None
     if cpu_bound:
+        others = [c for c, said in cpu_bound.items() if any("other work" in x for x in said)]
         headline = (
             f"the host of the system under test was CPU-bound in {len(cpu_bound)} of "
             f"{done['cell'].nunique()} cells, so they measured the CPU at least as much as the "
             "storage"
+            + (
+                f"; in {len(others)} of them the CPU went mostly to other work on the host"
+                if others
+                else ""
+            )
         )
     return {"title": "Resources", "facts": facts, "flags": flags, "headline": headline}
 
