@@ -82,7 +82,10 @@ def test_four_runs_a_side_with_p_0_11_claim_nothing():
     assert "faster" not in text
     assert "no significant difference" in text
     assert "p = 0.11" in text
-    assert "could not have detected a difference smaller than about" in text
+    # The bounds each way: half the interval's log-width as a drop, and as a rise.
+    half = (math.log1p(r.ci_high) - math.log1p(r.ci_low)) / 2
+    assert f"a drop smaller than about {-math.expm1(-half):.1%}" in text
+    assert f"or a rise smaller than about {math.expm1(half):.1%}" in text
 
 
 def test_exact_p_equals_scipy():

@@ -168,7 +168,8 @@ def caption(drawn: dict[str, bool]) -> str:
         marks.append("dashed: where a run's warm-up ends (MSER-5)")
     if drawn.get("step"):
         marks.append("dotted: a step (Pettitt)")
-    return text + (" " + "; ".join(marks).capitalize() + "." if marks else "")
+    said = "; ".join(marks)
+    return text + (f" {said[:1].upper()}{said[1:]}." if marks else "")
 
 
 def plot_series(
