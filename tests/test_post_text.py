@@ -50,7 +50,7 @@ def test_a_claim_reads_as_the_references_do():
     # buffer, 95% CI 15% to 68%, five runs a side.
     r = row("Ozone vs HDFS", comparison(-0.40, -0.676, -0.148), group="buffer=one-byte")
     assert post.claim(r) == (
-        "Ozone was 40% slower than HDFS with buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"
+        "Ozone: 40% slower than HDFS with buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"
     )
     # dd-fsync's memdisk: +184.7% (95% CI +165.5% .. +208.8%): 2.8 times as fast.
     fast = row(
@@ -60,14 +60,14 @@ def test_a_claim_reads_as_the_references_do():
         metric="throughput",
     )
     assert post.claim(fast) == (
-        "Memdisk was 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, 10 runs each)"
+        "Memdisk: 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, 10 runs each)"
     )
     # A time: teragen 16% longer on Ozone.
     longer = row("Ozone vs HDFS", comparison(0.16, 0.05, 0.3, n=4), unit="s", metric="elapsed")
     assert post.claim(longer) == (
-        "Ozone took 16% longer than HDFS (elapsed time; 95% CI 5.0% to 30%, 4 runs each)"
+        "Ozone: 16% longer than HDFS (elapsed time; 95% CI 5.0% to 30%, 4 runs each)"
     )
-    assert post.plain(longer) == "Ozone took 16% longer than HDFS"
+    assert post.plain(longer) == "Ozone: 16% longer than HDFS"
 
 
 def test_what_is_not_claimed_says_why():
@@ -128,11 +128,11 @@ def test_an_undermined_claim_leads_with_why_the_machine_cannot_answer():
     said = post.answer([claim], [_disk_finding()], [])
     assert said["cannot"] == ["This machine's disk is its host's cache"]
     assert said["lines"] == [
-        "Memdisk was 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, "
+        "Memdisk: 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, "
         "10 runs each); but the disk here is vda's cache."
     ]
     assert said["description"] == (
-        "Memdisk was 2.8 times as fast as disk; but the disk here is vda's cache."
+        "Memdisk: 2.8 times as fast as disk; but the disk here is vda's cache."
     )
     assert said["claims"] == []  # nothing the conclusion may stand on
     assert post.conclusion(said, [_disk_finding()], {}) == (
@@ -163,9 +163,9 @@ def test_claims_come_first_and_the_conclusion_restates_them():
     none = row("a vs b", comparison(0.01, -0.1, 0.12, verdict="no significant difference"))
     yes = row("c vs d", comparison(-0.4, -0.676, -0.148))
     said = post.answer([none, yes], [], [])
-    assert said["lines"][0].startswith("C was 40% slower than d")
+    assert said["lines"][0].startswith("C: 40% slower than d")
     assert post.conclusion(said, [], {}) == (
-        "C was 40% slower than d. The other 1 comparison(s) showed no difference these runs "
+        "C: 40% slower than d. The other 1 comparison(s) showed no difference these runs "
         "could tell."
     )
     # The author's own conclusion wins.
@@ -212,9 +212,10 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     )
     (said,) = post.disagreements([rate], [elapsed], tidy, "startup")
     assert said == (
-        "On elapsed time, though, ozone took 40% longer than HDFS with buffer=one-byte "
-        "(elapsed time; 95% CI 15% to 68%, 5 runs each): the elapsed time holds the client's "
-        "start-up, which the rate leaves out (6.1 s for Ozone, 4.2 s for HDFS, medians)"
+        "On elapsed time the verdict differs (Ozone: 40% longer than HDFS with "
+        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each)): the elapsed time "
+        "holds the client's start-up, which the rate leaves out (6.1 s for Ozone, 4.2 s for "
+        "HDFS, medians)"
     )
     # Agreement (a higher rate, a shorter time: both "better") says nothing.
     up = row("x vs y", comparison(0.3, 0.1, 0.5, verdict="better"))

@@ -60,8 +60,9 @@ def _capital(text: str) -> str:
 
 
 def claim(row: Row) -> str:
-    """A claimed difference in plain words: "Ozone was 40% slower than HDFS with
-    buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"."""
+    """A claimed difference in plain words: "Ozone: 40% slower than HDFS with
+    buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)" (a colon, not "was": a side's
+    name may be plural, "6 readers")."""
     r = row.result
     cand, base = _sides(row)
     group = f" with {row.group}" if row.group else ""
@@ -70,22 +71,22 @@ def claim(row: Row) -> str:
     up = r.change > 0
     if row.unit in HIGHER:
         if r.change >= 1:
-            said = f"was {_times(1 + r.change)} times as fast as {base}"
+            said = f"{_times(1 + r.change)} times as fast as {base}"
             ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
         else:
-            said = f"was {_pct(r.change)} {'faster' if up else 'slower'} than {base}"
+            said = f"{_pct(r.change)} {'faster' if up else 'slower'} than {base}"
             ci = f"{_pct(lo)} to {_pct(hi)}"
     elif row.unit == "s":
         if r.change >= 1:
-            said = f"took {_times(1 + r.change)} times as long as {base}"
+            said = f"{_times(1 + r.change)} times as long as {base}"
             ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
         else:
-            said = f"took {_pct(r.change)} {'longer' if up else 'less time'} than {base}"
+            said = f"{_pct(r.change)} {'longer' if up else 'shorter'} than {base}"
             ci = f"{_pct(lo)} to {_pct(hi)}"
     else:
-        said = f"was {_pct(r.change)} {'higher' if up else 'lower'} than {base}"
+        said = f"{_pct(r.change)} {'higher' if up else 'lower'} than {base}"
         ci = f"{_pct(lo)} to {_pct(hi)}"
-    return f"{_capital(cand)} {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
+    return f"{_capital(cand)}: {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
 
 
 def _signed(x: float | None) -> str:
@@ -175,46 +176,69 @@ def undermined_by(
     return None
 
 
+def not_compared(row: Row, f: Finding) -> str:
+    """A comparison a setting that did not take effect voids: both sides ran the same set-up,
+    so what lies between them is two runs of one thing, said as such."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    between = (
+        f" (the {_signed(r.change)} between them, 95% CI {_signed(r.ci_low)} to "
+        f"{_signed(r.ci_high)}, is one set-up measured on two cluster starts)"
+        if r.ci_low is not None and r.significant
+        else ""
+    )
+    return f"{_capital(cand)} against {base}{group}: not compared, {f.short}{between}"
+
+
 def answer(
     rows: Sequence[Row],
     findings: Sequence[Finding],
     fallback: Sequence[str],
     on_disk: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
-    """The post's answer: the comparisons in plain words, claims first; where a design check
-    undermines one, why this machine cannot answer it, before what the runs did measure.
-    ``fallback``: the sentences of an experiment that declared no comparison."""
-    lines: list[str] = []
-    cannot: list[str] = []
+    """The post's answer: what the comparisons say in plain words, claims first, then those a
+    design check undermines, each with why; where every comparison is undermined, why this
+    machine cannot answer the question comes first of all. ``fallback``: the sentences of an
+    experiment that declared no comparison."""
+    sound: list[str] = []
+    weak: list[str] = []
+    controls: list[str] = []
     said_findings: list[Finding] = []
-    # Claims first, then the rest, each in the order the config declared them; the A/A
-    # controls last.
+    # Claims first, then the rest, each in the order the config declared them.
     ordered = sorted(rows, key=lambda r: (r.control, not r.result.significant))
     for row in ordered:
-        f = undermined_by(row, findings, on_disk)
-        if f is not None and not row.control:
+        f = None if row.control else undermined_by(row, findings, on_disk)
+        if row.control:
+            controls.append(control(row))
+        elif f is not None:
             if f not in said_findings:
                 said_findings.append(f)
-                cannot.append(f.headline or f.caveat)
-            text = claim(row) if row.result.significant else no_claim(row)
-            lines.append(f"{text}; {f.short or 'see the caveats'}")
-        elif row.control:
-            lines.append(control(row))
+            if f.ran:  # a setting that did not take effect: the sides ran one set-up
+                weak.append(not_compared(row, f))
+            else:
+                text = claim(row) if row.result.significant else no_claim(row)
+                weak.append(f"{text}; {f.short or 'see the caveats'}")
         elif row.result.significant:
-            lines.append(claim(row))
+            sound.append(claim(row))
         else:
-            lines.append(no_claim(row))
-    more = max(0, len(lines) - MAX_ANSWERS)
-    lines = lines[:MAX_ANSWERS]
+            sound.append(no_claim(row))
+    lines = [*sound, *weak][:MAX_ANSWERS]
+    more = len(sound) + len(weak) - len(lines)
+    lines += controls[:1]
     if not rows:
         lines = list(fallback)
+    compared = [r for r in rows if not r.control]
+    # Nothing stands: the reason first, then what the runs measured.
+    cannot = [f.headline or f.caveat for f in said_findings] if compared and not sound else []
+    # What could not be answered beside what could.
+    unanswered = [f.headline for f in said_findings if f.headline] if sound else []
     lead = next((r for r in ordered if not r.control), None)
     if lead is not None:
         f = undermined_by(lead, findings, on_disk)
         description = plain(lead) + (f"; {f.short}" if f is not None and f.short else "")
     else:
         description = lines[0] if lines else ""
-    compared = [r for r in rows if not r.control]
     return {
         "undermining": said_findings,
         "claims": [
@@ -231,8 +255,11 @@ def answer(
             and r.result.detectable is not None
         ],
         "cannot": [_capital(c) for c in cannot],
+        "unanswered": [_capital(c) for c in unanswered],
         "lines": [x.rstrip(".") + "." for x in lines],
         "more": more,
+        # The cells the answer's first comparison rests on: the commands the post shows.
+        "lead_cells": [*lead.base_cells, *lead.cand_cells] if lead is not None else [],
         # The front matter's description (search results, link previews): the answer itself.
         "description": description.replace("`", "").rstrip(".") + ".",
     }
@@ -462,16 +489,18 @@ def conclusion(
     if experiment.get("conclusion"):
         return " ".join(str(experiment["conclusion"]).split())
     undermining = list(said.get("undermining") or [])
-    if undermining:
-        remedies = list(dict.fromkeys(f.remedy for f in undermining if f.remedy))
-        text = (
+    remedies = list(dict.fromkeys(f.remedy for f in undermining if f.remedy))
+    what_would = (
+        " To answer it, run the same config with " + "; or with ".join(remedies) + "."
+        if remedies
+        else ""
+    )
+    if undermining and said.get("cannot"):
+        return (
             "As run here, this experiment does not answer its question: "
             + "; ".join(dict.fromkeys(f.check.lower() for f in undermining))
-            + " (see the caveats)."
+            + f" (see the caveats).{what_would}"
         )
-        if remedies:
-            text += " To answer it, run the same config with " + "; or with ".join(remedies) + "."
-        return text
     lines = said.get("lines") or []
     if not lines:
         return "No run finished, so there is nothing to conclude."
@@ -479,14 +508,19 @@ def conclusion(
     caveats = (
         " Read it with the caveats above." if [f for f in findings if not f.undermines] else ""
     )
+    unanswered = (
+        f" Not answered here: {'; '.join(said['unanswered'])}.{what_would}"
+        if said.get("unanswered")
+        else ""
+    )
     if claims:
+        others = said.get("compared", 0) - len(claims) - len(said.get("unanswered") or [])
         more = (
-            f" The other {said['compared'] - len(claims)} comparison(s) showed no difference "
-            "these runs could tell."
-            if said.get("compared", 0) > len(claims)
+            f" The other {others} comparison(s) showed no difference these runs could tell."
+            if others > 0
             else ""
         )
-        return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{caveats}"
+        return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{unanswered}{caveats}"
     if said.get("compared"):
         floors = said.get("floors") or []
         floor = (
@@ -539,7 +573,7 @@ def disagreements(
                     f"for {base}, medians)"
                 )
         out.append(
-            f"On elapsed time, though, {shown_b[0].lower() + shown_b[1:]}: the elapsed time "
-            f"holds the client's start-up, which the rate leaves out{why}"
+            f"On elapsed time the verdict differs ({shown_b}): the elapsed time holds the "
+            f"client's start-up, which the rate leaves out{why}"
         )
     return out

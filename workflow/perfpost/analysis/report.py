@@ -387,7 +387,7 @@ def _post_context(
         said["lines"] += [
             x for x in post.disagreements(mine, again, tidy_df, why) if x not in said["lines"]
         ]
-    keep = [c for r in comparisons[:2] for c in (*r.base_cells, *r.cand_cells)]
+    keep = list(said["lead_cells"])
     roles = _roles(experiment, clusters)
     names = _names(tidy_df, cells, axes, labels)
     covers = getattr(adapter, "COVERS", {}).get(metric) if metric else None

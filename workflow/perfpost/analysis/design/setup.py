@@ -26,21 +26,26 @@ def settings_not_applied(clusters: Sequence[Mapping[str, Any]]) -> list[Finding]
             if not cells:
                 continue
             ran = f"ran {o['ran']}, not {o['asked']}"
-            where = f"{o.get('daemon', 'a daemon')} on {o['host']}" if o.get("host") else "it"
+            daemon = o.get("daemon") or "daemon"
+            where = f"{daemon} on {o['host']}" if o.get("host") else daemon
             names = ", ".join(f"`{x}`" for x in cells)
             out.append(
                 Finding(
                     check="A setting that did not take effect",
                     caveat=(
-                        f"{names} asked `{o['key']}` = `{o['asked']}`, but {where} used "
+                        f"{names} asked `{o['key']}` = `{o['asked']}`, but the {where} used "
                         f"`{o['ran']}` ({o.get('why') or 'the release does not support it'}): "
-                        f"{'these cells ran' if len(cells) > 1 else 'this cell ran'} "
-                        f"{o['ran']}, are labelled so, and are compared with nothing as if "
-                        "they differed."
+                        + (
+                            f"these cells ran {o['ran']}, are labelled so, and are compared "
+                            "with nothing as if they differed."
+                            if len(cells) > 1
+                            else f"the cell ran {o['ran']}, is labelled so, and is compared "
+                            "with nothing as if it differed."
+                        )
                     ),
                     facts=(
                         f"Cluster `{c.get('name')}` ({c.get('id')}): `{o['key']}` was set to "
-                        f"`{o['asked']}`; {where} said it used `{o['ran']}`"
+                        f"`{o['asked']}`; the {where} said it used `{o['ran']}`"
                         + (f": `{o['evidence']}`" if o.get("evidence") else "")
                         + ".",
                     ),
@@ -48,10 +53,11 @@ def settings_not_applied(clusters: Sequence[Mapping[str, Any]]) -> list[Finding]
                     undermines=True,
                     ran=dict.fromkeys(cells, ran),
                     headline=(
-                        f"`{o['key']}` = `{o['asked']}` did not take effect here: {where} "
-                        f"used `{o['ran']}`, so {names} measured {o['ran']}"
+                        f"whether `{o['key']}` = `{o['asked']}` changes anything: it did not "
+                        f"take effect (the {where} used `{o['ran']}`), so {names} measured "
+                        f"{o['ran']}"
                     ),
-                    short=f"not a comparison of {o['asked']}: {names} ran {o['ran']}",
+                    short=f"{names} ran {o['ran']}",
                     remedy=f"a release whose daemons take `{o['key']}` = `{o['asked']}`",
                 )
             )

@@ -111,6 +111,7 @@ def warmup(
     adjusted = holm([t[5] for t in tested])
     best = holm([t[6] for t in tested])
     findings, untestable = [], []
+    untested: dict[tuple[int, int, str], list[str]] = {}
     facts = [
         f"Each cluster start's runs were tested for a common trend in {label} with their order "
         "since the cluster started (Mann-Kendall's S summed over its cells, exact p; Holm's "
@@ -125,13 +126,7 @@ def warmup(
             f"p = {p:.3g} ({adj:.3g} after Holm)."
         )
         if floor > ALPHA:
-            untestable.append(
-                Untestable(
-                    "Warm-up after a cluster start",
-                    f"not testable on `{name}` with {n} runs in {k} cell(s) a start: the "
-                    f"smallest p they could give is {floor:.3g} after Holm's correction",
-                )
-            )
+            untested.setdefault((n, k, f"{floor:.3g}"), []).append(f"`{name}`")
             continue
         if adj > ALPHA:
             continue
@@ -158,6 +153,14 @@ def warmup(
                     )
                 ),
                 cells=tuple(dict.fromkeys(str(c) for c in on["cell"])),
+            )
+        )
+    for (n, k, floor), names in untested.items():
+        untestable.append(
+            Untestable(
+                "Warm-up after a cluster start",
+                f"not testable on {', '.join(names)}, with {n} runs in {k} cell(s) a start: the "
+                f"smallest p they could give is {floor} after Holm's correction",
             )
         )
     return findings, untestable, facts
