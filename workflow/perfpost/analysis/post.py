@@ -255,7 +255,7 @@ def answer(
             and r.result.detectable is not None
         ],
         "cannot": [_capital(c) for c in cannot],
-        "unanswered": [_capital(c) for c in unanswered],
+        "unanswered": [c[:1].lower() + c[1:] if not c.startswith("`") else c for c in unanswered],
         "lines": [x.rstrip(".") + "." for x in lines],
         "more": more,
         # The cells the answer's first comparison rests on: the commands the post shows.

@@ -194,7 +194,7 @@ def fast_disk(
         )
         facts = [
             f"The bounds: {SPINNING_CEILING_SOURCE}; for a sync, {SPINNING_SYNC_SOURCE}.",
-            f"`{name}` on {host}: {_kind_words(got['disk'])}, model "
+            f"`{name}` on {host}: {_kind_words(got['disk'])}; its model: "
             f"{got['disk'].get('model') or 'not reported'}.",
         ]
         out.append(

@@ -156,11 +156,15 @@ def warmup(
             )
         )
     for (n, k, floor), names in untested.items():
+        counted = [
+            f"{name} ({names.count(name)} starts)" if names.count(name) > 1 else name
+            for name in dict.fromkeys(names)
+        ]
         untestable.append(
             Untestable(
                 "Warm-up after a cluster start",
-                f"not testable on {', '.join(names)}, with {n} runs in {k} cell(s) a start: the "
-                f"smallest p they could give is {floor} after Holm's correction",
+                f"not testable on {', '.join(counted)}, with {n} runs in {k} cell(s) a start: "
+                f"the smallest p they could give is {floor} after Holm's correction",
             )
         )
     return findings, untestable, facts
