@@ -63,8 +63,10 @@ _PLAIN_PREFIX = (
     r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[,.][0-9]+)?) +"
     r"(?:\[[^\]\n]*\] +)?(?:INFO|WARN|DEBUG|TRACE) +[\w.$]+(?::[0-9]+)?(?:: | - )"
 )
-# Every line that is not plain, or whose message is blank once trailing space is cut.
-_ODD = re.compile(r"\n(?!" + _PLAIN_PREFIX.replace("?P<ts>", "") + r".*[^\s\x1c-\x1f]$)", re.M)
+_PLAIN_PREFIX_AT = re.compile(_PLAIN_PREFIX)
+# Every line that is not plain, or whose message is blank (whitespace alone, which _line
+# strips): the search stops at the message's first character that is not a space.
+_ODD = re.compile(r"\n(?!" + _PLAIN_PREFIX.replace("?P<ts>", "") + r"[^\S\n]*\S)")
 # A plain line's progress: the first Progress in its message, as _line reads it.
 _PLAIN_PROGRESS = re.compile(
     r"(?>" + _PLAIN_PREFIX + r").*?Progress: [\d.]+ % \((?P<done>\d{1,19})(?!\d) out of "
@@ -190,7 +192,10 @@ class _Log:
         for needle in _RARE:
             at = text.find(needle)
             while at != -1:
-                starts.add(text.rfind("\n", 0, at) + 1)
+                start = text.rfind("\n", 0, at) + 1
+                starts.add(start)
+                if needle == _OPS_BEGIN and self._says_ops_begin(text, start):
+                    break  # the start of operations is read once: the later ones say nothing
                 at = text.find(needle, at + 1)
         starts.update(text.rfind("\n", 0, m.start()) + 1 for m in _METRIC_HINT.finditer(text))
         starts.update(m.start() + 1 for m in _ODD.finditer(text))
@@ -209,6 +214,20 @@ class _Log:
             block, timer = self._physical((text[start:end],), no, block, timer)
         if end < len(text):  # plain lines after the last one read: the last line is one
             self.last_line = no + text.count("\n", counted)
+
+    @staticmethod
+    def _says_ops_begin(text: str, start: int) -> bool:
+        """Whether the line at ``start`` is a plain log4j line whose message says the
+        operations begin, with a timestamp: :meth:`_line` takes :attr:`ops_ts` from the first
+        such line, and the same words on a later plain line change nothing (any other keyword
+        of theirs brings the line to :meth:`_line` by itself; their progress is read with the
+        plain lines')."""
+        plain = _PLAIN_PREFIX_AT.match(text, start)
+        if plain is None:
+            return False
+        end = text.find("\n", start)
+        line = text[start : len(text) if end == -1 else end]
+        return _OPS_BEGIN in line[plain.end() - start :] and log4j.timestamp(line) is not None
 
     @property
     def counts_seconds(self) -> bool:
@@ -237,9 +256,16 @@ class _Log:
             if start == last or start in self._slow:
                 continue
             last = start
-            plain = _PLAIN_PROGRESS.match(text, start)
+            plain = _PLAIN_PREFIX_AT.match(text, start)
             if plain is None:
                 continue
+            if m.start() >= plain.end():  # the line's first progress is in its message
+                done, total = m.group(2), m.group(3)
+            else:  # the first lies in the prefix (a thread named so): the message's, if any
+                plain = _PLAIN_PROGRESS.match(text, start)
+                if plain is None:
+                    continue
+                done, total = plain.group("done"), plain.group("total")
             while i < len(slow) and slow[i][0] < start:  # the slow lines before this one
                 i += 1
                 upto = slow[i][1] if i < len(slow) else len(self._progress)
@@ -248,7 +274,7 @@ class _Log:
             stamp = plain.group("ts")
             if stamp not in stamps:
                 stamps[stamp] = log4j.timestamp(stamp)
-            out.append((stamps[stamp], int(plain.group("done")), int(plain.group("total"))))
+            out.append((stamps[stamp], int(done), int(total)))
         return out + self._progress[taken:]
 
     def _metric(self, name: str, value: float, unit: str) -> None:
