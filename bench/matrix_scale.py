@@ -2,7 +2,8 @@
 
 The matrix is bs (10 sizes, 512 B .. 256 KiB) x count (10, or 100 for 10,000 cells) x dir
 (10 directories in /dev/shm), one repeat, on localhost: cells so small (at most 2.5 MB) that
-re-running one costs almost nothing but perfpost and Snakemake.
+re-running one costs almost nothing but perfpost and Snakemake. With --smoke the matrix is
+2 x 2 x 2, and the steps that only --quick leaves out are left out too.
 
 In one workflow checkout, in order:
 
@@ -38,6 +39,7 @@ from benchlib import (
     job_counts,
     make_checkout,
     median,
+    pick,
     post_argvs,
     snakemake,
     timed,
@@ -48,7 +50,8 @@ from benchlib import (
 EXPERIMENT = "scale"
 
 
-def matrix_config(shm: Path, counts: int) -> dict:
+def matrix_config(shm: Path, counts: int, sizes: int = 10) -> dict:
+    """``sizes`` block sizes x ``counts`` counts x ``sizes`` directories."""
     return {
         "experiments": {
             EXPERIMENT: {
@@ -56,9 +59,9 @@ def matrix_config(shm: Path, counts: int) -> dict:
                 "tool": "dd",
                 "params": {"mode": "write"},
                 "axes": {
-                    "bs": [512 * 2**i for i in range(10)],
+                    "bs": [512 * 2**i for i in range(sizes)],
                     "count": list(range(1, counts + 1)),
-                    "dir": {f"d{i}": str(shm / f"d{i}") for i in range(10)},
+                    "dir": {f"d{i}": str(shm / f"d{i}") for i in range(sizes)},
                 },
                 "repeats": 1,
                 "plot": {"x": "bs", "facet": "dir"},
@@ -207,12 +210,17 @@ def steps(work: Path, config: dict) -> dict[str, float]:
     return got
 
 
-def run(quick: bool, log=print) -> list[Row]:
+def run(scale: str, log=print) -> list[Row]:
+    from perfpost.plan import config as pconfig
+
+    quick = scale != "full"
     shm = Path(f"/dev/shm/perfpost-bench-{uuid.uuid4().hex[:8]}")
     work = Path(tempfile.mkdtemp(prefix="perfpost-bench-matrix-"))
     rows: list[Row] = []
     try:
-        small, large = matrix_config(shm, 10), matrix_config(shm, 100)
+        small = matrix_config(shm, *pick(scale, (10, 10), (10, 10), (2, 2)))
+        large = matrix_config(shm, 100)
+        n = len(list(pconfig.build_plan(json.loads(json.dumps(small))).jobs()))
         make_checkout(work, small)
         write_config(work / "config" / "c10k.yaml", large)
         big = ["--configfile", "config/c10k.yaml", "--replace-workflow-config"]
@@ -224,7 +232,7 @@ def run(quick: bool, log=print) -> list[Row]:
             wall, done = snakemake(work, "-n", "--cores", "2", "report")
             dry1k.append(wall)
             jobs1k = job_counts(done.stdout + done.stderr)
-            log(f"  snakemake -n, 1,000 cells: {wall:.2f} s {jobs1k}")
+            log(f"  snakemake -n, {n:,} cells: {wall:.2f} s {jobs1k}")
         bare = work / "bare"
         bare.mkdir()
         (bare / "Snakefile").write_text(BARE_SNAKEFILE)
@@ -244,7 +252,7 @@ def run(quick: bool, log=print) -> list[Row]:
         rows.append(
             Row(
                 "4 matrix scale",
-                "snakemake -n, 1,000 cells",
+                f"snakemake -n, {n:,} cells",
                 median(dry1k),
                 "s",
                 details={"runs": dry1k, "jobs": jobs1k},
@@ -304,7 +312,7 @@ def run(quick: bool, log=print) -> list[Row]:
         rows.append(
             Row(
                 "4 matrix scale",
-                "snakemake -n, 1,000 finished cells",
+                f"snakemake -n, {n:,} finished cells",
                 wall,
                 "s",
                 details={"jobs": planned},
@@ -313,7 +321,7 @@ def run(quick: bool, log=print) -> list[Row]:
 
         wall, done = snakemake(work, "--cores", "2", "report", timeout=300)
         first = job_counts(done.stdout + done.stderr)
-        log(f"  first report over 1,000 finished cells: {wall:.2f} s {first}")
+        log(f"  first report over {n:,} finished cells: {wall:.2f} s {first}")
         report_wall = wall
 
         noop = []
@@ -326,7 +334,7 @@ def run(quick: bool, log=print) -> list[Row]:
             rows.append(
                 Row(
                     "4 matrix scale",
-                    "no-op snakemake report, 1,000 finished cells",
+                    f"no-op snakemake report, {n:,} finished cells",
                     median(noop),
                     "s",
                     details={"runs": noop, "jobs_run": noop_jobs},
@@ -334,7 +342,6 @@ def run(quick: bool, log=print) -> list[Row]:
             )
 
         from perfpost import paths
-        from perfpost.plan import config as pconfig
 
         specs = list(pconfig.build_plan(json.loads(json.dumps(small))).jobs())
         rng = random.Random(7)
@@ -358,7 +365,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     "4 matrix scale",
-                    "re-run one cell of 1,000 (snakemake <its record>)",
+                    f"re-run one cell of {n:,} (snakemake <its record>)",
                     median(rerun["cell"]),
                     "s",
                     details={"runs": rerun["cell"], "jobs_run": rerun_jobs["cell"]},
@@ -381,7 +388,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     "6 report",
-                    "post from 1,000 finished cells (snakemake report)",
+                    f"post from {n:,} finished cells (snakemake report)",
                     report_wall,
                     "s",
                     details={"jobs_run": first},
@@ -398,7 +405,7 @@ def run(quick: bool, log=print) -> list[Row]:
             what = (
                 "python + import perfpost.cli, report, plots"
                 if name == "import only"
-                else f"perfpost {name}, 1,000 records"
+                else f"perfpost {name}, {n:,} records"
             )
             rows.append(Row("6 report", f"  step: {what}", got[name], "s"))
         return rows
