@@ -330,8 +330,13 @@ def edited_freon_logs(draw) -> str:
 
 def freon_reading(text: str, scan: bool) -> dict:
     log = freon_parser._Log(text, SOURCE, scan=scan)
+    # First what a run's rate needs of the progress, which a scan reads from the log's ends
+    # alone; then the whole progress, from which the same must follow.
+    ends, window, timed = log.ends, freon_parser.window(log), log.counts_seconds
     state = {k: v for k, v in vars(log).items() if not k.startswith("_")}
-    return {**state, "progress": log.progress}
+    every = list(enumerate(log.progress))
+    assert freon_parser.Ends.find(iter(every), reversed(every)) == ends
+    return {**state, "progress": log.progress, "ends": ends, "window": window, "timed": timed}
 
 
 @settings(FAST, max_examples=1500, suppress_health_check=SLOW_DATA)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +141,81 @@ class Window:
         return self.operations / self.seconds
 
 
+Progress = tuple[float | None, int, int]  # (timestamp or bar time, completed, total)
+Place = tuple[int, int]  # where an entry is in its log: the start of its line, its number there
+
+
+def _plain_entry(
+    text: str, start: int, m: re.Match[str], stamps: dict[str, float | None]
+) -> Progress | None:
+    """The progress entry of the plain line at ``start``, whose first progress match is
+    ``m``, as :meth:`_Log._line` reads it; ``stamps`` keeps the timestamps read so far."""
+    plain = _PLAIN_PREFIX_AT.match(text, start)
+    if plain is None:
+        return None
+    if m.start() >= plain.end():  # the line's first progress is in its message
+        done, total = m.group(2), m.group(3)
+    else:  # the first lies in the prefix (a thread named so): the message's, if any
+        plain = _PLAIN_PROGRESS.match(text, start)
+        if plain is None:
+            return None
+        done, total = plain.group("done"), plain.group("total")
+    stamp = plain.group("ts")
+    if stamp not in stamps:
+        stamps[stamp] = log4j.timestamp(stamp)
+    return stamps[stamp], int(done), int(total)
+
+
+@dataclass(frozen=True)
+class Ends:
+    """What a run's rate needs of its progress: the last entry, and among the entries the
+    log's clock stamped (epoch seconds), the first and the last, the first and the last
+    inside the run (0 < completed < total), and whether those two are different entries."""
+
+    last: Progress | None = None
+    first_stamped: Progress | None = None
+    last_stamped: Progress | None = None
+    first_inside: Progress | None = None
+    last_inside: Progress | None = None
+    two_inside: bool = False
+
+    @staticmethod
+    def find(
+        forward: Iterator[tuple[Any, Progress]], backward: Iterator[tuple[Any, Progress]]
+    ) -> Ends:
+        """From the entries in order and in reverse, each read only as far as needed."""
+
+        def stamped(e: Progress) -> bool:
+            return e[0] is not None and e[0] > 1e6
+
+        def inside(e: Progress) -> bool:
+            return stamped(e) and 0 < e[1] < e[2]
+
+        first = first_in = None
+        for place, e in forward:
+            if first is None and stamped(e):
+                first = e
+            if inside(e):
+                first_in = (place, e)
+                break
+        last = last_st = last_in = None
+        for place, e in backward:
+            last = last or e
+            if last_st is None and stamped(e):
+                last_st = e
+            if inside(e):
+                last_in = (place, e)
+                break
+        return Ends(
+            last=last,
+            first_stamped=first,
+            last_stamped=last_st,
+            first_inside=first_in[1] if first_in else None,
+            last_inside=last_in[1] if last_in else None,
+            two_inside=bool(first_in and last_in and first_in[0] != last_in[0]),
+        )
+
+
 class _Log:
     """One pass over a freon log, collecting everything it says."""
 
@@ -160,6 +235,7 @@ class _Log:
         self.summary_line = 0
         self._text = ""
         self._slow: dict[int, int] = {}  # start of a line read by _line -> progress before it
+        self._ends: Ends | None = None
         if scan:
             self._scan(text)
         else:
@@ -233,22 +309,42 @@ class _Log:
     def counts_seconds(self) -> bool:
         """A ``--duration`` run's progress lines count seconds ("3 out of 4"), not operations:
         their total is not the run's number of tests."""
-        progress = self.progress
-        return bool(progress) and self.expected is not None and progress[-1][2] != self.expected
+        last = self.ends.last
+        return last is not None and self.expected is not None and last[2] != self.expected
 
     @property
     def progress(self) -> list[tuple[float | None, int, int]]:
         """Progress as (timestamp or bar time, completed, total), in the log's order."""
         if self._text:
-            self._progress = self._with_plain_progress(self._text)
+            self._progress = [entry for _, entry in self._forward(self._text)]
             self._text = ""
         return self._progress
 
-    def _with_plain_progress(self, text: str) -> list[tuple[float | None, int, int]]:
-        """The progress of the lines read by _line, with that of the plain lines between."""
-        out: list[tuple[float | None, int, int]] = []
+    @property
+    def ends(self) -> Ends:
+        """What a run's rate needs of its progress (:class:`Ends`). After a whole-text scan
+        the entries are read from both ends of the log until these are found: a long log's
+        plain progress lines in between are never read."""
+        if self._ends is None:
+            if self._text:
+                fwd, bwd = self._forward(self._text), self._backward(self._text)
+            else:
+                fwd = iter(enumerate(self._progress))
+                bwd = reversed(list(enumerate(self._progress)))
+            self._ends = Ends.find(fwd, bwd)
+        return self._ends
+
+    def _slow_entries(self, slow: list[tuple[int, int]], k: int) -> list[Progress]:
+        """The progress entries of the k-th line read by _line (``slow``: its start and the
+        number of entries before it, in the order of the text)."""
+        hi = slow[k + 1][1] if k + 1 < len(slow) else len(self._progress)
+        return self._progress[slow[k][1] : hi]
+
+    def _forward(self, text: str) -> Iterator[tuple[Place, Progress]]:
+        """Every progress entry in the log's order, with its place: those of the lines read
+        by _line, with those of the plain lines between."""
         slow = sorted(self._slow.items())
-        taken, i = 0, 0  # entries of self._progress copied; next slow line
+        i = 0  # the next slow line
         stamps: dict[str, float | None] = {}
         last = -1
         for m in _PROGRESS.finditer(text):
@@ -256,26 +352,42 @@ class _Log:
             if start == last or start in self._slow:
                 continue
             last = start
-            plain = _PLAIN_PREFIX_AT.match(text, start)
-            if plain is None:
+            entry = _plain_entry(text, start, m, stamps)
+            if entry is None:
                 continue
-            if m.start() >= plain.end():  # the line's first progress is in its message
-                done, total = m.group(2), m.group(3)
-            else:  # the first lies in the prefix (a thread named so): the message's, if any
-                plain = _PLAIN_PROGRESS.match(text, start)
-                if plain is None:
-                    continue
-                done, total = plain.group("done"), plain.group("total")
             while i < len(slow) and slow[i][0] < start:  # the slow lines before this one
+                for n, e in enumerate(self._slow_entries(slow, i)):
+                    yield (slow[i][0], n), e
                 i += 1
-                upto = slow[i][1] if i < len(slow) else len(self._progress)
-                out += self._progress[taken:upto]
-                taken = upto
-            stamp = plain.group("ts")
-            if stamp not in stamps:
-                stamps[stamp] = log4j.timestamp(stamp)
-            out.append((stamps[stamp], int(done), int(total)))
-        return out + self._progress[taken:]
+            yield (start, 0), entry
+        for k in range(i, len(slow)):
+            for n, e in enumerate(self._slow_entries(slow, k)):
+                yield (slow[k][0], n), e
+
+    def _backward(self, text: str) -> Iterator[tuple[Place, Progress]]:
+        """The entries of :meth:`_forward`, with the same places, from the log's end."""
+        slow = sorted(self._slow.items())
+        k = len(slow) - 1  # the next slow line, going back
+        stamps: dict[str, float | None] = {}
+        pos = len(text)
+        while True:
+            at = text.rfind("Progress: ", 0, pos)
+            start = text.rfind("\n", 0, at) + 1 if at != -1 else -1
+            while k >= 0 and slow[k][0] > start:  # the slow lines after this one
+                entries = self._slow_entries(slow, k)
+                for n in range(len(entries) - 1, -1, -1):
+                    yield (slow[k][0], n), entries[n]
+                k -= 1
+            if at == -1:
+                return
+            pos = start
+            if start in self._slow:
+                continue
+            end = text.find("\n", start)
+            m = _PROGRESS.search(text, start, len(text) if end == -1 else end)
+            entry = _plain_entry(text, start, m, stamps) if m else None
+            if entry is not None:
+                yield (start, 0), entry
 
     def _metric(self, name: str, value: float, unit: str) -> None:
         # NaN, infinity, or a time, rate or count below zero: not a measurement, like a
@@ -466,19 +578,18 @@ def window(log: _Log) -> Window | None:
     flight at either end (at most one per thread, as likely early as late)."""
     if not log.precise_ts:
         return None
-    points = [(t, done, total) for t, done, total in log.progress if t is not None and t > 1e6]
-    if not points:
+    ends = log.ends
+    if ends.first_stamped is None or ends.last_stamped is None:
         return None
-    total = points[-1][2]
+    total = ends.last_stamped[2]
     if log.expected is not None and total != log.expected:
-        return deadline_window(log, points)
-    inside = [(t, done) for t, done, of in points if 0 < done < of]
-    if len(inside) < 2:
+        return deadline_window(log, [ends.first_stamped])
+    if ends.first_inside is None or ends.last_inside is None or not ends.two_inside:
         return None
-    (t_a, c_a), (t_b, c_b) = inside[0], inside[-1]
-    if t_b <= t_a or c_b <= c_a:
+    (t_a, c_a, _), (t_b, c_b, _) = ends.first_inside, ends.last_inside
+    if t_a is None or t_b is None or t_b <= t_a or c_b <= c_a:
         return None
-    began = log.start_ts if log.start_ts is not None else points[0][0]
+    began = log.start_ts if log.start_ts is not None else ends.first_stamped[0]
     return Window(start=t_a - began, seconds=t_b - t_a, operations=c_b - c_a)
 
 
