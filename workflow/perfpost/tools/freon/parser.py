@@ -12,13 +12,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from perfpost.errors import ParseError
 from perfpost.tools import log4j
 from perfpost.tools.base import Metric
 from perfpost.tools.freon.defaults import REPORT_INTERVAL
+from perfpost.tools.freon.phase import (
+    PLAIN_PREFIX,
+    PLAIN_PREFIX_AT,
+    Ends,
+    Place,
+    Progress,
+    plain_entry,
+    window,
+)
 from perfpost.units import UnitError, to_per_second, to_seconds
 
 _LEVEL = re.compile(r"^\S+ \S+\s+(?:\[[^\]]*\]\s+)?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s")
@@ -56,22 +64,9 @@ _KEYWORDS = re.compile(
 # ("xecut" is in Executing, execution(s) and executed), a redraw, or a metric.
 _RARE = ("xecut", "Failures: ", _FAILED, "\r", _OPS_BEGIN)
 _METRIC_HINT = re.compile(r"type=[A-Z]+, name=")
-# A plain log4j line: the reference _LOGGED form narrowed (ASCII digits, spaces, a
-# "yyyy-MM-dd HH:mm:ss" date, no ERROR or FATAL), so that _LOGGED reads it the same way. The
-# scan reads the other lines with _line.
-_PLAIN_PREFIX = (
-    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[,.][0-9]+)?) +"
-    r"(?:\[[^\]\n]*\] +)?(?:INFO|WARN|DEBUG|TRACE) +[\w.$]+(?::[0-9]+)?(?:: | - )"
-)
-_PLAIN_PREFIX_AT = re.compile(_PLAIN_PREFIX)
 # Every line that is not plain, or whose message is blank (whitespace alone, which _line
 # strips): the search stops at the message's first character that is not a space.
-_ODD = re.compile(r"\n(?!" + _PLAIN_PREFIX.replace("?P<ts>", "") + r"[^\S\n]*\S)")
-# A plain line's progress: the first Progress in its message, as _line reads it.
-_PLAIN_PROGRESS = re.compile(
-    r"(?>" + _PLAIN_PREFIX + r").*?Progress: [\d.]+ % \((?P<done>\d{1,19})(?!\d) out of "
-    r"(?P<total>\d{1,19})(?!\d)\)"
-)
+_ODD = re.compile(r"\n(?!" + PLAIN_PREFIX.replace("?P<ts>", "") + r"[^\S\n]*\S)")
 _EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
 _INSTRUMENTED = re.compile(
     r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
@@ -124,96 +119,6 @@ RATE_SOURCES = {
     "to its summary)",
     "rate_source_host_wall_time": "the run's wall time on the host, JVM start included",
 }
-
-
-@dataclass(frozen=True)
-class Window:
-    """The measured phase of a run (two of its progress lines, or a duration run's start of
-    operations and deadline): ``start`` s after the test began (the client's start-up lies
-    before it), ``seconds`` long, ``operations`` completed in it."""
-
-    start: float
-    seconds: float
-    operations: int
-
-    @property
-    def rate(self) -> float:
-        return self.operations / self.seconds
-
-
-Progress = tuple[float | None, int, int]  # (timestamp or bar time, completed, total)
-Place = tuple[int, int]  # where an entry is in its log: the start of its line, its number there
-
-
-def _plain_entry(
-    text: str, start: int, m: re.Match[str], stamps: dict[str, float | None]
-) -> Progress | None:
-    """The progress entry of the plain line at ``start``, whose first progress match is
-    ``m``, as :meth:`_Log._line` reads it; ``stamps`` keeps the timestamps read so far."""
-    plain = _PLAIN_PREFIX_AT.match(text, start)
-    if plain is None:
-        return None
-    if m.start() >= plain.end():  # the line's first progress is in its message
-        done, total = m.group(2), m.group(3)
-    else:  # the first lies in the prefix (a thread named so): the message's, if any
-        plain = _PLAIN_PROGRESS.match(text, start)
-        if plain is None:
-            return None
-        done, total = plain.group("done"), plain.group("total")
-    stamp = plain.group("ts")
-    if stamp not in stamps:
-        stamps[stamp] = log4j.timestamp(stamp)
-    return stamps[stamp], int(done), int(total)
-
-
-@dataclass(frozen=True)
-class Ends:
-    """What a run's rate needs of its progress: the last entry, and among the entries the
-    log's clock stamped (epoch seconds), the first and the last, the first and the last
-    inside the run (0 < completed < total), and whether those two are different entries."""
-
-    last: Progress | None = None
-    first_stamped: Progress | None = None
-    last_stamped: Progress | None = None
-    first_inside: Progress | None = None
-    last_inside: Progress | None = None
-    two_inside: bool = False
-
-    @staticmethod
-    def find(
-        forward: Iterator[tuple[Any, Progress]], backward: Iterator[tuple[Any, Progress]]
-    ) -> Ends:
-        """From the entries in order and in reverse, each read only as far as needed."""
-
-        def stamped(e: Progress) -> bool:
-            return e[0] is not None and e[0] > 1e6
-
-        def inside(e: Progress) -> bool:
-            return stamped(e) and 0 < e[1] < e[2]
-
-        first = first_in = None
-        for place, e in forward:
-            if first is None and stamped(e):
-                first = e
-            if inside(e):
-                first_in = (place, e)
-                break
-        last = last_st = last_in = None
-        for place, e in backward:
-            last = last or e
-            if last_st is None and stamped(e):
-                last_st = e
-            if inside(e):
-                last_in = (place, e)
-                break
-        return Ends(
-            last=last,
-            first_stamped=first,
-            last_stamped=last_st,
-            first_inside=first_in[1] if first_in else None,
-            last_inside=last_in[1] if last_in else None,
-            two_inside=bool(first_in and last_in and first_in[0] != last_in[0]),
-        )
 
 
 class _Log:
@@ -298,7 +203,7 @@ class _Log:
         such line, and the same words on a later plain line change nothing (any other keyword
         of theirs brings the line to :meth:`_line` by itself; their progress is read with the
         plain lines')."""
-        plain = _PLAIN_PREFIX_AT.match(text, start)
+        plain = PLAIN_PREFIX_AT.match(text, start)
         if plain is None:
             return False
         end = text.find("\n", start)
@@ -352,7 +257,7 @@ class _Log:
             if start == last or start in self._slow:
                 continue
             last = start
-            entry = _plain_entry(text, start, m, stamps)
+            entry = plain_entry(text, start, m, stamps)
             if entry is None:
                 continue
             while i < len(slow) and slow[i][0] < start:  # the slow lines before this one
@@ -385,7 +290,7 @@ class _Log:
                 continue
             end = text.find("\n", start)
             m = _PROGRESS.search(text, start, len(text) if end == -1 else end)
-            entry = _plain_entry(text, start, m, stamps) if m else None
+            entry = plain_entry(text, start, m, stamps) if m else None
             if entry is not None:
                 yield (start, 0), entry
 
@@ -564,56 +469,6 @@ def _out_of_files(msg: str, text: str, log: _Log) -> str:
             "files open; give it more chunks a block (-c), fewer chunks, or a higher limit"
         )
     return said
-
-
-def window(log: _Log) -> Window | None:
-    """The run's measured phase: from the first progress line that counts an operation to
-    the last one before the count reached its total, when the log stamps them to the
-    millisecond and they are two different moments; for a ``--duration`` run, whose progress
-    counts seconds, see :func:`deadline_window`. None otherwise (a run of a second or two,
-    the terminal form's whole-second bar).
-
-    Each end is a moment at which freon printed how many operations had completed, so the
-    window's time is exact to the stamps' millisecond and its count to the operations in
-    flight at either end (at most one per thread, as likely early as late)."""
-    if not log.precise_ts:
-        return None
-    ends = log.ends
-    if ends.first_stamped is None or ends.last_stamped is None:
-        return None
-    total = ends.last_stamped[2]
-    if log.expected is not None and total != log.expected:
-        return deadline_window(log, [ends.first_stamped])
-    if ends.first_inside is None or ends.last_inside is None or not ends.two_inside:
-        return None
-    (t_a, c_a, _), (t_b, c_b, _) = ends.first_inside, ends.last_inside
-    if t_a is None or t_b is None or t_b <= t_a or c_b <= c_a:
-        return None
-    began = log.start_ts if log.start_ts is not None else ends.first_stamped[0]
-    return Window(start=t_a - began, seconds=t_b - t_a, operations=c_b - c_a)
-
-
-def deadline_window(log: _Log, points: list[tuple[float, int, int]]) -> Window | None:
-    """The measured phase of a ``--duration`` run: from the moment the generator says its
-    operations begin (vapor cmdw's "Running chunk write test") to freon's deadline, its
-    start plus the duration. Its progress lines count the seconds since that start ("3 out
-    of 4") and its threads take no operation past the deadline, so the phase's end is freon's
-    own clock, not the summary's; the start is the first progress line (printed as freon
-    takes its start time), the duration its total. A generator that says nothing when its
-    operations begin has no such phase: its set-up would be inside it."""
-    if log.ops_ts is None or log.success is None:
-        return None
-    # The first line's count may be nonsense: its thread can read freon's start time before
-    # freon sets it, print the JVM's uptime in seconds ("10530 out of 3") and stop. Its stamp
-    # is still the moment freon starts.
-    t0, _, seconds = points[0]
-    if seconds <= 0:
-        return None
-    end = t0 + seconds
-    if end <= log.ops_ts:
-        return None
-    began = log.start_ts if log.start_ts is not None else t0
-    return Window(start=log.ops_ts - began, seconds=end - log.ops_ts, operations=log.success)
 
 
 def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
