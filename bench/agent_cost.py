@@ -13,10 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from benchlib import Row, median, timed
+from benchlib import Row, median, pick, timed
 
 
-def run(quick: bool, log=print) -> list[Row]:
+def run(scale: str, log=print) -> list[Row]:
     from perfpost import instrument, provision
     from perfpost.tools import freon
 
@@ -24,10 +24,10 @@ def run(quick: bool, log=print) -> list[Row]:
     launcher = provision.install(freon.RUNTIME, None, cache)
     provision.install(instrument.RUNTIME, None, cache)
     home = str(provision.home(instrument.NAME, instrument.VERSION, cache))
-    rounds = 2 if quick else 4
+    rounds = pick(scale, 4, 2, 1)
     modes = (
-        ("default copy buffer", 500 if quick else 2000, None),
-        ("--copy-buffer=1", 50 if quick else 200, 1),
+        ("default copy buffer", pick(scale, 2000, 500, 10), None),
+        ("--copy-buffer=1", pick(scale, 200, 50, 2), 1),
     )
     rows = []
     for name, files, buffer in modes:

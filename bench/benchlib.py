@@ -27,6 +27,20 @@ BIN = Path(sys.executable).parent
 WORKFLOW_FILES = ("Snakefile", "workflow/rules", "workflow/report", "profiles", "envs")
 
 
+# How much each item measures: ``full`` (the figures the documentation quotes), ``quick``
+# (fewer rounds, smaller inputs) and ``smoke`` (every step of every item once, on inputs so
+# small that it takes seconds: tests/test_bench.py runs it, so that a changed signature cannot
+# break the bench unseen; its figures mean nothing).
+SIZES = ("full", "quick", "smoke")
+
+
+def pick(size: str, full: Any, quick: Any, smoke: Any) -> Any:
+    """The value of a setting at ``size``."""
+    if size not in SIZES:
+        raise ValueError(f"size {size!r}: one of {', '.join(SIZES)}")
+    return {"full": full, "quick": quick, "smoke": smoke}[size]
+
+
 @dataclass
 class Row:
     """One line of the results table."""

@@ -13,7 +13,8 @@ the bare dd's wall time; throughput comes from the cell's record and from dd's o
 
 What perfpost itself adds is held against the bare Snakefile: per ``snakemake`` run of one
 cell, and per extra cell of a MANY_CELLS-cell run against the bare Snakefile's extra job
-(runs of MANY_CELLS jobs and of one, of both, alternately).
+(runs of MANY_CELLS jobs and of one, of both, alternately). With --smoke: one round, 3 cells
+instead of MANY_CELLS, small dd and no warm-up.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 import uuid
 from pathlib import Path
 
-from benchlib import Row, check, make_checkout, median, snakemake, timed, tool
+from benchlib import Row, check, make_checkout, median, pick, snakemake, timed, tool
 
 EXPERIMENT = "cell"
 MANY = "many"
@@ -108,19 +109,21 @@ def bare_snakefile(shm: Path, count: int) -> str:
     )
 
 
-def marginal_cost(work: Path, shm: Path, rounds: int, log) -> dict[str, list[float]]:
+def marginal_cost(
+    work: Path, shm: Path, rounds: int, log, many: int = MANY_CELLS, count: int = MANY_COUNT
+) -> dict[str, list[float]]:
     """Extra seconds of one more job once Snakemake is up, with perfpost and without: per
-    round, a run of MANY_CELLS small cells against a run of one, and a bare Snakefile's run of
-    MANY_CELLS jobs (the same dd) against its run of one, alternately; and the bare dd of one
+    round, a run of ``many`` small cells against a run of one, and a bare Snakefile's run of
+    ``many`` jobs (the same dd) against its run of one, alternately; and the bare dd of one
     such cell, to say what a cell costs beyond its own dd."""
     from perfpost import paths
 
-    records = [paths.record(MANY, "default", "localhost", r, 1) for r in range(1, MANY_CELLS + 1)]
+    records = [paths.record(MANY, "default", "localhost", r, 1) for r in range(1, many + 1)]
     cells_dir = work / "results" / MANY / "cells"
     plain = work / "bare-snakemake-many"
     plain.mkdir()
-    (plain / "Snakefile").write_text(bare_snakefile(shm, MANY_COUNT))
-    outputs = [f"{shm}/plain/{i}/dd.out" for i in range(1, MANY_CELLS + 1)]
+    (plain / "Snakefile").write_text(bare_snakefile(shm, count))
+    outputs = [f"{shm}/plain/{i}/dd.out" for i in range(1, many + 1)]
 
     def perfpost_run(targets: list[str]) -> float:
         shutil.rmtree(cells_dir, ignore_errors=True)
@@ -146,31 +149,32 @@ def marginal_cost(work: Path, shm: Path, rounds: int, log) -> dict[str, list[flo
             d = shm / f"bare-{uuid.uuid4().hex[:8]}"
             d.mkdir()
             bare.append(
-                bare_dd(["dd", "if=/dev/zero", f"of={d}/dd.out", "bs=64", f"count={MANY_COUNT}"])[0]
+                bare_dd(["dd", "if=/dev/zero", f"of={d}/dd.out", "bs=64", f"count={count}"])[0]
             )
             shutil.rmtree(d)
         log(
-            f"  round {i + 1}: perfpost 1 cell {got['perfpost'][-1]:.2f} s, {MANY_CELLS} cells "
+            f"  round {i + 1}: perfpost 1 cell {got['perfpost'][-1]:.2f} s, {many} cells "
             f"{got['perfpost many'][-1]:.2f} s; bare Snakefile 1 job "
-            f"{got['bare snakemake'][-1]:.2f} s, {MANY_CELLS} jobs "
+            f"{got['bare snakemake'][-1]:.2f} s, {many} jobs "
             f"{got['bare snakemake many'][-1]:.2f} s"
         )
     per = {
         "perfpost": [
-            (m - o) / (MANY_CELLS - 1)
-            for o, m in zip(got["perfpost"], got["perfpost many"], strict=True)
+            (m - o) / (many - 1) for o, m in zip(got["perfpost"], got["perfpost many"], strict=True)
         ],
         "bare snakemake": [
-            (m - o) / (MANY_CELLS - 1)
+            (m - o) / (many - 1)
             for o, m in zip(got["bare snakemake"], got["bare snakemake many"], strict=True)
         ],
     }
     return {**{f"{k}_wall_s": v for k, v in got.items()}, **per, "bare_dd_wall_s": bare}
 
 
-def run(quick: bool, log=print) -> list[Row]:
-    rounds = 2 if quick else 5
-    count = 1_000_000 if quick else 2_000_000
+def run(scale: str, log=print) -> list[Row]:
+    rounds = pick(scale, 5, 2, 1)
+    count = pick(scale, 2_000_000, 1_000_000, 10_000)
+    many = pick(scale, MANY_CELLS, MANY_CELLS, 3)
+    many_count = pick(scale, MANY_COUNT, MANY_COUNT, 1_000)
     shm = Path(f"/dev/shm/perfpost-bench-{uuid.uuid4().hex[:8]}")
     shm.mkdir()
     work = Path(tempfile.mkdtemp(prefix="perfpost-bench-cell-"))
@@ -182,11 +186,11 @@ def run(quick: bool, log=print) -> list[Row]:
                     "params": {"dir": str(shm), "bs": 64, "count": count},
                     "repeats": 1,
                 },
-                # Ten small cells in one snakemake run: the cost of one more cell.
+                # Small cells in one snakemake run: the cost of one more cell.
                 MANY: {
                     "tool": "dd",
-                    "params": {"dir": str(shm), "bs": 64, "count": MANY_COUNT},
-                    "repeats": MANY_CELLS,
+                    "params": {"dir": str(shm), "bs": 64, "count": many_count},
+                    "repeats": many,
                 },
             }
         }
@@ -201,7 +205,7 @@ def run(quick: bool, log=print) -> list[Row]:
 
         # What Snakemake costs before any job runs: the dry run of the same target.
         dry = []
-        for _ in range(1 if quick else 3):
+        for _ in range(pick(scale, 3, 1, 1)):
             shutil.rmtree(cells_dir, ignore_errors=True)
             dry.append(snakemake(work, "-n", "--cores", "1", record)[0])
 
@@ -247,7 +251,8 @@ def run(quick: bool, log=print) -> list[Row]:
             return wall, int(m.group(1)) / float(m.group(2))
 
         # One unmeasured warm-up of each: page cache for the Python files, tmpfs pages.
-        via_bare(), via_run_cell(), via_snakemake(), via_plain_snakemake()
+        if scale != "smoke":
+            via_bare(), via_run_cell(), via_snakemake(), via_plain_snakemake()
         for runs in cpu.values():
             runs.clear()
         kinds = {
@@ -267,7 +272,7 @@ def run(quick: bool, log=print) -> list[Row]:
                     f"{k} {got[k][-1][0]:.2f} s {got[k][-1][1] / 1e6:.1f} MB/s" for k in kinds
                 )
             )
-        marginal = marginal_cost(work, shm, 1 if quick else 5, log)
+        marginal = marginal_cost(work, shm, pick(scale, 5, 1, 1), log, many, many_count)
         bare_wall = [w for w, _ in got["bare"]]
         bare_thr = [t for _, t in got["bare"]]
         extra = [w - b for (w, _), b in zip(got["snakemake"], bare_wall, strict=True)]
@@ -315,7 +320,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     "1 cell overhead",
-                    f"perfpost's cost per extra cell, {MANY_CELLS} cells vs 1 in one snakemake run",
+                    f"perfpost's cost per extra cell, {many} cells vs 1 in one snakemake run",
                     per_mine - per_theirs,
                     "s",
                     details=marginal,
@@ -378,7 +383,7 @@ def run(quick: bool, log=print) -> list[Row]:
             ),
             Row(
                 "1 cell overhead",
-                f"  one more cell in a {MANY_CELLS}-cell run, extra wall vs bare dd",
+                f"  one more cell in a {many}-cell run, extra wall vs bare dd",
                 median(marginal["perfpost"]) - median(marginal["bare_dd_wall_s"]),
                 "s",
                 details={

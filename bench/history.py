@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from benchlib import Row, check, median, timed
+from benchlib import Row, check, median, pick, timed
 
 CELLS, RUNS, METRICS = 10, 10, 12
 BASELINE = (
@@ -28,13 +28,16 @@ BASELINE = (
 )
 
 
-def night(build: int, rng: np.random.Generator) -> pd.DataFrame:
+def night(
+    build: int, rng: np.random.Generator, slower_from: int = 60, cells: int = CELLS
+) -> pd.DataFrame:
     """One build's rows, as `perfpost history-add` makes them."""
     from perfpost.history import store
 
     rows = []
-    for c in range(CELLS):
-        level = 1e9 * (0.8 if c == 0 and build >= 60 else 1.0) * np.exp(rng.normal(0, 0.02))
+    for c in range(cells):
+        level = 1e9 * (0.8 if c == 0 and build >= slower_from else 1.0)
+        level *= np.exp(rng.normal(0, 0.02))
         for r in range(1, RUNS + 1):
             start = f"2026-{1 + build // 28:02d}-{1 + build % 28:02d}T02:{c:02d}:{r:02d}+00:00"
             base = {
@@ -72,15 +75,16 @@ def night(build: int, rng: np.random.Generator) -> pd.DataFrame:
     return pd.DataFrame(rows)[list(store.COLUMNS)]
 
 
-def run(quick: bool, log=print) -> list[Row]:
+def run(scale: str, log=print) -> list[Row]:
     from perfpost.history import store
 
-    builds = 100
-    reps = 2 if quick else 3
+    builds = pick(scale, 100, 100, 8)
+    cells = pick(scale, CELLS, CELLS, 2)
+    reps = pick(scale, 3, 2, 1)
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory(prefix="perfpost-bench-history-") as tmp:
         where = Path(tmp) / "history"
-        nights = [night(b, rng) for b in range(builds)]
+        nights = [night(b, rng, builds * 6 // 10, cells) for b in range(builds)]
         for df in nights[:-1]:
             store.add(where, df)
         t = time.perf_counter()
@@ -89,7 +93,7 @@ def run(quick: bool, log=print) -> list[Row]:
         t = time.perf_counter()
         nights[-1].to_parquet(Path(tmp) / "plain.parquet", index=False)
         plain_s = time.perf_counter() - t
-        assert added["added_runs"] == CELLS * RUNS, added
+        assert added["added_runs"] == cells * RUNS, added
         runs = store.read(where, store.RUN_KEY).drop_duplicates().shape[0]
         timings: dict[str, list[float]] = {"perfpost": [], "baseline": []}
         gate = None
@@ -123,7 +127,7 @@ def run(quick: bool, log=print) -> list[Row]:
         check(
             Row(
                 "11 history",
-                f"`perfpost history`, {runs:,} runs of {builds} builds, 10 series, figures",
+                f"`perfpost history`, {runs:,} runs of {builds} builds, {cells} series, figures",
                 best["perfpost"],
                 "s",
                 details=details,
@@ -143,7 +147,7 @@ def run(quick: bool, log=print) -> list[Row]:
         ),
         Row(
             "11 history",
-            f"  add the 100th night ({CELLS * RUNS} runs) / write its rows to Parquet alone",
+            f"  add the {builds}th night ({cells * RUNS} runs) / write its rows to Parquet alone",
             add_s / plain_s if plain_s else None,
             "x",
             perfpost=add_s,

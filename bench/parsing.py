@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import ROOT, Row, check
+from benchlib import ROOT, Row, check, pick
 
 LOG = ROOT / "tests" / "data" / "freon" / "cmdw-perchunk.log"
 BASELINE = re.compile(
@@ -41,11 +41,11 @@ def baseline_scan(text: str) -> int:
     return n
 
 
-def run(quick: bool, log=print) -> list[Row]:
+def run(scale: str, log=print) -> list[Row]:
     from perfpost.tools import freon
 
-    size = (20 if quick else 200) * 1_000_000
-    reps = 2 if quick else 3
+    size = pick(scale, 200, 20, 1) * 1_000_000
+    reps = pick(scale, 3, 2, 1)
     with tempfile.NamedTemporaryFile(prefix="perfpost-bench-freon-", suffix=".log") as fh:
         fh.write(big_log(size).encode())
         fh.flush()

@@ -1,6 +1,6 @@
 """Items 2 and 3, remote execution: perfpost against plain ssh to the same real sshd hosts.
 
-    python bench/remote.py [--quick]        # just these items; bench/run.py runs them all
+    python bench/remote.py [--quick|--smoke]   # just these items; bench/run.py runs them all
 
 Starts a testbed of 32 hosts (network namespaces as root, loopback ports otherwise) and
 measures:
@@ -57,6 +57,28 @@ HELD = (8, 32)  # the fan-out targets hold at these k
 QUIET_SECONDS = 30.0  # the cell whose controller CPU is measured while its tool runs
 QUIET_HOSTS = 8
 ACCURACY_RUNS = 5
+
+
+def sizes(scale: str) -> SimpleNamespace:
+    """What the items measure at ``scale`` (full, quick or smoke; see benchlib.SIZES)."""
+    from benchlib import pick
+
+    smoke = scale == "smoke"
+    return SimpleNamespace(
+        sleep=0.5 if smoke else SLEEP,
+        hosts=2 if smoke else HOSTS,
+        fan_out=pick(scale, FAN_OUT, (1, *HELD), (1, 2)),
+        held=(2,) if smoke else HELD,
+        quiet_seconds=3.0 if smoke else QUIET_SECONDS,
+        quiet_hosts=2 if smoke else QUIET_HOSTS,
+        accuracy_runs=1 if smoke else ACCURACY_RUNS,
+        runs=pick(scale, 3, 1, 1),
+        latency_repeat=pick(scale, 60, 20, 10),
+        together=pick(scale, (3, 8, 16), (8,), (2,)),
+        shown=8 if not smoke else 2,  # the k whose start skew is held to its target
+    )
+
+
 BENCH_DIR = "/tmp/perfpost-bench"  # the cells' dir (on localhost, this machine's /tmp)
 
 
@@ -169,7 +191,7 @@ def serve(sock: str, run_pid: int, run_start: str) -> int:
     from perfpost.cli import janitor
 
     tools.LOADED["sleep"] = sleep_adapter()
-    janitor.serve_cells(sock, run_pid, run_start)
+    janitor.serve_cells(sock, run_pid, run_start, os.path.dirname(sock))
     return 0
 
 
@@ -235,12 +257,14 @@ def cpu_per_cell(
     return got, (here() - c0) / k, (hosts_cpu(bed) - h0) / k
 
 
-def fan_out(bed: Any, k: int, scratch: Path, server: CellServer) -> tuple[float, float]:
+def fan_out(
+    bed: Any, k: int, scratch: Path, server: CellServer, sleep: float = SLEEP
+) -> tuple[float, float]:
     """(wall, start skew) of one cell on k hosts, each its own job."""
     names = [h.name for h in bed.hosts[:k]]
     outs = [scratch / f"k{k}-{time.time_ns()}" / n / "attempt-1" / "record.json" for n in names]
     t = time.perf_counter()
-    procs = [server.cell(cell_spec(bed, n), o) for n, o in zip(names, outs, strict=True)]
+    procs = [server.cell(cell_spec(bed, n, sleep), o) for n, o in zip(names, outs, strict=True)]
     codes = [p.wait(120) for p in procs]
     wall = time.perf_counter() - t
     recs = [json.loads(o.read_text()) for o in outs]
@@ -251,13 +275,13 @@ def fan_out(bed: Any, k: int, scratch: Path, server: CellServer) -> tuple[float,
     return wall, max(starts) - min(starts)
 
 
-def bare_fan_out(bed: Any, k: int) -> tuple[float, float]:
+def bare_fan_out(bed: Any, k: int, sleep: float = SLEEP) -> tuple[float, float]:
     """(wall, start skew) of ``ssh host 'date; sleep 2'`` on k hosts at once."""
     names = [h.name for h in bed.hosts[:k]]
     t = time.perf_counter()
     procs = [
         subprocess.Popen(
-            [*ssh_argv(bed, n), f"date +%s.%N; sleep {SLEEP:g}"], stdout=subprocess.PIPE, text=True
+            [*ssh_argv(bed, n), f"date +%s.%N; sleep {sleep:g}"], stdout=subprocess.PIPE, text=True
         )
         for n in names
     ]
@@ -299,17 +323,21 @@ def _window(samples: list[tuple[float, float]], start: float, end: float) -> flo
     return (c1 - c0) / (t1 - t0) * 100
 
 
-def quiet_cpu(bed: Any, scratch: Path, server: CellServer) -> dict[str, list[float]]:
+def quiet_cpu(
+    bed: Any,
+    scratch: Path,
+    server: CellServer,
+    hosts: int = QUIET_HOSTS,
+    seconds: float = QUIET_SECONDS,
+) -> dict[str, list[float]]:
     """Percent of one core each cell used on the controller while its tool ran: QUIET_HOSTS
     ``perfpost run-cell`` jobs with a QUIET_SECONDS ``sleep`` cell (the job's process, and
     its share of what the cell server and the cells it forked used between the markers),
     then the same number of bare ``ssh host sleep`` (its markers are ``date`` before and
     after)."""
-    names = [h.name for h in bed.hosts[:QUIET_HOSTS]]
+    names = [h.name for h in bed.hosts[:hosts]]
     outs = [scratch / f"quiet-{time.time_ns()}" / n / "attempt-1" / "record.json" for n in names]
-    procs = [
-        server.cell(cell_spec(bed, n, QUIET_SECONDS), o) for n, o in zip(names, outs, strict=True)
-    ]
+    procs = [server.cell(cell_spec(bed, n, seconds), o) for n, o in zip(names, outs, strict=True)]
     samples, served = _sample(procs, server)
     recs = [json.loads(o.read_text()) for o in outs]
     if any(p.returncode for p in procs) or any(r["status"] != "done" for r in recs):
@@ -319,7 +347,7 @@ def quiet_cpu(bed: Any, scratch: Path, server: CellServer) -> dict[str, list[flo
         + _window(served, r["start_epoch"], r["end_epoch"]) / len(procs)
         for s, r in zip(samples, recs, strict=True)
     ]
-    script = f"date +%s.%N; sleep {QUIET_SECONDS:g}; date +%s.%N"
+    script = f"date +%s.%N; sleep {seconds:g}; date +%s.%N"
     procs = [
         subprocess.Popen([*ssh_argv(bed, n), script], stdout=subprocess.PIPE, text=True)
         for n in names
@@ -333,7 +361,9 @@ def quiet_cpu(bed: Any, scratch: Path, server: CellServer) -> dict[str, list[flo
 # ------------------------------------------------------------------ timing accuracy
 
 
-def measured_sleeps(host: dict[str, Any], scratch: Path) -> list[float]:
+def measured_sleeps(
+    host: dict[str, Any], scratch: Path, runs: int = ACCURACY_RUNS, sleep: float = SLEEP
+) -> list[float]:
     """The duration perfpost records (``wall_time``) for a ``sleep 2`` cell on ``host``,
     ACCURACY_RUNS times, through the real runner in this process."""
     from perfpost import tools
@@ -344,11 +374,11 @@ def measured_sleeps(host: dict[str, Any], scratch: Path) -> list[float]:
     tools.LOADED["sleep"] = sleep_adapter()
     got = []
     try:
-        for _ in range(ACCURACY_RUNS):
+        for _ in range(runs):
             out = scratch / f"acc-{time.time_ns()}" / host["name"] / "attempt-1" / "record.json"
             h = open_host(host)
             try:
-                rec = run_cell(sleep_cell(host, SLEEP), out, h)
+                rec = run_cell(sleep_cell(host, sleep), out, h)
             finally:
                 h.close()
             if rec["status"] != "done":
@@ -421,13 +451,14 @@ def together_skew(bed: Any, k: int) -> float:
     return recs[0]["start_skew"]
 
 
-def run(quick: bool, log=print) -> list[Row]:
+def run(scale: str, log=print) -> list[Row]:
     from benchlib import ROOT, UNREAPED_CPU, Row, check, median
 
     sys.path.insert(0, str(ROOT))
     from tests import testbed
 
-    runs = 1 if quick else 3
+    sz = sizes(scale)
+    runs = sz.runs
     rows: list[Row] = []
     # The cells start as an installed perfpost does, from compiled bytecode: with
     # PYTHONDONTWRITEBYTECODE set (as here) a checkout would compile every module in every
@@ -439,11 +470,11 @@ def run(quick: bool, log=print) -> list[Row]:
     compileall.compile_dir(Path(perfpost.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="perfpost-bench-remote-") as d:
         t = time.perf_counter()
-        bed = testbed.start(HOSTS, d)
+        bed = testbed.start(sz.hosts, d)
         servers: list[CellServer] = []
         log(f"  testbed: {len(bed.hosts)} hosts ({bed.mode}) in {time.perf_counter() - t:.1f} s")
         try:
-            lat = per_command(bed, 20 if quick else 60)
+            lat = per_command(bed, sz.latency_repeat)
             log("  per command: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in lat.items()))
             rows.append(
                 check(
@@ -473,19 +504,21 @@ def run(quick: bool, log=print) -> list[Row]:
             scratch = Path(d) / "records"
             server = CellServer()
             servers.append(server)
-            ks = (1, *HELD) if quick else FAN_OUT
+            ks = sz.fan_out
             fan: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
             bare: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
-            fan_out(bed, 1, scratch, server)  # warm-up: page cache, host keys, first logins
+            fan_out(bed, 1, scratch, server, sz.sleep)  # warm-up: page cache, first logins
             cpu: dict[str, dict[int, list[tuple[float, float]]]] = {"perfpost": {}, "ssh": {}}
             for i in range(runs):
                 for k in ks:
                     got, client, host = cpu_per_cell(
-                        bed, k, lambda k=k: fan_out(bed, k, scratch, server), server
+                        bed, k, lambda k=k: fan_out(bed, k, scratch, server, sz.sleep), server
                     )
                     fan[k].append(got)
                     cpu["perfpost"].setdefault(k, []).append((client, host))
-                    got, client, host = cpu_per_cell(bed, k, lambda k=k: bare_fan_out(bed, k))
+                    got, client, host = cpu_per_cell(
+                        bed, k, lambda k=k: bare_fan_out(bed, k, sz.sleep)
+                    )
                     bare[k].append(got)
                     cpu["ssh"].setdefault(k, []).append((client, host))
                 log(
@@ -512,7 +545,7 @@ def run(quick: bool, log=print) -> list[Row]:
             rows.append(
                 Row(
                     "3 fan-out",
-                    f"  wall k=1: one `sleep {SLEEP:g}` cell, perfpost run-cell",
+                    f"  wall k=1: one `sleep {sz.sleep:g}` cell, perfpost run-cell",
                     wall[1],
                     "s",
                     perfpost=wall[1],
@@ -527,7 +560,7 @@ def run(quick: bool, log=print) -> list[Row]:
                 pc, sc = per_host["perfpost"][k][0], per_host["ssh"][k][0]
                 r = Row(
                     "3 fan-out",
-                    f"{'' if k in HELD else '  '}wall k={k} / k=1, perfpost's over bare ssh's",
+                    f"{'' if k in sz.held else '  '}wall k={k} / k=1, perfpost's over bare ssh's",
                     mine / theirs,
                     "x",
                     perfpost=mine,
@@ -546,11 +579,11 @@ def run(quick: bool, log=print) -> list[Row]:
                         "ssh_runs": bare[k],
                     },
                 )
-                rows.append(check(r, lambda v: v <= 1.10, "<= 1.10x") if k in HELD else r)
+                rows.append(check(r, lambda v: v <= 1.10, "<= 1.10x") if k in sz.held else r)
             for k in ks[1:]:
                 r = Row(
                     "3 fan-out",
-                    f"{'' if k == 8 else '  '}start skew between hosts, k={k}",
+                    f"{'' if k == sz.shown else '  '}start skew between hosts, k={k}",
                     skew[k] * 1000,
                     "ms",
                     perfpost=skew[k] * 1000,
@@ -558,8 +591,8 @@ def run(quick: bool, log=print) -> list[Row]:
                     baseline_unit="ms",
                     baseline_name="bare ssh",
                 )
-                rows.append(check(r, lambda v: v < 100, "< 100 ms") if k == 8 else r)
-            for k in HELD if quick else ks[1:]:
+                rows.append(check(r, lambda v: v < 100, "< 100 ms") if k == sz.shown else r)
+            for k in sz.held if scale != "full" else ks[1:]:
                 (pc, ph), (sc, sh) = per_host["perfpost"][k], per_host["ssh"][k]
                 rows.append(
                     Row(
@@ -576,7 +609,7 @@ def run(quick: bool, log=print) -> list[Row]:
                     )
                 )
 
-            quiet = quiet_cpu(bed, scratch, server)
+            quiet = quiet_cpu(bed, scratch, server, sz.quiet_hosts, sz.quiet_seconds)
             server.close()
             log(
                 "  controller CPU while the tool runs (% of a core per cell): perfpost "
@@ -588,14 +621,14 @@ def run(quick: bool, log=print) -> list[Row]:
                 check(
                     Row(
                         "3 controller CPU",
-                        f"while {QUIET_HOSTS} `sleep {QUIET_SECONDS:g}` cells run, per cell "
+                        f"while {sz.quiet_hosts} `sleep {sz.quiet_seconds:g}` cells run, per cell "
                         "(the busiest)",
                         max(quiet["perfpost"]),
                         "%",
                         perfpost=max(quiet["perfpost"]),
                         baseline=max(quiet["ssh"]),
                         baseline_unit="%",
-                        baseline_name=f"bare `ssh host sleep {QUIET_SECONDS:g}`",
+                        baseline_name=f"bare `ssh host sleep {sz.quiet_seconds:g}`",
                         why="the cell's process woke while its tool ran (cProfile it)",
                         details=quiet,
                     ),
@@ -605,22 +638,23 @@ def run(quick: bool, log=print) -> list[Row]:
             )
 
             for kind, spec in (("localhost", {"name": "localhost"}), ("SSH host", bed.spec("h1"))):
-                got = measured_sleeps(spec, scratch)
+                got = measured_sleeps(spec, scratch, sz.accuracy_runs, sz.sleep)
                 typical = median(got)
-                over = sum(abs(x - SLEEP) > 0.005 for x in got)
+                over = sum(abs(x - sz.sleep) > 0.005 for x in got)
                 log(
-                    f"  `sleep {SLEEP:g}` measured on {kind}: " + ", ".join(f"{x:.4f}" for x in got)
+                    f"  `sleep {sz.sleep:g}` measured on {kind}: "
+                    + ", ".join(f"{x:.4f}" for x in got)
                 )
                 rows.append(
                     check(
                         Row(
                             "3 timing accuracy",
-                            f"`sleep {SLEEP:g}` cell on {kind}: |recorded - truth| "
+                            f"`sleep {sz.sleep:g}` cell on {kind}: |recorded - truth| "
                             f"(median of {len(got)})",
-                            abs(typical - SLEEP) * 1000,
+                            abs(typical - sz.sleep) * 1000,
                             "ms",
                             perfpost=typical * 1000,
-                            baseline=SLEEP * 1000,
+                            baseline=sz.sleep * 1000,
                             baseline_unit="ms",
                             baseline_name="the truth",
                             why=(
@@ -634,15 +668,15 @@ def run(quick: bool, log=print) -> list[Row]:
                         "<= 5 ms",
                     )
                 )
-            for k in (8,) if quick else (3, 8, 16):
+            for k in sz.together:
                 sk = median([together_skew(bed, k) for _ in range(runs)])
                 r = Row(
                     "3 fan-out",
-                    f"{'' if k == 8 else '  '}start_together skew, k={k}",
+                    f"{'' if k == sz.shown else '  '}start_together skew, k={k}",
                     sk * 1000,
                     "ms",
                 )
-                rows.append(check(r, lambda v: v < 100, "< 100 ms") if k == 8 else r)
+                rows.append(check(r, lambda v: v < 100, "< 100 ms") if k == sz.shown else r)
                 log(f"  start_together k={k}: {sk * 1000:.1f} ms")
         finally:
             for server in servers:
@@ -657,6 +691,7 @@ def run(quick: bool, log=print) -> list[Row]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -664,7 +699,7 @@ def main() -> int:
         return serve(sock, int(pid), start)
     from benchlib import table
 
-    print(table(run(args.quick)))
+    print(table(run("smoke" if args.smoke else "quick" if args.quick else "full")))
     return 0
 
 

@@ -2,10 +2,13 @@
 
     . .venv/bin/activate
     python bench/run.py            # the full suite, about 16 minutes on 2 cores (as root)
-    python bench/run.py --quick    # a smoke run: fewer rounds, a 20 MB
-                                   # log, k = 1 and 8 only, no 10,000-cell dry run, no
-                                   # no-op run and no step breakdown
+    python bench/run.py --quick    # fewer rounds, a 20 MB log, k = 1 and 8 only, no
+                                   # 10,000-cell dry run, no no-op run and no step breakdown
+    python bench/run.py --smoke    # every step of every item once, on tiny inputs, in
+                                   # seconds each: tests/test_bench.py runs it; its figures
+                                   # mean nothing
     python bench/run.py --only parse,cell
+    python bench/table.py          # the documentation's table from bench/results/latest.json
 
 Items (each ratio is against a baseline measured in the same run):
 
@@ -49,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, CpuWatch, Row, asjson, machine, table
+from benchlib import ROOT, SIZES, CpuWatch, Row, asjson, machine, table
 
 SCHEMA_VERSION = 1
 ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver", "sampler", "history")
@@ -96,15 +99,23 @@ def _load(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer rounds and smaller inputs")
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer rounds and smaller inputs")
+    size.add_argument(
+        "--smoke", action="store_true", help="every step once on tiny inputs (figures mean nothing)"
+    )
     ap.add_argument("--only", default=",".join(ITEMS), help=f"comma list of {', '.join(ITEMS)}")
-    ap.add_argument("--out", default=str(RESULTS / "latest.json"))
+    ap.add_argument(
+        "--out", help="default bench/results/latest.json (a smoke run's: bench/results/smoke.json)"
+    )
     args = ap.parse_args(argv)
     chosen = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = sorted(set(chosen) - set(ITEMS))
     if unknown:
         ap.error(f"unknown items {unknown}; known: {', '.join(ITEMS)}")
 
+    scale = "smoke" if args.smoke else "quick" if args.quick else "full"
+    assert scale in SIZES
     meta = machine()
     started = time.perf_counter()
     rows: list[Row] = []
@@ -114,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:6.1f} s] {name} ...", flush=True)
         watch = CpuWatch()
         try:
-            got = _load(name)(args.quick, log=lambda s: print(s, flush=True))
+            got = _load(name)(scale, log=lambda s: print(s, flush=True))
         except Exception as e:  # one broken item must not hide the others' figures
             traceback.print_exc()
             errors[name] = f"{type(e).__name__}: {e}"
@@ -142,14 +153,15 @@ def main(argv: list[str] | None = None) -> int:
             + ("  <- contention: figures may be skewed" if k in noisy else "")
         )
     total = time.perf_counter() - started
-    print(f"total {total:.0f} s ({'quick' if args.quick else 'full'} run)")
+    print(f"total {total:.0f} s ({scale} run)")
 
-    out = Path(args.out)
+    out = Path(args.out or RESULTS / ("smoke.json" if scale == "smoke" else "latest.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
-        "quick": args.quick,
+        "quick": scale != "full",
+        "size": scale,
         "items": chosen,
         "machine": meta,
         "duration_s": round(total, 1),

@@ -1,8 +1,9 @@
 """Item 10: what the resource sampler costs a host, and whether it moves a result.
 
 1. The loop alone, as a cell runs it on a host (``sampler_script``, one sample a second), for
-   30 s (10 with --quick): its CPU time and that of every process it started (``tail``,
-   ``sleep``; the kernel's rusage of the reaped process tree) over the wall time, in cores.
+   30 s (10 with --quick, 2 with --smoke): its CPU time and that of every process it started
+   (``tail``, ``sleep``; the kernel's rusage of the reaped process tree) over the wall time,
+   in cores.
    Target: under 1% of a core.
 2. One daemon's metrics read each second: the same loop with a datanode's JMX queries
    (``clusters.metrics``: five ``/jmx?qry=`` URLs in one curl) answered here with beans of a
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from benchlib import Row, check, make_checkout, median, snakemake
+from benchlib import Row, check, make_checkout, median, pick, snakemake
 
 
 def _loop_cores(seconds: float, scrapes: list[tuple[str, list[str]]]) -> tuple[float, int]:
@@ -98,14 +99,14 @@ def _beans() -> bytes:
     return json.dumps({"beans": beans}, indent=2).encode()
 
 
-def _throughputs(work: Path, rounds: int, log) -> dict[str, list[float]]:
+def _throughputs(work: Path, rounds: int, mib: int, log) -> dict[str, list[float]]:
     base = {
         "tool": "dd",
         "params": {
             "mode": "write",
             "dir": "/dev/shm/perfpost-bench-sampler",
             "bs": "1M",
-            "count": 256,
+            "count": mib,
         },
         "repeats": 1,
     }
@@ -122,14 +123,15 @@ def _throughputs(work: Path, rounds: int, log) -> dict[str, list[float]]:
             metrics = {m["name"]: m["value"] for m in json.loads(rec.read_text())["metrics"]}
             got[way].append(metrics["throughput"])
             log(
-                f"  dd 256 MiB to /dev/shm, round {i + 1}, sampler {way}: "
+                f"  dd {mib} MiB to /dev/shm, round {i + 1}, sampler {way}: "
                 f"{metrics['throughput'] / 1e6:.0f} MB/s"
             )
     return got
 
 
-def run(quick: bool, log=print) -> list[Row]:
-    seconds = 10.0 if quick else 30.0
+def run(scale: str, log=print) -> list[Row]:
+    seconds = pick(scale, 30.0, 10.0, 2.0)
+    mib = pick(scale, 256, 256, 16)
     rows = []
     alone, n = _loop_cores(seconds, [])
     log(f"  the loop alone: {alone * 100:.2f}% of a core over {n} samples")
@@ -168,9 +170,9 @@ def run(quick: bool, log=print) -> list[Row]:
             baseline_name="the loop alone",
         )
     )
-    rounds = 4 if quick else 10
+    rounds = pick(scale, 10, 4, 1)
     with tempfile.TemporaryDirectory(prefix="perfpost-bench-sampler-") as d:
-        got = _throughputs(Path(d), rounds, log)
+        got = _throughputs(Path(d), rounds, mib, log)
     # The ratio as perfpost's comparisons give it: the Hodges-Lehmann shift of the logs, with
     # its exact distribution-free 95% interval (the runs' spread on this VM is wide).
     from perfpost.analysis import stats
@@ -180,7 +182,7 @@ def run(quick: bool, log=print) -> list[Row]:
     lo, hi = (math.exp(shift.low), math.exp(shift.high)) if shift.low is not None else (0, 1e9)
     row = Row(
         "10 sampler",
-        f"dd 256 MiB to /dev/shm, {rounds} runs each way, alternating: throughput with the "
+        f"dd {mib} MiB to /dev/shm, {rounds} runs each way, alternating: throughput with the "
         f"sampler / without (Hodges-Lehmann, 95% interval {lo:.2f}..{hi:.2f})",
         ratio,
         "x",

@@ -20,7 +20,8 @@ dd of 4 KiB blocks, 64 KiB to 4 MiB), and runs them through ``snakemake`` as a u
   host whose wake-up is queued behind the others' work reads its clock late.
 
 Then ``perfpost cells`` on the finished 512 runs, and the post's steps (tables, figures, post,
-as the rules call them) on the 256 records of ``scale``, each timed by itself.
+as the rules call them) on the 256 records of ``scale``, each timed by itself. --quick runs
+16 hosts; --smoke 2 hosts, 2 cells and one floor of each.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, UNREAPED_CPU, Row, check, make_checkout, post_argvs, timed, tool
+from benchlib import ROOT, UNREAPED_CPU, Row, check, make_checkout, pick, post_argvs, timed, tool
 
 HOSTS = 64
 # Why the common start misses its target here, from the floors measured beside it.
@@ -54,7 +55,7 @@ CELLS = (16, 64, 256, 1024)  # dd count of 4 KiB blocks: 64 KiB to 4 MiB per cel
 GIB = 1 << 30
 
 
-def scale_config(bed: Any, names: list[str]) -> dict[str, Any]:
+def scale_config(bed: Any, names: list[str], cells: tuple[int, ...] = CELLS) -> dict[str, Any]:
     import yaml
 
     inventory = yaml.safe_load(Path(bed.inventory).read_text())
@@ -62,7 +63,7 @@ def scale_config(bed: Any, names: list[str]) -> dict[str, Any]:
         "tool": "dd",
         "hosts": names,
         "params": {"mode": "write", "dir": "/tmp/perfpost-scale", "bs": "4k"},
-        "axes": {"count": list(CELLS)},
+        "axes": {"count": list(cells)},
         "repeats": 1,
         "after": [],
     }
@@ -196,7 +197,9 @@ BARE_MARGIN = 10.0  # seconds for 64 plain ssh connections to be made before the
 FLOOR_RUNS = 3
 
 
-def bare_together(bed: Any, names: list[str], count: int | None) -> tuple[float, float]:
+def bare_together(
+    bed: Any, names: list[str], count: int | None, margin: float = BARE_MARGIN
+) -> tuple[float, float]:
     """The testbed's own floor for a common start: on every host at once, plain ``ssh``
     running bash that sleeps until one epoch moment, reads the clock in the shell and runs
     a cell's dd (``count`` blocks of 4 KiB; None: no tool, the shell just exits). Returns
@@ -207,7 +210,7 @@ def bare_together(bed: Any, names: list[str], count: int | None) -> tuple[float,
 
     from remote import ssh_argv
 
-    at = time.time() + BARE_MARGIN
+    at = time.time() + margin
     tool = (
         f"dd if=/dev/zero of=/tmp/perfpost-bare-$$ bs=4k count={count} 2>/dev/null; "
         if count
@@ -226,7 +229,7 @@ def bare_together(bed: Any, names: list[str], count: int | None) -> tuple[float,
     ]
     got = [p.communicate(timeout=120)[0].split()[-2:] for p in procs]
     if any(int(d) == 0 for d, _ in got):
-        raise RuntimeError(f"bare start: a host was not ready {BARE_MARGIN:g} s after its ssh")
+        raise RuntimeError(f"bare start: a host was not ready {margin:g} s after its ssh")
     starts = [float(t) for _, t in got]
     if not 0 <= min(starts) - at < 1:
         raise RuntimeError(f"bare start: the first host started {min(starts) - at:+.3f} s late")
@@ -258,7 +261,7 @@ def post_steps(work: Path) -> dict[str, float]:
     return got
 
 
-def run(quick: bool, log=print) -> list[Row]:
+def run(scale: str, log=print) -> list[Row]:
     sys.path.insert(0, str(ROOT))
     from perfpost import paths
     from tests import testbed
@@ -266,22 +269,25 @@ def run(quick: bool, log=print) -> list[Row]:
     item = "8 scale"
     if os.geteuid() != 0:
         return [Row(item, f"{HOSTS} hosts: skipped, network namespaces need root", None, "")]
-    n = 16 if quick else HOSTS
+    n = pick(scale, HOSTS, 16, 2)
+    cells = pick(scale, CELLS, CELLS, CELLS[:2])
+    floor_runs = pick(scale, FLOOR_RUNS, FLOOR_RUNS, 1)
+    margin = pick(scale, BARE_MARGIN, BARE_MARGIN, 3.0)
     bdir = Path(tempfile.mkdtemp(prefix="perfpost-bench-scale-bed-"))
     work = Path(tempfile.mkdtemp(prefix="perfpost-bench-scale-"))
     bed = testbed.start(n, bdir, mode="netns")
     rows: list[Row] = []
     try:
         names = [h.name for h in bed.hosts]
-        cfg = scale_config(bed, names)
+        cfg = scale_config(bed, names, cells)
         make_checkout(work, cfg)
-        log(f"  {n} hosts up; snakemake --cores {n}: {n} x {len(CELLS)} cells, one job each ...")
+        log(f"  {n} hosts up; snakemake --cores {n}: {n} x {len(cells)} cells, one job each ...")
         hosts0 = sum(testbed_cpu(bed))
         sep = run_report(work, paths.POST.format(experiment="scale"), n)
         hosts_cpu = sum(testbed_cpu(bed)) - hosts0
         recs = records(work, "scale")
         bad = [r["reason"] for _, r in recs if r["status"] != "done"]
-        if len(recs) != n * len(CELLS) or bad:
+        if len(recs) != n * len(cells) or bad:
             raise RuntimeError(f"scale: {len(recs)} records, failed: {bad[:5]}")
         fin = host_finishes(recs, sep["started"])
         med = statistics.median(fin.values())
@@ -292,11 +298,11 @@ def run(quick: bool, log=print) -> list[Row]:
             f"{sep['peak_procs']} processes; hosts finish median {med:.1f} s, latest "
             f"{late} {fin[late]:.1f} s"
         )
-        log(f"  start_together: {len(CELLS)} jobs of {n} hosts ...")
+        log(f"  start_together: {len(cells)} jobs of {n} hosts ...")
         tog = run_report(work, paths.POST.format(experiment="scale-together"), n)
         trecs = records(work, "scale-together")
         tbad = [r["reason"] for _, r in trecs if r["status"] != "done"]
-        if len(trecs) != n * len(CELLS) or tbad:
+        if len(trecs) != n * len(cells) or tbad:
             raise RuntimeError(f"scale-together: {len(trecs)} records, failed: {tbad[:5]}")
         # As the floor's: a host still being set up at the start would widen the skew with
         # the set-up's time, not measure the wake-up; every host must have been waiting.
@@ -305,20 +311,22 @@ def run(quick: bool, log=print) -> list[Row]:
             raise RuntimeError("scale-together: a host was not waiting at the common start")
         # One skew per cell (every host's record of it holds the same).
         skew_of = {r["params"]["count"]: r["start_skew"] for _, r in trecs}
-        floors = {c: [bare_together(bed, names, c)[0] for _ in range(FLOOR_RUNS)] for c in CELLS}
+        floors = {
+            c: [bare_together(bed, names, c, margin)[0] for _ in range(floor_runs)] for c in cells
+        }
         floor_of = {c: statistics.median(v) for c, v in floors.items()}
-        no_tool = [bare_together(bed, names, None)[0] for _ in range(FLOOR_RUNS)]
+        no_tool = [bare_together(bed, names, None, margin)[0] for _ in range(floor_runs)]
         log(
             "  start skew per cell, perfpost / the same dd by bare ssh (median of "
-            f"{FLOOR_RUNS}): "
+            f"{floor_runs}): "
             + ", ".join(
-                f"{c} blocks {skew_of[c] * 1000:.0f}/{floor_of[c] * 1000:.0f} ms" for c in CELLS
+                f"{c} blocks {skew_of[c] * 1000:.0f}/{floor_of[c] * 1000:.0f} ms" for c in cells
             )
             + f"; no tool {statistics.median(no_tool) * 1000:.0f} ms; perfpost's hosts were"
             f" ready {min(ahead):.2f} to {max(ahead):.2f} s before the start"
         )
         t_cells, done = timed([tool("perfpost"), "cells"], cwd=work)
-        if done.returncode or done.stdout.count("\n") != 2 * n * len(CELLS) + 1:
+        if done.returncode or done.stdout.count("\n") != 2 * n * len(cells) + 1:
             raise RuntimeError(f"perfpost cells: {done.returncode} {done.stderr[-2000:]}")
         steps = post_steps(work)
         post_s = sum(steps.values())
@@ -329,7 +337,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     item,
-                    f"start_together start skew, {k} (the worst of {len(CELLS)} cells)",
+                    f"start_together start skew, {k} (the worst of {len(cells)} cells)",
                     max(skew_of.values()) * 1000,
                     "ms",
                     baseline=max(floor_of.values()) * 1000,
@@ -349,7 +357,7 @@ def run(quick: bool, log=print) -> list[Row]:
             ),
             Row(
                 item,
-                f"  start skew with no tool at all, bash on {n} hosts (median of {FLOOR_RUNS})",
+                f"  start skew with no tool at all, bash on {n} hosts (median of {floor_runs})",
                 statistics.median(no_tool) * 1000,
                 "ms",
                 details={"runs_s": no_tool},
@@ -370,7 +378,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     item,
-                    f"latest host's finish / median host's, {n} x {len(CELLS)} separate jobs "
+                    f"latest host's finish / median host's, {n} x {len(cells)} separate jobs "
                     f"({late}: {fin[late]:.1f} s, median {med:.1f} s)",
                     fin[late] / med,
                     "x",
@@ -382,7 +390,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     item,
-                    f"`perfpost cells`, {2 * n * len(CELLS)} runs",
+                    f"`perfpost cells`, {2 * n * len(cells)} runs",
                     t_cells,
                     "s",
                 ),
@@ -392,7 +400,7 @@ def run(quick: bool, log=print) -> list[Row]:
             check(
                 Row(
                     item,
-                    f"post of {n * len(CELLS)} records (tables {steps['tables']:.1f} s, "
+                    f"post of {n * len(cells)} records (tables {steps['tables']:.1f} s, "
                     f"figures {steps['figures']:.1f} s, post {steps['post']:.1f} s)",
                     post_s,
                     "s",
@@ -428,7 +436,7 @@ def main() -> int:
     args = ap.parse_args()
     from benchlib import table
 
-    print(table(run(args.quick)))
+    print(table(run("quick" if args.quick else "full")))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Config mistakes perfpost refuses, each with the key path and the words its error must
 hold: checked in process by tests/test_config.py and through snakemake, before any job
-starts, by tests/test_faults.py (whose count the README's fault table promises)."""
+starts, by tests/test_faults.py (whose count the documentation promises, docs/layout.md)."""
 
 from __future__ import annotations
 

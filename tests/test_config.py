@@ -104,8 +104,8 @@ def test_the_shipped_default_config_is_valid():
     "example", sorted(p.name for p in (ROOT / "config" / "examples").glob("*.yaml"))
 )
 def test_every_example_config_builds_a_plan(example):
-    """What the README tells people to run is a valid config (with the testbed's inventory
-    where it names the testbed's hosts, as the README's command combines them)."""
+    """What the documentation tells people to run is a valid config (with the testbed's
+    inventory where it names the testbed's hosts, as its command combines them)."""
     config = yaml.safe_load((ROOT / "config" / "examples" / example).read_text())
     if example.startswith(("testbed-", "lab-")):  # merged as Snakemake merges config files
         own = config.get("hosts", {})

@@ -1,6 +1,6 @@
 """What changed between two runs besides the code, from environments written here by hand:
 one fact changed, a host only one run has, equal runs, files missing, clusters; and the
-README's example."""
+documentation's example (docs/statistics.md)."""
 
 import copy
 import csv
@@ -290,8 +290,8 @@ def test_cluster_configuration_keys_differ_by_name_and_placement_is_left_out(tmp
     assert "Warning" not in text
 
 
-def test_the_readme_example_is_what_compare_prints_of_its_runs(tmp_path, monkeypatch):
-    # The README's runs: h1's vm.dirty_ratio raised, h3 added, and the container size of
+def test_the_documented_example_is_what_compare_prints_of_its_runs(tmp_path, monkeypatch):
+    # The documented runs: h1's vm.dirty_ratio raised, h3 added, and the container size of
     # cluster ozone set to 5GB where it was 1GB, which --changed names.
     monkeypatch.chdir(tmp_path)
     before = {"h1": env("h1"), "h2": env("h2")}
@@ -306,6 +306,6 @@ def test_the_readme_example_is_what_compare_prints_of_its_runs(tmp_path, monkeyp
         runs.append(envdiff.read_run(tidy_csv))
     diffs = envdiff.differences(*runs, ["cluster.ozone.conf"])
     text = envdiff.markdown(diffs, *runs, ["cluster.ozone.conf"])
-    readme = (ROOT / "README.md").read_text()
-    (example,) = re.findall(r"```text\n(Environment, base .*?)```", readme, re.S)
+    page = (ROOT / "docs" / "statistics.md").read_text()
+    (example,) = re.findall(r"```text\n(Environment, base .*?)```", page, re.S)
     assert text == example

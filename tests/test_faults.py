@@ -689,9 +689,9 @@ def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
     reason, and nothing was run (no results/ directory)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # The README promises the fault table's count of config mistakes: keep it true.
-    readme = (ROOT / "README.md").read_text()
-    promised = int(re.search(r"(\d+) config mistakes", readme).group(1))
+    # The documentation promises the fault table's count of config mistakes: keep it true.
+    page = (ROOT / "docs" / "layout.md").read_text()
+    promised = int(re.search(r"(\d+) config mistakes", page).group(1))
     assert promised == len({m[0] for m in MISTAKES}) == len(MISTAKES)
 
     def attempt(i_mistake):

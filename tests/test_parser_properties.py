@@ -290,6 +290,7 @@ SCAN_PIECES = (
     "type=TIMER, name=x, count=3", "Executing test with prefix a and number-of-tests 5",
     "Total execution time (sec): 3", "Failures: 1", "Successful executions: 4",
     "One or more freon test is failed.", "-- Timers ---", "count = 5", "java.io.IOException: x",
+    "Running chunk write test", "2026-11-22 05:04:46,056 [main] INFO a: Running chunk write test",
 )  # fmt: skip
 SCAN_LINES = {
     "iso date": "2026-11-22T05:04:46,645 [t] INFO freon.ProgressBar: Progress: 7 % (7 out of 9)",
@@ -304,6 +305,15 @@ SCAN_LINES = {
     "blank message": "2026-11-22 05:04:46,645 [t] INFO a:    ",
     "error under a level in the message": "2026-11-22 05:04:46,645 INFO ERROR - x",
     "redrawn": "2026-11-22 05:04:46,645 [t] INFO a: Progress: 1 % (1 out of 9)\rx: 1",
+    "trailing space": "2026-11-22 05:04:46,645 [t] INFO a: Progress: 7 % (7 out of 9) \t\x1c",
+    # The start of operations is read from its first plain line: before, after and beside it.
+    "operations begin": "2026-11-22 05:04:46,056 [main] INFO a: Running chunk write test: t=2",
+    "operations begin, no date": "Running chunk write test: threads=2",
+    "operations begin, no such date": "2026-13-22 05:04:46,0 [m] INFO a: Running chunk write test",
+    "operations begin in the thread": "2026-11-22 05:04:46,0 [Running chunk write test] INFO a: b",
+    "operations begin at an error": "2026-11-22 05:04:46,056 [m] ERROR a: Running chunk write test",
+    "operations begin with progress": "2026-11-22 05:04:46,645 [t] INFO a: Running chunk write test"
+    " Progress: 7 % (7 out of 9)",
 }
 
 
@@ -320,8 +330,13 @@ def edited_freon_logs(draw) -> str:
 
 def freon_reading(text: str, scan: bool) -> dict:
     log = freon_parser._Log(text, SOURCE, scan=scan)
+    # First what a run's rate needs of the progress, which a scan reads from the log's ends
+    # alone; then the whole progress, from which the same must follow.
+    ends, window, timed = log.ends, freon_parser.window(log), log.counts_seconds
     state = {k: v for k, v in vars(log).items() if not k.startswith("_")}
-    return {**state, "progress": log.progress}
+    every = list(enumerate(log.progress))
+    assert freon_parser.Ends.find(iter(every), reversed(every)) == ends
+    return {**state, "progress": log.progress, "ends": ends, "window": window, "timed": timed}
 
 
 @settings(FAST, max_examples=1500, suppress_health_check=SLOW_DATA)

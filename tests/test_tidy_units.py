@@ -1,5 +1,6 @@
-"""The README's promise about tidy units, on tidy tables made from real logs (tests/data):
-every ``unit`` in tidy.csv is one the README lists, with no prefixes (s, never ms)."""
+"""The documentation's promise about tidy units (docs/outputs.md), on tidy tables made from
+real logs (tests/data): every ``unit`` in tidy.csv is one it lists, with no prefixes (s, never
+ms)."""
 
 import csv
 import json
@@ -15,9 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 
-def readme_units() -> dict[str, str]:
-    """The table of units under the README's "Tidy values are in base units" sentence."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+def documented_units() -> dict[str, str]:
+    """The table of units under the "Tidy values are in base units" sentence of the
+    documentation's page on what a run writes."""
+    lines = (ROOT / "docs" / "outputs.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if "Tidy values are in base units" in line)
     table = []
     for line in lines[start:]:
@@ -68,14 +70,14 @@ def real_records() -> list[dict]:
     return out
 
 
-def test_every_unit_in_a_real_tidy_table_is_a_base_unit_the_readme_lists(tmp_path):
+def test_every_unit_in_a_real_tidy_table_is_a_base_unit_the_docs_list(tmp_path):
     df = tidy.from_records(real_records())
     paths = [tmp_path / n for n in ("tidy.csv", "tidy.parquet", "tidy.schema.json")]
     tidy.write(df, *paths, axes=["case"])
     with paths[0].open(newline="") as f:
         rows = list(csv.DictReader(f))
     used = {r["unit"] for r in rows}
-    documented = readme_units()
+    documented = documented_units()
     assert used <= set(documented), used - set(documented)
     # Timers, rates, byte-seconds and vcore-seconds all made it into the table.
     assert {"s", "1/s", "B", "B/s", "count", "B*s", "vcore*s"} <= used
@@ -84,15 +86,15 @@ def test_every_unit_in_a_real_tidy_table_is_a_base_unit_the_readme_lists(tmp_pat
     assert by_metric["app_memory_seconds"] == "B*s"
 
 
-def test_the_readme_the_schema_file_and_the_code_name_the_same_units(tmp_path):
+def test_the_docs_the_schema_file_and_the_code_name_the_same_units(tmp_path):
     from perfpost.units import BASE_UNITS
 
     paths = [tmp_path / n for n in ("tidy.csv", "tidy.parquet", "tidy.schema.json")]
     tidy.write(tidy.from_records(real_records()), *paths, axes=["case"])
     schema = json.loads(paths[2].read_text())
-    assert set(schema["units"]) == set(readme_units()) == set(BASE_UNITS)
+    assert set(schema["units"]) == set(documented_units()) == set(BASE_UNITS)
     assert schema["schema_version"] == tidy.TIDY_SCHEMA_VERSION == 2
-    readme = (ROOT / "README.md").read_text()
-    assert re.search(r"\(schema version 2\)", readme)
+    page = (ROOT / "docs" / "outputs.md").read_text()
+    assert re.search(r"\(schema version 2\)", page)
     # No prefixed unit anywhere in the list: the post, not the table, picks ms or GB.
-    assert not {"ms", "us", "ns", "MB", "MB*s", "kB", "GB"} & set(readme_units())
+    assert not {"ms", "us", "ns", "MB", "MB*s", "kB", "GB"} & set(documented_units())

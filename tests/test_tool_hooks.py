@@ -1,9 +1,10 @@
 """What a host adds to a cell's parameters: the command of a runtime perfpost provisions.
 
-The README's promise: on localhost `ozone` and `yarn` default to `provisioned`, the install
-at <cache>/<runtime>-<version>/ (bin/<launcher>, lib/, COMPLETE when finished); elsewhere
-they default to the command of that name on PATH; a host's own value, or an experiment's
-`launcher`, wins. teragen on a provisioned client runs its examples jar from lib/.
+The documentation's promise (docs/tools/freon.md, docs/tools/teragen.md): on localhost
+`ozone` and `yarn` default to `provisioned`, the install at <cache>/<runtime>-<version>/
+(bin/<launcher>, lib/, COMPLETE when finished); elsewhere they default to the command of that
+name on PATH; a host's own value, or an experiment's `launcher`, wins. teragen on a
+provisioned client runs its examples jar from lib/.
 """
 
 from pathlib import Path

@@ -26,7 +26,7 @@ class UnitError(ValueError):
 
 
 # Every unit a tidy value is stored in: tidy.csv's ``unit`` column holds only these, and
-# tidy.schema.json and the README list them from here. No prefixes (no ms, MB, MB*s): the
+# tidy.schema.json and docs/outputs.md list them from here. No prefixes (no ms, MB, MB*s): the
 # post chooses the prefix a reader sees (:func:`seconds_scale`, :func:`rate_scale`).
 BASE_UNITS: dict[str, str] = {
     "B": "bytes",

@@ -27,11 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     its cells; argparse spends milliseconds in gettext for each of its hundreds of strings)."""
     import argparse
 
-    from perfpost.cli import steps, user
+    from perfpost.cli import new, steps, user
 
     p = argparse.ArgumentParser(prog="perfpost", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     user.add_commands(sub)
+    new.add_command(sub)
     steps.add_commands(sub)
     return p
 

@@ -1,7 +1,8 @@
 """Apache Ozone ``ozone freon`` / ``ozone vapor`` generators, one module per concern:
 :mod:`.defaults` (the release fetched, the metrics a post shows), :mod:`.command` (the command
-line), :mod:`.parser` (every form freon's log takes) and :mod:`.method` (the post's method
-text). This module is the tool as :mod:`perfpost.tools.base` describes it."""
+line), :mod:`.parser` (every form freon's log takes), :mod:`.phase` (the measured phase a
+run's rate is over, from its progress) and :mod:`.method` (the post's method text). This
+module is the tool as :mod:`perfpost.tools.base` describes it."""
 
 from __future__ import annotations
 

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from perfpost.errors import ParseError
 from perfpost.tools import log4j
 from perfpost.tools.base import Metric
 from perfpost.tools.freon.defaults import REPORT_INTERVAL
+from perfpost.tools.freon.phase import (
+    PLAIN_PREFIX,
+    PLAIN_PREFIX_AT,
+    Ends,
+    Place,
+    Progress,
+    plain_entry,
+    window,
+)
 from perfpost.units import UnitError, to_per_second, to_seconds
 
 _LEVEL = re.compile(r"^\S+ \S+\s+(?:\[[^\]]*\]\s+)?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s")
@@ -56,20 +64,9 @@ _KEYWORDS = re.compile(
 # ("xecut" is in Executing, execution(s) and executed), a redraw, or a metric.
 _RARE = ("xecut", "Failures: ", _FAILED, "\r", _OPS_BEGIN)
 _METRIC_HINT = re.compile(r"type=[A-Z]+, name=")
-# A plain log4j line: the reference _LOGGED form narrowed (ASCII digits, spaces, a
-# "yyyy-MM-dd HH:mm:ss" date, no ERROR or FATAL), so that _LOGGED reads it the same way. The
-# scan reads the other lines with _line.
-_PLAIN_PREFIX = (
-    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[,.][0-9]+)?) +"
-    r"(?:\[[^\]\n]*\] +)?(?:INFO|WARN|DEBUG|TRACE) +[\w.$]+(?::[0-9]+)?(?:: | - )"
-)
-# Every line that is not plain, or whose message is blank once trailing space is cut.
-_ODD = re.compile(r"\n(?!" + _PLAIN_PREFIX.replace("?P<ts>", "") + r".*[^\s\x1c-\x1f]$)", re.M)
-# A plain line's progress: the first Progress in its message, as _line reads it.
-_PLAIN_PROGRESS = re.compile(
-    r"(?>" + _PLAIN_PREFIX + r").*?Progress: [\d.]+ % \((?P<done>\d{1,19})(?!\d) out of "
-    r"(?P<total>\d{1,19})(?!\d)\)"
-)
+# Every line that is not plain, or whose message is blank (whitespace alone, which _line
+# strips): the search stops at the message's first character that is not a space.
+_ODD = re.compile(r"\n(?!" + PLAIN_PREFIX.replace("?P<ts>", "") + r"[^\S\n]*\S)")
 _EXCEPTION = re.compile(r"^[\w.$]+(?:Exception|Error)(?:: .*)?$")
 _INSTRUMENTED = re.compile(
     r"^([A-Za-z][\w-]*)\.([A-Za-z][\w-]*):\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)$"
@@ -124,21 +121,6 @@ RATE_SOURCES = {
 }
 
 
-@dataclass(frozen=True)
-class Window:
-    """The measured phase of a run (two of its progress lines, or a duration run's start of
-    operations and deadline): ``start`` s after the test began (the client's start-up lies
-    before it), ``seconds`` long, ``operations`` completed in it."""
-
-    start: float
-    seconds: float
-    operations: int
-
-    @property
-    def rate(self) -> float:
-        return self.operations / self.seconds
-
-
 class _Log:
     """One pass over a freon log, collecting everything it says."""
 
@@ -158,6 +140,7 @@ class _Log:
         self.summary_line = 0
         self._text = ""
         self._slow: dict[int, int] = {}  # start of a line read by _line -> progress before it
+        self._ends: Ends | None = None
         if scan:
             self._scan(text)
         else:
@@ -190,7 +173,10 @@ class _Log:
         for needle in _RARE:
             at = text.find(needle)
             while at != -1:
-                starts.add(text.rfind("\n", 0, at) + 1)
+                start = text.rfind("\n", 0, at) + 1
+                starts.add(start)
+                if needle == _OPS_BEGIN and self._says_ops_begin(text, start):
+                    break  # the start of operations is read once: the later ones say nothing
                 at = text.find(needle, at + 1)
         starts.update(text.rfind("\n", 0, m.start()) + 1 for m in _METRIC_HINT.finditer(text))
         starts.update(m.start() + 1 for m in _ODD.finditer(text))
@@ -210,26 +196,60 @@ class _Log:
         if end < len(text):  # plain lines after the last one read: the last line is one
             self.last_line = no + text.count("\n", counted)
 
+    @staticmethod
+    def _says_ops_begin(text: str, start: int) -> bool:
+        """Whether the line at ``start`` is a plain log4j line whose message says the
+        operations begin, with a timestamp: :meth:`_line` takes :attr:`ops_ts` from the first
+        such line, and the same words on a later plain line change nothing (any other keyword
+        of theirs brings the line to :meth:`_line` by itself; their progress is read with the
+        plain lines')."""
+        plain = PLAIN_PREFIX_AT.match(text, start)
+        if plain is None:
+            return False
+        end = text.find("\n", start)
+        line = text[start : len(text) if end == -1 else end]
+        return _OPS_BEGIN in line[plain.end() - start :] and log4j.timestamp(line) is not None
+
     @property
     def counts_seconds(self) -> bool:
         """A ``--duration`` run's progress lines count seconds ("3 out of 4"), not operations:
         their total is not the run's number of tests."""
-        progress = self.progress
-        return bool(progress) and self.expected is not None and progress[-1][2] != self.expected
+        last = self.ends.last
+        return last is not None and self.expected is not None and last[2] != self.expected
 
     @property
     def progress(self) -> list[tuple[float | None, int, int]]:
         """Progress as (timestamp or bar time, completed, total), in the log's order."""
         if self._text:
-            self._progress = self._with_plain_progress(self._text)
+            self._progress = [entry for _, entry in self._forward(self._text)]
             self._text = ""
         return self._progress
 
-    def _with_plain_progress(self, text: str) -> list[tuple[float | None, int, int]]:
-        """The progress of the lines read by _line, with that of the plain lines between."""
-        out: list[tuple[float | None, int, int]] = []
+    @property
+    def ends(self) -> Ends:
+        """What a run's rate needs of its progress (:class:`Ends`). After a whole-text scan
+        the entries are read from both ends of the log until these are found: a long log's
+        plain progress lines in between are never read."""
+        if self._ends is None:
+            if self._text:
+                fwd, bwd = self._forward(self._text), self._backward(self._text)
+            else:
+                fwd = iter(enumerate(self._progress))
+                bwd = reversed(list(enumerate(self._progress)))
+            self._ends = Ends.find(fwd, bwd)
+        return self._ends
+
+    def _slow_entries(self, slow: list[tuple[int, int]], k: int) -> list[Progress]:
+        """The progress entries of the k-th line read by _line (``slow``: its start and the
+        number of entries before it, in the order of the text)."""
+        hi = slow[k + 1][1] if k + 1 < len(slow) else len(self._progress)
+        return self._progress[slow[k][1] : hi]
+
+    def _forward(self, text: str) -> Iterator[tuple[Place, Progress]]:
+        """Every progress entry in the log's order, with its place: those of the lines read
+        by _line, with those of the plain lines between."""
         slow = sorted(self._slow.items())
-        taken, i = 0, 0  # entries of self._progress copied; next slow line
+        i = 0  # the next slow line
         stamps: dict[str, float | None] = {}
         last = -1
         for m in _PROGRESS.finditer(text):
@@ -237,19 +257,42 @@ class _Log:
             if start == last or start in self._slow:
                 continue
             last = start
-            plain = _PLAIN_PROGRESS.match(text, start)
-            if plain is None:
+            entry = plain_entry(text, start, m, stamps)
+            if entry is None:
                 continue
             while i < len(slow) and slow[i][0] < start:  # the slow lines before this one
+                for n, e in enumerate(self._slow_entries(slow, i)):
+                    yield (slow[i][0], n), e
                 i += 1
-                upto = slow[i][1] if i < len(slow) else len(self._progress)
-                out += self._progress[taken:upto]
-                taken = upto
-            stamp = plain.group("ts")
-            if stamp not in stamps:
-                stamps[stamp] = log4j.timestamp(stamp)
-            out.append((stamps[stamp], int(plain.group("done")), int(plain.group("total"))))
-        return out + self._progress[taken:]
+            yield (start, 0), entry
+        for k in range(i, len(slow)):
+            for n, e in enumerate(self._slow_entries(slow, k)):
+                yield (slow[k][0], n), e
+
+    def _backward(self, text: str) -> Iterator[tuple[Place, Progress]]:
+        """The entries of :meth:`_forward`, with the same places, from the log's end."""
+        slow = sorted(self._slow.items())
+        k = len(slow) - 1  # the next slow line, going back
+        stamps: dict[str, float | None] = {}
+        pos = len(text)
+        while True:
+            at = text.rfind("Progress: ", 0, pos)
+            start = text.rfind("\n", 0, at) + 1 if at != -1 else -1
+            while k >= 0 and slow[k][0] > start:  # the slow lines after this one
+                entries = self._slow_entries(slow, k)
+                for n in range(len(entries) - 1, -1, -1):
+                    yield (slow[k][0], n), entries[n]
+                k -= 1
+            if at == -1:
+                return
+            pos = start
+            if start in self._slow:
+                continue
+            end = text.find("\n", start)
+            m = _PROGRESS.search(text, start, len(text) if end == -1 else end)
+            entry = plain_entry(text, start, m, stamps) if m else None
+            if entry is not None:
+                yield (start, 0), entry
 
     def _metric(self, name: str, value: float, unit: str) -> None:
         # NaN, infinity, or a time, rate or count below zero: not a measurement, like a
@@ -426,57 +469,6 @@ def _out_of_files(msg: str, text: str, log: _Log) -> str:
             "files open; give it more chunks a block (-c), fewer chunks, or a higher limit"
         )
     return said
-
-
-def window(log: _Log) -> Window | None:
-    """The run's measured phase: from the first progress line that counts an operation to
-    the last one before the count reached its total, when the log stamps them to the
-    millisecond and they are two different moments; for a ``--duration`` run, whose progress
-    counts seconds, see :func:`deadline_window`. None otherwise (a run of a second or two,
-    the terminal form's whole-second bar).
-
-    Each end is a moment at which freon printed how many operations had completed, so the
-    window's time is exact to the stamps' millisecond and its count to the operations in
-    flight at either end (at most one per thread, as likely early as late)."""
-    if not log.precise_ts:
-        return None
-    points = [(t, done, total) for t, done, total in log.progress if t is not None and t > 1e6]
-    if not points:
-        return None
-    total = points[-1][2]
-    if log.expected is not None and total != log.expected:
-        return deadline_window(log, points)
-    inside = [(t, done) for t, done, of in points if 0 < done < of]
-    if len(inside) < 2:
-        return None
-    (t_a, c_a), (t_b, c_b) = inside[0], inside[-1]
-    if t_b <= t_a or c_b <= c_a:
-        return None
-    began = log.start_ts if log.start_ts is not None else points[0][0]
-    return Window(start=t_a - began, seconds=t_b - t_a, operations=c_b - c_a)
-
-
-def deadline_window(log: _Log, points: list[tuple[float, int, int]]) -> Window | None:
-    """The measured phase of a ``--duration`` run: from the moment the generator says its
-    operations begin (vapor cmdw's "Running chunk write test") to freon's deadline, its
-    start plus the duration. Its progress lines count the seconds since that start ("3 out
-    of 4") and its threads take no operation past the deadline, so the phase's end is freon's
-    own clock, not the summary's; the start is the first progress line (printed as freon
-    takes its start time), the duration its total. A generator that says nothing when its
-    operations begin has no such phase: its set-up would be inside it."""
-    if log.ops_ts is None or log.success is None:
-        return None
-    # The first line's count may be nonsense: its thread can read freon's start time before
-    # freon sets it, print the JVM's uptime in seconds ("10530 out of 3") and stop. Its stamp
-    # is still the moment freon starts.
-    t0, _, seconds = points[0]
-    if seconds <= 0:
-        return None
-    end = t0 + seconds
-    if end <= log.ops_ts:
-        return None
-    began = log.start_ts if log.start_ts is not None else t0
-    return Window(start=log.ops_ts - began, seconds=end - log.ops_ts, operations=log.success)
 
 
 def parse_cell(logs: Mapping[str, str], wall_time: float | None = None) -> list[Metric]:
