@@ -135,19 +135,24 @@ def plot_comparison(
         f"{metric_label(rows[0].metric)} ({unit_name}" + (", log scale)" if log else ")")
     )
     top.grid(axis="y", alpha=0.3)
-    top.set_title("every run; bars: medians", fontsize=8, color="0.4")
+    # A group's name a line an axis ("readers=1" over "cache=hot"): six groups' names side
+    # by side ran into each other.
+    names = [g.replace(", ", "\n") for g in groups]
+    size = 8 if len(groups) <= 4 else 7
     if any(groups):
         above = top.secondary_xaxis("top")
         above.set_xticks(range(len(groups)))
-        above.set_xticklabels(groups, fontsize=8)
+        above.set_xticklabels(names, fontsize=size)
         above.tick_params(length=0)
-    _changes(bottom, rows, groups)
+    else:
+        top.set_title("every run; bars: medians", fontsize=8, color="0.4")
+    _changes(bottom, rows, names, size)
     fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     fig.tight_layout()
     return save_figure(fig, out_base, out_base.name)
 
 
-def _changes(ax: Any, rows: list[Any], groups: list[str]) -> None:
+def _changes(ax: Any, rows: list[Any], groups: list[str], size: int = 8) -> None:
     """The lower panel: each group's change and interval, as ratios on a log axis where
     they lie far apart, else as percentages on a linear one."""
     ends = []
@@ -175,7 +180,7 @@ def _changes(ax: Any, rows: list[Any], groups: list[str]) -> None:
             ax.scatter([i], [y(res.change)], marker="x", color=colour)  # too few runs
     ax.axhline(1.0 if ratio else 0.0, color="0.3", linewidth=0.8)
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([g or "all runs" for g in groups], fontsize=8)
+    ax.set_xticklabels([g or "all runs" for g in groups], fontsize=size)
     if ratio:
         ax.set_yscale("log")
         low, high = ax.get_ylim()
