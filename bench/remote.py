@@ -169,7 +169,7 @@ def serve(sock: str, run_pid: int, run_start: str) -> int:
     from perfpost.cli import janitor
 
     tools.LOADED["sleep"] = sleep_adapter()
-    janitor.serve_cells(sock, run_pid, run_start)
+    janitor.serve_cells(sock, run_pid, run_start, os.path.dirname(sock))
     return 0
 
 
