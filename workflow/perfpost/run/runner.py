@@ -156,6 +156,7 @@ def _on_clusters(
     wanted = {c.ident(): c for s in specs for c in s.cluster_specs()}
     if not wanted:
         return body(None)
+    began = time.time()
     try:
         with deploy.lease(
             list(wanted.values()),
@@ -166,6 +167,6 @@ def _on_clusters(
     except ClusterError as e:
         traceback.print_exc(file=sys.stderr)
         return [
-            record_failure(s, p, f"cluster: {e}", redactor)
+            record_failure(s, p, f"cluster: {e}", redactor, began)
             for s, p in zip(specs, record_paths, strict=True)
         ]
