@@ -517,7 +517,7 @@ def test_ssh_config_resolves_the_host_and_its_proxyjump_chain_as_openssh_does(tm
     config.write_text(
         "Host far\n  HostName 10.9.0.5\n  Port 2222\n  User alice\n"
         "  IdentityFile ~/keys/far\n  ProxyJump gate,bob@10.9.0.2:2200\n"
-        "Host gate\n  HostName 10.9.0.1\n  User carol\n"
+        "Host gate\n  HostName 10.9.0.1\n  User carol\n  IdentityFile ~/keys/gate\n"
     )
     host = RemoteHost({"name": "far", "ssh_config": str(config), "known_hosts": "/dev/null"})
     last, second, first = host.conn.hops()
@@ -527,7 +527,10 @@ def test_ssh_config_resolves_the_host_and_its_proxyjump_chain_as_openssh_does(tm
     assert second.gateway is first
     assert last.gateway is second
     assert (last.host, last.port, last.user) == ("10.9.0.5", 2222, "alice")
+    # Each connection tries its own IdentityFile, no other hop's.
     assert last.connect_kwargs["key_filename"] == [os.path.expanduser("~/keys/far")]
+    assert first.connect_kwargs["key_filename"] == [os.path.expanduser("~/keys/gate")]
+    assert "key_filename" not in second.connect_kwargs
     assert host.where == "alice@10.9.0.5:2222"
     # The inventory's own values win over the file's; its key is tried first.
     host = RemoteHost(

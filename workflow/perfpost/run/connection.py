@@ -17,7 +17,7 @@ IdentityFile, ProxyJump through its gateway connections) and runs commands throu
   as ssh's ServerAliveInterval and ServerAliveCountMax do.
 
 A connection is opened once: after it was lost, it is not opened again behind the caller's
-back (a frozen host would hold every later step for a connect timeout).
+back (a frozen host would hold every later step for a connect timeout), only once closed.
 """
 
 from __future__ import annotations
@@ -110,9 +110,6 @@ def fabric_config(spec: dict[str, Any], timeout: float) -> Config:
         # Environment variables never go on a command line (Fabric writes them unescaped).
         "inline_ssh_env": False,
         "timeouts": {"connect": seconds},
-        # Every stage of a hop's handshake waits as long as the TCP connection may: a host
-        # whose sshd is frozen accepts the connection and never greets.
-        "connect_kwargs": _stage_timeouts(seconds),
     }
     config = Config(lazy=True, runtime_ssh_path=path, overrides=overrides)
     config.load_ssh_config()
@@ -130,7 +127,15 @@ def _gateway(config: Config, target: str, port: int | None, timeout: int) -> Con
     for jump in (j.strip() for j in found.get("proxyjump", "").split(",") if j.strip()):
         if jump.lower() == "none":
             break
-        hop = Connection(jump, config=config, gateway=gateway, connect_timeout=timeout)
+        # Its own connect_kwargs: Fabric would write a hop's IdentityFile into the shared
+        # config's, and every later hop and the host would try that key first.
+        hop = Connection(
+            jump,
+            config=config,
+            gateway=gateway,
+            connect_timeout=timeout,
+            connect_kwargs=_stage_timeouts(timeout),
+        )
         if (hop.host, hop.port) == (host, port):
             break  # a wildcard Host entry that names the host as its own jump
         gateway = hop
@@ -138,6 +143,8 @@ def _gateway(config: Config, target: str, port: int | None, timeout: int) -> Con
 
 
 def _stage_timeouts(seconds: float) -> dict[str, float]:
+    """Every stage of a handshake waits as long as the TCP connection may: a host whose
+    sshd is frozen accepts the connection and never greets."""
     return {"banner_timeout": seconds, "auth_timeout": seconds, "channel_timeout": seconds}
 
 
@@ -246,6 +253,8 @@ class HostConnection(Connection):
         for hop in self.hops():
             with contextlib.suppress(Exception):
                 hop.client.close()
+        # Used again after this, the host gets a new connection, as a new RemoteHost would.
+        self.opened, self.alive = False, None
 
 
 class Alive:
