@@ -56,6 +56,29 @@ def test_metacharacters_arrive_literally_on_the_host(testbed, tmp_path):
         host.close()
 
 
+def test_output_is_utf_8_whatever_the_locale_and_however_it_is_cut(testbed, tmp_path):
+    """A command's output is read in pieces; a character cut between two of them is still
+    one character, and the text is UTF-8 even where this machine's locale is C (ASCII)."""
+    code = (
+        "import sys; sys.path[:0] = sys.argv[2:]; from perfpost.run.remote import RemoteHost;"
+        "from tests.testbed import Testbed; bed = Testbed.load(sys.argv[1]);"
+        "h = RemoteHost(bed.spec('h1')); r = h.run(\"printf 'x%.0s' $(seq 65535); printf"
+        " '\\\\303\\\\251'; printf 'caf\\\\303\\\\251' >&2\", 30); h.close();"
+        "sys.stdout.buffer.write((r.stdout[-1] + r.stderr).encode('utf-8'))"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    got = subprocess.run(
+        [sys.executable, "-c", code, testbed.dir, root],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stderr.decode(errors="replace")
+    # é is bytes 65,535 and 65,536: a read of 32 or 64 KiB ends between them.
+    assert got.stdout.decode("utf-8") == "\u00e9caf\u00e9"
+
+
 def test_a_hung_command_is_killed_at_its_timeout_with_everything_it_started(testbed):
     host = RemoteHost(host_spec(testbed, "h3"))
     tag = f"{uuid.uuid4().int % 10**6 + 1000}.25"

@@ -106,7 +106,15 @@ def fabric_config(spec: dict[str, Any], timeout: float) -> Config:
     seconds = math.ceil(timeout)
     overrides = {
         "runners": {"remote": Waiting},
-        "run": {"hide": True, "warn": True, "in_stream": False, "pty": False, "echo": False},
+        # UTF-8 whatever this machine's locale says (a job's may be C: ASCII).
+        "run": {
+            "hide": True,
+            "warn": True,
+            "in_stream": False,
+            "pty": False,
+            "echo": False,
+            "encoding": "utf-8",
+        },
         # Environment variables never go on a command line (Fabric writes them unescaped).
         "inline_ssh_env": False,
         "timeouts": {"connect": seconds},
