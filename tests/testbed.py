@@ -127,10 +127,18 @@ class Testbed:
         """A partition as this machine sees it: the host's sshd and its sessions stop
         (SIGSTOP), so connections stay open and nothing comes back over them, while the
         commands they started run on. Returns the stopped pids (:meth:`thaw_host`)."""
-        pids = self.sshd_pids(name)
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
-        return pids
+        stopped = []
+        try:
+            for pid in self.sshd_pids(name):
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:  # a session that ended meanwhile
+                    continue
+                stopped.append(pid)
+        except BaseException:
+            self.thaw_host(stopped)
+            raise
+        return stopped
 
     def thaw_host(self, pids: list[int]) -> None:
         for pid in pids:

@@ -371,6 +371,13 @@ def _refused(conn: HostConnection, e: Exception) -> HostError:
                 f">> {hostkeys.known_hosts_paths(spec)[0]}), or set trust_new_keys: true for "
                 "this host in the inventory"
             )
+        if said == "No existing session":
+            # paramiko's words for a login tried after a key exchange that never finished
+            # (its wait gave up silently): the host stopped answering mid-handshake.
+            return HostError(
+                f"unreachable: {where}: the key exchange did not finish within "
+                f"{conn.connect_timeout} s (the host stopped answering)"
+            )
         if "protocol banner" in said:
             if isinstance(e.__context__, TimeoutError):
                 # The connection was taken and no greeting came: the host is frozen, or
