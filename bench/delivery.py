@@ -40,7 +40,7 @@ def small_install(where: Path) -> Path:
 
 def run(scale: str, log=print) -> list[Row]:
     sys.path.insert(0, str(ROOT))
-    from perfpost import deliver, provision
+    from perfpost import deliver, hostpool, provision
     from perfpost.run.remote import RemoteHost
     from perfpost.tools import freon
     from tests import testbed
@@ -103,8 +103,7 @@ def run(scale: str, log=print) -> list[Row]:
         one = fresh("h1")
         log(f"  perfpost to h1: {one:.2f} s")
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(len(others)) as pool:
-            list(pool.map(fresh, others))
+        hostpool.each(fresh, others)  # as a cluster's start delivers
         many = time.perf_counter() - t0
         log(f"  perfpost to {len(others)} hosts at once: {many:.2f} s")
 
@@ -114,8 +113,7 @@ def run(scale: str, log=print) -> list[Row]:
                 h.run("true", 30)  # connected, as in a run
             deliver._KNOWN.clear()
             t0 = time.perf_counter()
-            with ThreadPoolExecutor(len(hosts)) as pool:
-                shipped = list(pool.map(lambda h: deliver.ensure(h, root).files, hosts))
+            shipped = hostpool.each(lambda h: deliver.ensure(h, root).files, hosts)
             there = time.perf_counter() - t0
         finally:
             for h in hosts:

@@ -684,6 +684,115 @@ def test_a_host_down_fails_its_cells_and_the_next_run_does_only_them(testbed, tm
     )
 
 
+@pytest.mark.parametrize("how", ["sshd frozen", "link down"])
+def test_a_host_that_stops_answering_mid_run_is_named_and_a_rerun_completes_it(
+    testbed, tmp_path, how
+):
+    """fio of 6 s (timeout 30) on h2, whose sshd and sessions are frozen with SIGSTOP, or
+    whose network namespace loses its link, while fio runs: a partition as this machine sees
+    it (connections open, nothing comes back, fio runs on). The cell fails on its own within
+    the timeout plus 20 s of the cut, its record says which host stopped answering and when,
+    keeps the run's start, and leaves its end unknown; once the host answers again, the
+    next run completes the cell."""
+    from perfpost.run.remote import RemoteHost
+    from tests.test_remote import processes
+
+    if how == "link down" and testbed.mode != "netns":
+        pytest.skip("a host's link needs network namespaces (root)")
+    inv = yaml.safe_load(Path(testbed.inventory).read_text())
+    scratch = f"/var/tmp/perfpost-fault-{uuid.uuid4().hex[:8]}"
+    exp = {
+        "tool": "fio",
+        "hosts": ["h2"],
+        "repeats": 1,
+        "timeout": 30,
+        "params": {
+            "dir": scratch,
+            "name": "silent",
+            "rw": "write",
+            "bs": "64k",
+            "size": "8M",
+            "runtime": 6,
+            "time_based": True,
+        },
+    }
+    work = make_checkout(tmp_path / "w", {**inv, "experiments": {"silent": exp}})
+    watch = RemoteHost(testbed.spec("h2"))
+    proc = start(work)
+    frozen: list[int] = []
+    try:
+        wait_for(
+            lambda: any(f"--directory={scratch}/" in p for p in processes(watch)),
+            240,
+            "fio running on h2",
+        )
+        watch.close()
+        cut_at = time.time()
+        if how == "sshd frozen":
+            frozen = testbed.freeze_host("h2")
+        else:
+            testbed.set_link("h2", up=False)
+        record = wait_for(lambda: list(work.glob("results/silent/**/record.json")), 120, "a record")
+        written = record[0].stat().st_mtime - cut_at
+        out, _ = proc.communicate(timeout=300)
+        ended = time.time() - cut_at
+    finally:
+        testbed.thaw_host(frozen)
+        if how == "link down":
+            testbed.set_link("h2", up=True)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        watch.close()
+    assert proc.returncode == 0, out[-3000:]
+    rec = json.loads(record[0].read_text())
+    assert rec["status"] == "failed"
+    assert written <= 30 + 20, written
+    reason = rec["reason"]
+    m = re.match(r"h2 stopped answering at (\d\d):(\d\d):(\d\d) \(no reply for (\d+) s\) ", reason)
+    assert m, reason
+    assert reason.endswith(
+        "while fio ran; what ran there may have finished; nothing was read back"
+    ), reason
+    # Last heard within one keepalive interval (5 s) before the cut, silent for 15 s after.
+    heard = time.localtime(cut_at)
+    said = int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3])
+    cut = heard.tm_hour * 3600 + heard.tm_min * 60 + heard.tm_sec
+    assert -5 - 2 <= (said - cut + 43200) % 86400 - 43200 <= 1, (reason, cut_at)
+    assert int(m[4]) >= 15
+    # The attempt's start, before fio began (the host never said when its step ran).
+    from datetime import datetime
+
+    assert datetime.fromisoformat(rec["start"]).timestamp() < cut_at
+    assert rec["end"] is None
+    assert not rec["metrics"]
+
+    # Once it answers again: the scratch fio wrote goes (its lifeline closed), and the next
+    # run plans that cell alone and completes it.
+    def scratch_left() -> str:
+        host = RemoteHost(testbed.spec("h2"))
+        try:
+            return host.run(f"ls -A {scratch} 2>/dev/null; true", 60).stdout.strip()
+        finally:
+            host.close()
+
+    wait_for(lambda: not scratch_left(), 30, "the scratch on h2 to be removed")
+    planned = planned_records(work)
+    assert [p.split("/cells/")[1] for p in planned] == ["default/h2/r1/attempt-2/record.json"]
+    again = snakemake(work, "--cores", "2", "report")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert [c["status"] for c in cells(work)] == ["done"]
+    FAULTS.append(
+        (
+            "host stops answering",
+            f"h2 {'sshd and sessions SIGSTOPped' if how == 'sshd frozen' else 'link down'} "
+            "while fio (6 s, timeout 30) ran",
+            f"record written {written:.0f} s after the cut ('{reason[:58]}...'), start kept, "
+            f"end unknown; run ended {ended:.0f} s after the cut; scratch removed once the "
+            "host answered; re-run completed the cell",
+        )
+    )
+
+
 def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
     """Each mistake: snakemake exits non-zero at once, its message names the key path and the
     reason, and nothing was run (no results/ directory)."""

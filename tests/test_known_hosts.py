@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from perfpost.run.remote import HostError, KeyChanged, RemoteHost, trust_key
+from perfpost.run.hostkeys import KeyChanged, trust_key
+from perfpost.run.remote import HostError, RemoteHost
 from tests.conftest import host_spec
 
 

@@ -5,6 +5,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -53,6 +54,29 @@ def test_metacharacters_arrive_literally_on_the_host(testbed, tmp_path):
     finally:
         host.run(hostscript.cleanup_script(logdir), 10)
         host.close()
+
+
+def test_output_is_utf_8_whatever_the_locale_and_however_it_is_cut(testbed, tmp_path):
+    """A command's output is read in pieces; a character cut between two of them is still
+    one character, and the text is UTF-8 even where this machine's locale is C (ASCII)."""
+    code = (
+        "import sys; sys.path[:0] = sys.argv[2:]; from perfpost.run.remote import RemoteHost;"
+        "from tests.testbed import Testbed; bed = Testbed.load(sys.argv[1]);"
+        "h = RemoteHost(bed.spec('h1')); r = h.run(\"printf 'x%.0s' $(seq 65535); printf"
+        " '\\\\303\\\\251'; printf 'caf\\\\303\\\\251' >&2\", 30); h.close();"
+        "sys.stdout.buffer.write((r.stdout[-1] + r.stderr).encode('utf-8'))"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    got = subprocess.run(
+        [sys.executable, "-c", code, testbed.dir, root],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stderr.decode(errors="replace")
+    # é is bytes 65,535 and 65,536: a read of 32 or 64 KiB ends between them.
+    assert got.stdout.decode("utf-8") == "\u00e9caf\u00e9"
 
 
 def test_a_hung_command_is_killed_at_its_timeout_with_everything_it_started(testbed):
@@ -357,6 +381,67 @@ def test_closing_a_connection_to_a_host_that_went_down_does_not_raise(testbed, t
     assert RemoteHost(host_spec(testbed, "h3")).run("true", 30).exit_code == 0
 
 
+@pytest.mark.parametrize("how", ["sshd frozen", "link down"])
+def test_a_host_that_stops_answering_is_named_within_its_keepalive_limit(testbed, how):
+    """A host whose sshd is frozen (or whose link went down) mid-command: the TCP connection
+    stays open and nothing comes back. The command fails once no keepalive was answered for
+    server_alive_interval x server_alive_count_max (here 1 s x 3), naming the host and when
+    it was last heard; every later command on the connection fails at once, in those words,
+    and a new connection works once the host answers again."""
+    from perfpost.errors import HostSilent
+
+    if how == "link down" and testbed.mode != "netns":
+        pytest.skip("a host's link needs network namespaces (root)")
+    spec = host_spec(testbed, "h3", server_alive_interval=1, server_alive_count_max=3)
+    host = RemoteHost(spec)
+    got: dict[str, object] = {}
+
+    def command() -> None:
+        try:
+            got["result"] = host.run("sleep 20", 60)
+        except HostError as e:
+            got["error"] = e
+
+    try:
+        assert host.run("true", 30).exit_code == 0
+        waiting = threading.Thread(target=command)
+        waiting.start()
+        time.sleep(1.5)
+        cut_at = time.time()
+        frozen = testbed.freeze_host("h3") if how == "sshd frozen" else []
+        if how == "link down":
+            testbed.set_link("h3", up=False)
+        try:
+            waiting.join(3 + 1 + 10)  # the limit, one interval, a loaded machine's slack
+            done_at = time.time()
+            assert not waiting.is_alive(), "the command still waits on a silent host"
+            start = time.monotonic()
+            with pytest.raises(HostSilent) as later:
+                host.run("true", 30)
+            assert time.monotonic() - start < 1  # at once: no new connection is tried
+        finally:
+            testbed.thaw_host(frozen)
+            if how == "link down":
+                testbed.set_link("h3", up=True)
+        error = got["error"]
+        assert isinstance(error, HostSilent), got
+        assert str(later.value) == str(error)
+        assert str(error).startswith("h3 stopped answering at ")
+        # Last heard within one keepalive interval before the cut; given up 3 s after that.
+        assert cut_at - 1 - 0.5 <= error.heard <= cut_at + 0.5
+        assert error.silence >= 3
+        assert done_at - error.heard >= 3
+        said = time.strftime("%H:%M:%S", time.localtime(error.heard))
+        assert str(error) == f"h3 stopped answering at {said} (no reply for {error.silence:.0f} s)"
+    finally:
+        host.close()
+    again = RemoteHost(host_spec(testbed, "h3"))
+    try:
+        assert again.run("true", 60).exit_code == 0
+    finally:
+        again.close()
+
+
 def test_environment_of_a_remote_host(testbed):
     host = RemoteHost(host_spec(testbed, "h3"))
     try:
@@ -455,22 +540,51 @@ def test_ssh_config_resolves_the_host_and_its_proxyjump_chain_as_openssh_does(tm
     config.write_text(
         "Host far\n  HostName 10.9.0.5\n  Port 2222\n  User alice\n"
         "  IdentityFile ~/keys/far\n  ProxyJump gate,bob@10.9.0.2:2200\n"
-        "Host gate\n  HostName 10.9.0.1\n  User carol\n"
+        "Host gate\n  HostName 10.9.0.1\n  User carol\n  IdentityFile ~/keys/gate\n"
     )
     host = RemoteHost({"name": "far", "ssh_config": str(config), "known_hosts": "/dev/null"})
-    first, second, last = host._hops
-    assert (first.host, first.port, first.user, first.gateway) == ("10.9.0.1", 22, "carol", None)
+    last, second, first = host.conn.hops()
+    assert (first.host, first.port, first.user) == ("10.9.0.1", 22, "carol")
+    assert not first.gateway
     assert (second.host, second.port, second.user) == ("10.9.0.2", 2200, "bob")
     assert second.gateway is first
     assert last.gateway is second
     assert (last.host, last.port, last.user) == ("10.9.0.5", 2222, "alice")
-    assert last.keys == [os.path.expanduser("~/keys/far")]
+    # Each connection tries its own IdentityFile, no other hop's.
+    assert last.connect_kwargs["key_filename"] == [os.path.expanduser("~/keys/far")]
+    assert first.connect_kwargs["key_filename"] == [os.path.expanduser("~/keys/gate")]
+    assert "key_filename" not in second.connect_kwargs
     assert host.where == "alice@10.9.0.5:2222"
-    # The inventory's own values win over the file's.
+    # The inventory's own values win over the file's; its key is tried first.
     host = RemoteHost(
         {"name": "far", "ssh_config": str(config), "user": "dave", "port": 22, "key": "/k"}
     )
-    assert (host.conn.user, host.conn.port, host.conn.keys) == ("dave", 22, ["/k"])
+    assert (host.conn.user, host.conn.port) == ("dave", 22)
+    assert host.conn.connect_kwargs["key_filename"][0] == "/k"
+    # `ProxyJump none` turns off a wildcard entry's jump, as in ssh.
+    config.write_text("Host direct\n  ProxyJump none\nHost *\n  ProxyJump gate\n")
+    assert RemoteHost({"name": "direct", "ssh_config": str(config)}).conn.hops()[1:] == []
+
+
+def test_every_hop_gets_perfposts_host_key_policy_not_fabrics(tmp_path):
+    """Fabric gives every connection (a ProxyJump hop's too) paramiko's AutoAddPolicy, which
+    accepts any key; each hop here refuses an unknown key, or appends it with
+    trust_new_keys (paramiko's own policy would rewrite the file)."""
+    from paramiko import AutoAddPolicy, RejectPolicy
+
+    from perfpost.run.hostkeys import AppendNewKeys
+
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        "Host far\n  HostName 10.9.0.5\n  ProxyJump gate\nHost gate\n  HostName 10.9.0.1\n"
+    )
+    for trust, policy in ((False, RejectPolicy), (True, AppendNewKeys)):
+        host = RemoteHost({"name": "far", "ssh_config": str(config), "trust_new_keys": trust})
+        hops = host.conn.hops()
+        assert len(hops) == 2
+        for hop in hops:
+            assert type(hop.client._policy) is policy
+            assert not isinstance(hop.client._policy, AutoAddPolicy)
 
 
 def test_a_missing_ssh_config_is_named(tmp_path):

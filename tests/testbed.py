@@ -117,6 +117,44 @@ class Testbed:
         h.pid = 0
         self.save()
 
+    def sshd_pids(self, name: str) -> list[int]:
+        """The host's sshd: its listener and the processes of its open sessions (not what
+        those sessions started)."""
+        h = self.host(name)
+        return [p for p in [h.pid, *_descendants(h.pid)] if p and _comm(p) == "sshd"]
+
+    def freeze_host(self, name: str) -> list[int]:
+        """A partition as this machine sees it: the host's sshd and its sessions stop
+        (SIGSTOP), so connections stay open and nothing comes back over them, while the
+        commands they started run on. Returns the stopped pids (:meth:`thaw_host`)."""
+        stopped = []
+        try:
+            for pid in self.sshd_pids(name):
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:  # a session that ended meanwhile
+                    continue
+                stopped.append(pid)
+        except BaseException:
+            self.thaw_host(stopped)
+            raise
+        return stopped
+
+    def thaw_host(self, pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def set_link(self, name: str, up: bool) -> None:
+        """The host's network link (netns mode) goes down, or up again: packets to and from
+        it are dropped, its processes and connections' state are kept."""
+        h = self.host(name)
+        if not h.netns or not h.veth:
+            raise TestbedError("a host's link needs network namespaces (root)")
+        _ip("-n", h.netns, "link", "set", f"{h.veth[:-1]}b", "up" if up else "down")
+
     def start_host(self, name: str) -> None:
         h = self.host(name)
         if h.pid and _alive(h.pid):
@@ -165,6 +203,13 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _descendants(pid: int) -> list[int]:

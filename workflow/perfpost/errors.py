@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 
 class PerfpostError(Exception):
     """Base class: an error with a message fit to print as is."""
@@ -25,6 +27,22 @@ class ParseError(PerfpostError):
         self.message = message
         place = f"{source}:{line}" if line is not None else source
         super().__init__(f"{place}: {message}")
+
+
+class HostError(PerfpostError):
+    """A host that could not be used: unreachable, authentication, host key, lost connection."""
+
+
+class HostSilent(HostError):
+    """A host that stopped answering on an open connection (frozen, or cut off from this
+    machine): what ran there may have finished or may still run; nothing more came back."""
+
+    def __init__(self, name: str, heard: float, silence: float) -> None:
+        self.name = name
+        self.heard = heard  # when it last answered (epoch seconds)
+        self.silence = silence  # seconds without a reply when perfpost gave up on it
+        when = time.strftime("%H:%M:%S", time.localtime(heard))
+        super().__init__(f"{name} stopped answering at {when} (no reply for {silence:.0f} s)")
 
 
 def unforeseen(e: BaseException) -> str:

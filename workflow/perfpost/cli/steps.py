@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +103,16 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     unmet = provision.failed_outcomes(args.needs)
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
+        began = time.time()
         if unmet:  # a runtime it needs could not be provisioned: a record saying so
-            record = record_failure(spec, outs[0], unmet, redactor)
+            record = record_failure(spec, outs[0], unmet, redactor, began)
         else:
             hosts = open_hosts([spec], [env])
             try:
                 record = run_cell(spec, outs[0], hosts[0], redactor)
             except Exception as e:
                 traceback.print_exc()
-                record = record_failure(spec, outs[0], unforeseen(e), redactor)
+                record = record_failure(spec, outs[0], unforeseen(e), redactor, began)
             finally:
                 close_all(hosts)
         _say(record)
@@ -142,8 +144,12 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     unmet = provision.failed_outcomes(args.needs)
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
+        began = time.time()
         if unmet:  # a runtime they need could not be provisioned: a record each saying so
-            done = [record_failure(s, o, unmet, redactor) for s, o in zip(specs, outs, strict=True)]
+            done = [
+                record_failure(s, o, unmet, redactor, began)
+                for s, o in zip(specs, outs, strict=True)
+            ]
         else:
             hosts = open_hosts(specs, envs)
             try:
@@ -151,7 +157,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
             except Exception as e:
                 traceback.print_exc()
                 done = [
-                    record_failure(s, o, unforeseen(e), redactor)
+                    record_failure(s, o, unforeseen(e), redactor, began)
                     for s, o in zip(specs, outs, strict=True)
                 ]
             finally:

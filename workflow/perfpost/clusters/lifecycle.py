@@ -5,7 +5,6 @@ all at once, and up for the length of a ``with`` block.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import shlex
 import time
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from perfpost import deliver
+from perfpost import deliver, hostpool
 from perfpost.clusters.base import (
     STOP_GRACE,
     ClusterError,
@@ -123,12 +122,11 @@ def deliver_homes(dep: Deployment, say: Any) -> dict[str, str]:
         return host, (d, deliver.localize(path, dict.fromkeys(deliver.prefixes(root), d.path)))
 
     if hosts:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(hosts)) as pool:
-            for host, (d, path) in pool.map(one, hosts):
-                dep.home[host] = path
-                if d.files:
-                    dep.delivered.append(d.record())
-                    say(d.said())
+        for host, (d, path) in hostpool.each(one, hosts):
+            dep.home[host] = path
+            if d.files:
+                dep.delivered.append(d.record())
+                say(d.said())
     return local
 
 
@@ -156,8 +154,7 @@ def stop(
         except Exception as e:  # a host that is gone takes its daemons with it
             return f"could not stop {', '.join(roles)} on {host}: {e}"
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(by_host))) as pool:
-        said = list(pool.map(one, list(by_host)))
+    said = hostpool.each(one, list(by_host))
     if log is not None:
         for s in said:
             print(f"{time.strftime('%H:%M:%S')} {dep.ident}: {s}", file=log, flush=True)

@@ -57,10 +57,10 @@ WARM = (
     "perfpost.run.runner",
     "ctypes",
 )
-# What a cell on an SSH host adds (paramiko, imported by perfpost.run.remote when a host is
-# opened, with what a connection looks up), about 0.1 s: imported only for a run that has
-# such a host, since the run's first jobs wait for the server's imports.
-WARM_REMOTE = ("perfpost.run.remote", "paramiko", "pwd", "encodings.idna")
+# What a cell on an SSH host adds (Fabric, Invoke and paramiko, imported by
+# perfpost.run.remote when a host is opened, with what a connection looks up): imported only
+# for a run that has such a host, since the run's first jobs wait for the server's imports.
+WARM_REMOTE = ("perfpost.run.remote", "fabric", "invoke", "paramiko", "pwd", "encodings.idna")
 
 
 def _remote_hosts() -> bool:

@@ -24,11 +24,10 @@ import os
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from perfpost import hostenv
+from perfpost import hostenv, hostpool
 from perfpost.clusters.base import ClusterError
 from perfpost.errors import unforeseen
 from perfpost.hostenv import Redactor
@@ -60,9 +59,11 @@ START_MARGIN = 1.0  # seconds between the last host being ready and the common s
 
 
 def _each(cells: list[_CellRun], phase: Any, *args: Any) -> None:
-    """``phase`` of every cell at once, each guarded (:func:`perfpost.run.cell.record.guarded`)."""
-    with ThreadPoolExecutor(max_workers=len(cells)) as pool:
-        list(pool.map(lambda c: guarded(c, phase, *args), cells))
+    """``phase`` of every cell, each guarded (:func:`perfpost.run.cell.record.guarded`), on
+    the pool of hosts; the measured steps all at once: each waits on its host for one common
+    start."""
+    limit = len(cells) if phase is measure else hostpool.PARALLEL_HOSTS
+    hostpool.each(lambda c: guarded(c, phase, *args), cells, limit)
 
 
 def run_together(
@@ -119,8 +120,7 @@ def _together(
             if c.record["status"] is None:
                 finish(c, FAILED, unforeseen(e))
     finally:
-        with ThreadPoolExecutor(max_workers=len(cells)) as pool:
-            list(pool.map(cleanup, cells))
+        hostpool.each(cleanup, cells)
     return [c.record for c in cells]
 
 
@@ -156,6 +156,7 @@ def _on_clusters(
     wanted = {c.ident(): c for s in specs for c in s.cluster_specs()}
     if not wanted:
         return body(None)
+    began = time.time()
     try:
         with deploy.lease(
             list(wanted.values()),
@@ -166,6 +167,6 @@ def _on_clusters(
     except ClusterError as e:
         traceback.print_exc(file=sys.stderr)
         return [
-            record_failure(s, p, f"cluster: {e}", redactor)
+            record_failure(s, p, f"cluster: {e}", redactor, began)
             for s, p in zip(specs, record_paths, strict=True)
         ]

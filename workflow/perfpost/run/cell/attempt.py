@@ -13,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from perfpost import __version__, hostenv, paths, tools
+from perfpost.errors import HostSilent, PerfpostError
 from perfpost.hostenv import Redactor
 from perfpost.instrument import beside, lineup
 from perfpost.plan.specs import CellSpec
@@ -88,6 +90,9 @@ class Attempt:
         self.guard: Guard | None = None
         self.cleaned = False  # the scratch was removed (or never made): cleanup() is done
         self.steps: list[dict[str, Any]] = []
+        # This machine's clock at the attempt's start, for a record whose host never said
+        # when its step ran; the end stays unknown where the host stopped answering.
+        self.began, self.end_unknown = time.time(), False
         self.record: dict[str, Any] = {
             "schema_version": RECORD_SCHEMA_VERSION,
             "perfpost_version": __version__,
@@ -160,7 +165,14 @@ class Attempt:
             return host.run(script, timeout)
         # Should perfpost die mid-step, the host removes the cell's scratch once the step's
         # tools are dead (the guard may have removed it while they still ran).
-        result = self.host.run(script, timeout, abandon=self.scratch_cleanup)
+        try:
+            result = self.host.run(script, timeout, abandon=self.scratch_cleanup)
+        except HostSilent as e:
+            self.end_unknown = True
+            what = self.spec.tool if name == "measure" else f"its {name} step"
+            raise PerfpostError(
+                f"{e} while {what} ran; what ran there may have finished; nothing was read back"
+            ) from None
         if result.stderr:
             self.keep(f"{name}.stderr", result.stderr)
         self.steps.append(

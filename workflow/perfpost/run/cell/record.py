@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from perfpost.errors import PerfpostError, unforeseen
 from perfpost.hostenv import Redactor
 from perfpost.plan.specs import CellSpec
 from perfpost.records import FAILED, RECORD_SCHEMA_VERSION, read_record, write_json_atomic
-from perfpost.run.cell.attempt import Attempt
+from perfpost.run.cell.attempt import Attempt, iso
 from perfpost.run.cell.cleanup import cleanup, remove_outputs
 
 
@@ -39,6 +40,9 @@ def finish(cell: Attempt, status: str, reason: str | None = None) -> dict[str, A
         cell.record.setdefault("warnings", []).append(left)
     cell.record["status"] = status
     cell.record["reason"] = reason
+    if cell.record["start"] is None:
+        cell.record["start"] = iso(cell.began)
+        cell.record["end"] = None if cell.end_unknown else iso(time.time())
     # JSON has no NaN: a value that could not be computed is left out, never invented.
     cell.record["metrics"] = [
         m
@@ -68,10 +72,15 @@ def guarded(cell: Attempt, phase: Any, *args: Any) -> dict[str, Any] | None:
 
 
 def record_failure(
-    spec: CellSpec, record_path: str | Path, reason: str, redactor: Redactor | None = None
+    spec: CellSpec,
+    record_path: str | Path,
+    reason: str,
+    redactor: Redactor | None = None,
+    began: float | None = None,
 ) -> dict[str, Any]:
     """Write a failed record for a cell that could not even be set up to run (the last
-    resort of ``perfpost run-cell``: a cell never ends without a record)."""
+    resort of ``perfpost run-cell``: a cell never ends without a record); ``began``, when
+    the attempt started (this machine's clock), is its start, and now its end."""
     path = Path(record_path)
     if path.exists():
         return read_record(path)  # a finished result is never overwritten
@@ -89,6 +98,8 @@ def record_failure(
         "params": hostenv.mask_settings(spec.params),
         "status": FAILED,
         "reason": reason,
+        "start": iso(began),
+        "end": iso(time.time()) if began is not None else None,
         "logs": [],
         "steps": [],
         "metrics": [],
