@@ -101,10 +101,10 @@ def prose_words(text: str) -> int:
 
 
 def notebook_of(post: Path) -> str:
-    """The post's text and its notebook's, for tests that check what the record holds
-    wherever it sits."""
+    """The post's notebook, then the post itself: for tests that check what the record
+    holds wherever it sits (a section named in both, the notebook's comes first)."""
     note = post.parent / "notebook.md"
-    return post.read_text() + ("\n" + note.read_text() if note.is_file() else "")
+    return (note.read_text() + "\n" if note.is_file() else "") + post.read_text()
 
 
 def image_links(text: str) -> list[str]:

@@ -176,7 +176,7 @@ def test_a_host_going_down_fails_only_its_cells_and_comes_back(testbed, tmp_path
         assert r["reason"].startswith(("unreachable:", "connection to")), r["reason"]
         assert "h2" in r["reason"] or testbed.host("h2").address in r["reason"]
     post = notebook_of(work / "reports" / "down" / "index.md")
-    assert sections(post)[:2] == ["Summary", "Test method"]
+    assert sections(post)[:2] == ["Summary of the runs", "Test method"]
     failed_section = post.split("## Failed cells")[1].split("## Detailed")[0]
     # One row per failed run (in the first table: a wide one continues in others).
     first = next(t for t in failed_section.split("\n\n") if t.startswith("| "))
