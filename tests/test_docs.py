@@ -159,7 +159,7 @@ def test_the_readme_is_a_short_way_in():
 
 
 def test_the_readmes_first_experiment_is_a_config_perfpost_loads():
-    from perfpost.plan.config import build_plan
+    from perfpost.plan.build import build_plan
 
     readme = (ROOT / "README.md").read_text()
     (block,) = re.findall(r"```yaml\n(.*?)```", readme, re.S)

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from perfpost import glue
-from perfpost.plan.config import build_plan, load_yaml
+from perfpost.plan.build import build_plan
+from perfpost.plan.loading import load_yaml
 from tests.conftest import BIN, ROOT, env_with_venv
 from tests.e2e import make_checkout, snakemake
 
