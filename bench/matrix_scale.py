@@ -215,7 +215,7 @@ def steps(work: Path, config: dict) -> dict[str, float]:
 
 
 def run(scale: str, log=print) -> list[Row]:
-    from perfpost.plan import config as pconfig
+    from perfpost.plan import build as pconfig
 
     quick = scale != "full"
     shm = Path(f"/dev/shm/perfpost-bench-{uuid.uuid4().hex[:8]}")

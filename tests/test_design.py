@@ -398,3 +398,25 @@ def test_a_whole_second_clock_on_a_short_run_fires(monkeypatch):
     # One tick of 1 s is 25% of a 4 s run, 2.5% of a 40 s one: only the first is named.
     assert len(found) == 1
     assert found[0].caveat.startswith("1 of 2 runs")
+
+
+def test_freons_whole_second_summary_is_a_coarse_clock_for_short_runs():
+    # freon's own tool declares it: "Total execution time (sec): 4" is a run of 4 whole
+    # seconds; one tick is 25% of it, over the 5% the check allows (20 ticks).
+    tidy = pd.DataFrame(
+        [
+            {
+                "cell": "c",
+                "host": "h",
+                "repeat": r,
+                "metric": "total_execution_time",
+                "value": v,
+                "unit": "s",
+                "status": "done",
+            }
+            for r, v in ((1, 4.0), (2, 61.0))
+        ]
+    )
+    (found,) = design.coarse_clock({"tool": "freon"}, tidy, "total_execution_time")
+    assert found.caveat.startswith("1 of 2 runs")
+    assert "whole seconds" in found.caveat

@@ -274,3 +274,23 @@ def test_a_rate_shows_what_it_covers():
     assert table["rows"] == [
         ["`storage=ozone`", "2", "41.5", "40 .. 42.9", "176.5 of 200 operations in 4.27 s"]
     ]
+
+
+def test_an_author_s_conclusion_is_taken_from_the_config():
+    from perfpost.plan.build import build_plan
+
+    exp = {
+        "tool": "dd",
+        "params": {"dir": "/tmp", "bs": "4k", "count": 1},
+        "conclusion": "Memory wins, as expected;\n  the disk is a cache here.",
+    }
+    plan = build_plan({"experiments": {"e": exp}})
+    public = plan.experiments["e"].public()
+    assert public["conclusion"] == exp["conclusion"]
+    said = {"lines": ["x."], "claims": ["x"], "compared": 1}
+    assert post.conclusion(said, [], public) == (
+        "Memory wins, as expected; the disk is a cache here."
+    )
+    # Without one, the config's hash is what it was before the key existed.
+    del exp["conclusion"]
+    assert "conclusion" not in build_plan({"experiments": {"e": exp}}).experiments["e"].public()

@@ -189,7 +189,11 @@ def design_sentence(
     )
     hosts = sorted(set(map(str, cells["host"])))
     where = ", ".join(f"`{h}`" for h in hosts)
-    alone = "one at a time" if overlap_most <= 1 else f"up to {overlap_most} at once"
+    alone = (
+        "one at a time (perfpost gives a host one cell at a time)"
+        if overlap_most <= 1
+        else f"up to {overlap_most} at once"
+    )
     if up:
         names = sorted({n for v in up.values() for n in v})
         quiet = (
@@ -198,7 +202,7 @@ def design_sentence(
         )
     else:
         quiet = (
-            "no other run of perfpost and no cluster a run did not use was up on its host while "
-            "it measured (from the runs' records and every cluster's start and stop times)"
+            "no cluster a run did not use was starting, up or stopping on its host while it "
+            "measured (from the runs' records and every cluster's start and stop times)"
         )
     return f"Each of the {n_cells} cells ran {runs}, {how}, measuring {alone} on {where}; {quiet}."

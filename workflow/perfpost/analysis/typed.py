@@ -50,6 +50,7 @@ def line(text: str, env: Mapping[str, str], programs: Mapping[str, str] | None =
 
 
 WIDTH = 80  # a listing's lines, as a blog's code block shows them without scrolling
+SHELL_OPERATORS = frozenset({"&", "&&", "||", ";", "|", ">", ">>", "<", "2>&1", "2>", "&>"})
 
 
 def wrap(words: Sequence[str]) -> str:
@@ -57,7 +58,9 @@ def wrap(words: Sequence[str]) -> str:
     line would pass :data:`WIDTH`: an option and its value stay on one line."""
     units: list[str] = []
     for w in words:
-        q = shlex.quote(w)
+        # A shell's own operators (a command run in the background, joined to another, or
+        # redirected) stay operators: quoted, `&` became an argument of the command.
+        q = w if w in SHELL_OPERATORS else shlex.quote(w)
         last = units[-1] if units else ""
         if (
             units

@@ -44,6 +44,7 @@ class Experiment:
     resources: bool | dict[str, Any] | None = None
     profile: bool | dict[str, Any] | None = None
     background: dict[str, Any] | None = None
+    conclusion: str = ""  # the author's last word, in place of the post's generated one
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
@@ -90,6 +91,8 @@ class Experiment:
         out["params"] = hostenv.mask_settings(self.params)  # a secret setting's value: ***
         if self.cluster:
             out["cluster"] = self.cluster
+        if self.conclusion:  # only where given: a config without one keeps its hash
+            out["conclusion"] = self.conclusion
         if self.instrument:
             out["instrument"] = self.instrument
         if self.resources is not None:

@@ -31,6 +31,20 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   run's rate is over, the metric of how late it can stop, the lag of a run recorded without
   that metric, why); the post's validity section flags runs where it passes
   :data:`LAG_SHARE` of their time.
+
+What the post's design checks (:mod:`perfpost.analysis.design`) read of a tool, each optional
+(a tool without it is not asked that question):
+
+- ``written_bytes(metrics, params)``: the bytes a run wrote (None for a reader);
+- ``forced_rates(metrics, params)``: bytes a second its run waited on to reach a device,
+  by metric (dd's ``conv=fsync``; a rate with the sync after the run added);
+- ``data_synced(params, cluster)``: whether its writes were synced as they were made (True,
+  False, or None where it cannot tell);
+- ``COVERS``: metric -> (its operations, the run's operations, its time): what a rate covers;
+- ``CROSS``: metric -> (the run's elapsed-time metric, the start-up metric): a verdict on the
+  one is checked against the other;
+- ``CLOCKS``: metric -> (the metric of the time it was measured over, the clock's tick in
+  seconds, what the clock is).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from perfpost.tools.freon.defaults import (
     VERSION,
 )
 from perfpost.tools.freon.design import (
+    CLOCKS,
     COVERS,
     CROSS,
     data_synced,
@@ -49,6 +50,7 @@ from perfpost.tools.freon.parser import (
 )
 
 __all__ = [
+    "CLOCKS",
     "COVERS",
     "CROSS",
     "HOST_KEY",

@@ -1,0 +1,49 @@
+"""Commands as a person types them (perfpost.analysis.typed), from records as perfpost keeps
+them: the expected listings are written out here by hand."""
+
+from perfpost.analysis import typed
+
+WORK = "/var/tmp/perfpost/perfpost-0123456789ab"
+
+
+def test_a_freon_run_reads_as_ozone_freon_without_perfposts_wrappers():
+    record = {
+        "workdir": WORK,
+        "params": {
+            "dir": "/var/tmp/perfpost",
+            "env": {"HADOOP_USER_NAME": "perfpost"},
+            "launcher": "/root/.cache/perfpost/ozone-2.2.0/bin/ozone",
+        },
+        "command": (
+            "env HADOOP_USER_NAME=perfpost 'OZONE_OPTS=-Xmx256m -javaagent:/root/.cache/"
+            "perfpost/byteman-4.0.27/lib/byteman.jar=script:/tmp/x.btm -Xloggc:/tmp/gc.log' "
+            "/root/.cache/perfpost/ozone-2.2.0/bin/ozone freon dfsg --copy-buffer=1 -n 200 "
+            "--path=hdfs://127.0.0.1:38541/perfpost-0123456789ab -s 10240 -t 8"
+        ),
+    }
+    assert typed.cell_listing(record, ["sync"]) == [
+        "export HADOOP_USER_NAME=perfpost",
+        # Continued before an option where the line would pass 80 characters.
+        "ozone freon dfsg --copy-buffer=1 -n 200 --path=hdfs://127.0.0.1:38541/test \\\n"
+        "  -s 10240 -t 8",
+        "time sync",
+    ]
+
+
+def test_concurrent_readers_read_as_one_loop_in_the_background():
+    readers = "\n".join(f"dd if={WORK}/read-{i} of=/dev/null bs=4k &" for i in range(1, 4))
+    record = {
+        "workdir": WORK,
+        "params": {"dir": "/var/tmp/perfpost", "drop_cache": True},
+        "command": readers,
+    }
+    assert typed.cell_listing(record, []) == [
+        "sync; echo 3 > /proc/sys/vm/drop_caches",
+        # `&` stays the shell's: quoted, dd would have taken it as an operand.
+        "for i in $(seq 1 3); do dd if=/var/tmp/perfpost/read-$i of=/dev/null bs=4k & done; wait",
+    ]
+
+
+def test_shell_operators_are_not_quoted():
+    assert typed.line("a && b > /tmp/x 2>&1", {}) == ["a && b > /tmp/x 2>&1"]
+    assert typed.line("echo 'two words'", {}) == ["echo 'two words'"]
