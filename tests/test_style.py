@@ -42,3 +42,15 @@ def test_snakefmt_is_clean():
 def test_snakemake_lint_is_clean():
     result = check([snakemake_bin(), "--lint"])
     assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_no_module_of_the_package_is_over_600_lines():
+    """A module past a few hundred lines holds several concerns: it is cut by concern, each
+    part readable alone (the rooms a newcomer walks through)."""
+    package = ROOT / "workflow" / "perfpost"
+    long = {
+        str(p.relative_to(package)): n
+        for p in package.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 600
+    }
+    assert long == {}
