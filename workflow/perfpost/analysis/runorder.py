@@ -109,8 +109,9 @@ def cluster_lifetimes(root: Path = Path()) -> list[dict[str, Any]]:
     """Every cluster start perfpost made in this directory's results, with its hosts and the
     span from the start's beginning to the end of its stop (still up: to now)."""
     out = []
-    base = root / paths.fill(paths.CLUSTER_DIR, cluster="*")
-    for state_file in sorted(base.glob("start-*/state.json")):
+    # Every start of every cluster: the glob is the pattern's, under the clusters' folder
+    # (a "*" in the folder's own path would be taken as a name).
+    for state_file in sorted((root / paths.CLUSTERS_DIR).glob("*/start-*/state.json")):
         try:
             state = json.loads(state_file.read_text())
             spec = state["deployment"]["spec"]

@@ -24,7 +24,28 @@ def cell_tools(plan: Plan, experiment: str, hosts: list[str], cell: str | None =
     markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
     markers |= set(plan.cluster_markers(experiment, cell))
     markers |= set(plan.instrument_markers(experiment))
+    exp = plan.experiments[experiment]
+    if cell is not None and exp.cluster_specs.get(cell):
+        # A cell against a cluster waits for every cluster cell's provisioning, so all of them
+        # are ready at once and their priorities alone order them, a configuration at a time:
+        # one waiting for its own tool let the next configuration's cells run while its
+        # cluster, shared with them, stayed up (the quiet host).
+        markers |= _every_cluster_cells_markers(plan)
     return [ancient(provision_outcome(m)) for m in sorted(markers)]
+
+
+def _every_cluster_cells_markers(plan: Plan) -> set[str]:
+    cached = getattr(plan, "_cluster_markers_all", None)
+    if cached is None:
+        cached = set()
+        for name, exp in plan.experiments.items():
+            if not exp.cluster_specs:
+                continue
+            cached |= {plan.provisioned_marker(name, h) for h in exp.hosts} - {None}
+            cached |= set(plan.cluster_markers(name))
+            cached |= set(plan.instrument_markers(name))
+        plan._cluster_markers_all = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def _cache_tag(cache: str | Path) -> str:

@@ -19,8 +19,9 @@ def clusters_up(host: str, mine: Iterable[str], root: Path = Path()) -> list[str
     ``host`` whose ids are not in ``mine``, and that are not ``shared``."""
     mine = set(mine)
     out = []
-    base = root / paths.fill(paths.CLUSTER_DIR, cluster="*")
-    for state_file in sorted(base.glob("start-*/state.json")):
+    # Every start of every cluster: the glob is the pattern's, under the clusters' folder
+    # (a "*" in the folder's own path would be taken as a name).
+    for state_file in sorted((root / paths.CLUSTERS_DIR).glob("*/start-*/state.json")):
         ident = state_file.parent.parent.name
         if ident in mine:
             continue

@@ -1,0 +1,122 @@
+"""What else was up on a host while a run measured (perfpost.run.quiet at the run, and
+perfpost.analysis.runorder for the post), from cluster states laid out as perfpost keeps
+them; and the job inputs that let the order keep a host quiet."""
+
+import json
+
+import pandas as pd
+
+from perfpost.analysis import runorder
+from perfpost.run import quiet
+
+
+def _state(root, ident, name, status, started, stopped=None, shared=False, hosts=("localhost",)):
+    d = root / "results" / "clusters" / ident / "start-1"
+    d.mkdir(parents=True)
+    state = {
+        "status": status,
+        "started": started,
+        "deployment": {
+            "spec": {"name": name, "shared": shared, "roles": {"datanode": list(hosts)}}
+        },
+    }
+    if stopped:
+        state["stopped"] = stopped
+    (d / "state.json").write_text(json.dumps(state))
+
+
+def test_a_run_finds_the_clusters_up_on_its_host_it_does_not_use(tmp_path):
+    _state(tmp_path, "ozone-aaa", "ozone", "up", "2026-11-27T21:21:53+0000")
+    _state(tmp_path, "hdfs-bbb", "hdfs", "up", "2026-11-27T21:30:00+0000")
+    _state(tmp_path, "ratis-ccc", "ratis", "stopped", "2026-11-27T21:00:00+0000")
+    _state(tmp_path, "yarn-ddd", "yarn", "up", "2026-11-27T21:00:00+0000", shared=True)
+    _state(tmp_path, "far-eee", "far", "up", "2026-11-27T21:00:00+0000", hosts=("h9",))
+    # The hdfs run: the ozone start is the one it does not use; stopped, shared and other
+    # hosts' clusters are not counted.
+    assert quiet.clusters_up("localhost", ["hdfs-bbb"], tmp_path) == ["ozone (ozone-aaa/start-1)"]
+    assert quiet.clusters_up("localhost", ["hdfs-bbb", "ozone-aaa"], tmp_path) == []
+
+
+def test_the_post_names_runs_measured_while_another_cluster_was_up(tmp_path):
+    # The default run's hcfs: HDFS runs at 21:31 while the ozone start (up from 21:21:53 to
+    # 21:59:47, for teragen) was up; a dd run after it stopped is quiet.
+    _state(
+        tmp_path,
+        "ozone-aaa",
+        "ozone",
+        "stopped",
+        "2026-11-27T21:21:53+0000",
+        "2026-11-27T21:59:47+0000",
+    )
+    cells = pd.DataFrame(
+        [
+            {
+                "cell": "storage=hdfs",
+                "host": "localhost",
+                "repeat": 1,
+                "status": "done",
+                "start": "2026-11-27T21:31:33.93+00:00",
+                "end": "2026-11-27T21:31:52.10+00:00",
+                "clusters": "hdfs-bbb/start-1",
+            },
+            {
+                "cell": "storage=disk",
+                "host": "localhost",
+                "repeat": 1,
+                "status": "done",
+                "start": "2026-11-27T22:00:10+00:00",
+                "end": "2026-11-27T22:00:11+00:00",
+                "clusters": None,
+            },
+        ]
+    )
+    up = runorder.others_up(cells, runorder.cluster_lifetimes(tmp_path))
+    assert up == {("storage=hdfs", "localhost", 1): ["ozone"]}
+    said = runorder.design_sentence({"order": None}, cells, up, 1)
+    assert "1 of 2 runs measured while a cluster they did not use was up" in said
+
+
+def test_every_cluster_cell_waits_for_every_cluster_cells_tools():
+    # hcfs (freon against ozone and hdfs) and teragen (a Hadoop client against the same
+    # ozone): a teragen cell waiting for its Hadoop client alone let hcfs's hdfs cells run
+    # while their shared ozone stayed up for it.
+    from perfpost.glue.provisioning import cell_tools
+    from perfpost.plan.build import build_plan
+
+    plan = build_plan(
+        {
+            "experiments": {
+                "hcfs": {
+                    "tool": "freon",
+                    "cluster": "{storage}",
+                    "params": {
+                        "subcommand": "dfsg",
+                        "dir": "/tmp",
+                        "options": {"path": "{cluster.fs}"},
+                    },
+                    "axes": {"storage": ["ozone", "hdfs"]},
+                },
+                "teragen": {
+                    "tool": "teragen",
+                    "cluster": "ozone",
+                    "params": {
+                        "size": "1M",
+                        "local": True,
+                        "dir": "/tmp",
+                        "output": "{cluster.fs}",
+                    },
+                },
+                "plain": {"tool": "dd", "params": {"dir": "/tmp", "bs": "4k", "count": 1}},
+            },
+            "clusters": {
+                "ozone": {"kind": "ozone", "buckets": ["vol1/bucket1"]},
+                "hdfs": {"kind": "hdfs"},
+            },
+        }
+    )
+    hcfs = {str(x) for x in cell_tools(plan, "hcfs", ["localhost"], "storage=hdfs")}
+    teragen = {str(x) for x in cell_tools(plan, "teragen", ["localhost"], "default")}
+    assert hcfs == teragen  # both wait for the Hadoop client and for freon
+    assert any("hadoop" in x for x in hcfs)
+    assert any("ozone" in x for x in hcfs)
+    assert cell_tools(plan, "plain", ["localhost"], "default") == []
