@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -313,22 +314,9 @@ def render(
         "notebook": NOTEBOOK,
         "post_file": out.name,
     }
+    checked = Checked(metric, comparisons, findings, untestable, labels, up, where)
     context["post"] = _post_context(
-        experiment,
-        tidy_df,
-        cells,
-        envs,
-        summary,
-        comparisons,
-        findings,
-        untestable,
-        metric,
-        labels,
-        cluster_starts,
-        context,
-        adapter,
-        up,
-        where,
+        experiment, tidy_df, cells, envs, summary, checked, cluster_starts, context, adapter
     )
     env = _environment()
     # Every table fits a blog's column: a wide one continues in the tables after it.
@@ -349,27 +337,37 @@ def render(
     return text
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What the design checks and the comparisons made of an experiment's runs, for the post:
+    its metric, comparisons, the checks that fired and those that could not, each cell's name
+    by what ran, what else was up beside each run, and where each cell's data went."""
+
+    metric: str | None
+    comparisons: list[compare.Row]
+    findings: list[design.Finding]
+    untestable: list[design.Untestable]
+    labels: dict[str, str]
+    up: dict[tuple[str, str, int], list[str]]
+    where: dict[str, dict[str, Any]]
+
+
 def _post_context(
     experiment: dict[str, Any],
     tidy_df: pd.DataFrame,
     cells: pd.DataFrame,
     envs: dict[str, dict[str, Any]],
     summary: pd.DataFrame,
-    comparisons: list[compare.Row],
-    findings: list[design.Finding],
-    untestable: list[design.Untestable],
-    metric: str | None,
-    labels: dict[str, str],
+    checked: Checked,
     clusters: list[dict[str, Any]],
     full: dict[str, Any],
     adapter: Any,
-    up: dict[tuple[str, str, int], list[str]],
-    where: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     """What the post itself says, from the notebook's context and the design checks."""
+    metric, comparisons, findings = checked.metric, checked.comparisons, checked.findings
     axes = list(experiment["axes"])
     fallback = post.axis_effects(summary, axes, metric) if metric and not comparisons else []
-    on_disk = {c: bool(w.get("on_disk")) for c, w in where.items()}
+    on_disk = {c: bool(w.get("on_disk")) for c, w in checked.where.items()}
     said = post.answer(comparisons, findings, fallback, on_disk)
     cross = getattr(adapter, "CROSS", {}).get(metric) if metric else None
     if cross and comparisons:
@@ -389,7 +387,7 @@ def _post_context(
         ]
     keep = list(said["lead_cells"])
     roles = _roles(experiment, clusters)
-    names = _names(tidy_df, cells, axes, labels)
+    names = _names(tidy_df, cells, axes, checked.labels)
     covers = getattr(adapter, "COVERS", {}).get(metric) if metric else None
     table = post.results_table(tidy_df, axes, metric, names, covers) if metric else None
     # The figures that carry the answer: the metric's, and each comparison's, but those
@@ -409,16 +407,15 @@ def _post_context(
         "answer": said,
         "hosts": [post.host_line(h, envs.get(h), r) for h, r in roles.items()],
         "clusters": post.cluster_lines(clusters),
-        "settings": post.changed_settings(clusters),
         "commands": _listings(cells, experiment, keep, names),
         "table": table,
         "figures": figures,
         "findings": findings,
-        "untestable": untestable,
+        "untestable": checked.untestable,
         "flagged": [c for c in full["validity"] if c["flags"]],
         "tools": ", ".join(f"`{v}`" for v in full["tool_versions"]),
         "settings_line": ", ".join(post.changed_settings(clusters)),
-        "runs": runorder.design_sentence(experiment, cells, up, full["overlap"]["most"]),
+        "runs": runorder.design_sentence(experiment, cells, checked.up, full["overlap"]["most"]),
         "conclusion": post.conclusion(said, findings, experiment),
         "metric": metric_label(metric).lower() if metric else "",
     }
