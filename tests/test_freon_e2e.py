@@ -164,7 +164,7 @@ def test_freon_metrics_series_and_post(freon_run):
     assert set(found["verdict"]) == {steady.SHORT}
     assert (found["samples"] < steady.MIN_SAMPLES).all()
     post = notebook_of(work / "reports" / "cmdw" / "index.md")
-    assert "Summary" in sections(post)
+    assert "Summary of the runs" in sections(post)
     assert "Every run:" in post
     assert post.count("| localhost | 1 |") >= 2
     assert "rate_over_time.png" in post

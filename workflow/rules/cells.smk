@@ -21,9 +21,11 @@ rule cell:
     # Not recorded by Snakemake (glue.unrecorded): the cell's attempt already says what it measures.
     params:
         spec=glue.unrecorded(lambda wc: glue.cell_spec(PLAN, wc).param_json()),
+        needs=glue.cell_needed(PLAN),
     shell:
         PERFPOST_CELL
-        + " run-cell --spec {params.spec:q} --out {output:q} --needs {input:q} > {log:q} 2>&1"
+        + " run-cell --spec {params.spec:q} --out {output:q} --needs {params.needs:q}"
+        + " > {log:q} 2>&1"
 
 
 # repeats with a precision target: after each round of a cell's runs on a host, a decision
@@ -91,9 +93,10 @@ for group in glue.together(PLAN):
             **group.resources,
         params:
             specs=glue.unrecorded(group.specs),
+            needs=glue.unrecorded(group.needs),
         shell:
             PERFPOST_CELL
-            + " run-together --specs {params.specs:q} --outs {output:q} --needs {input:q}"
+            + " run-together --specs {params.specs:q} --outs {output:q} --needs {params.needs:q}"
             + " > {log:q} 2>&1"
 
 

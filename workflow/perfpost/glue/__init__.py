@@ -20,7 +20,7 @@ from perfpost import paths
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
 from perfpost.glue.attempts import cluster_pending, outcome
-from perfpost.glue.provisioning import cell_tools
+from perfpost.glue.provisioning import cell_needs, cell_tools
 from perfpost.plan import order as order_
 from perfpost.plan.model import Plan
 from perfpost.plan.specs import CellSpec
@@ -203,17 +203,30 @@ def export_runtime(plan: Plan) -> None:
     os.environ[RUNTIME_ENV] = runtime_json(plan)
 
 
-def cell_inputs(plan: Plan) -> Any:
-    """The cell rule's input: the provisioned tools a cell needs, if any experiment needs
-    one; else none, and no function for Snakemake to call on every cell."""
-    needs = any(
+def _any_needs(plan: Plan) -> bool:
+    return any(
         plan.provisioned_marker(name, host)
         or plan.cluster_markers(name)
         or plan.instrument_markers(name)
         for name, exp in plan.experiments.items()
         for host in exp.hosts
     )
-    return (lambda wc: cell_tools(plan, wc.experiment, [wc.host], wc.cell)) if needs else []
+
+
+def cell_inputs(plan: Plan) -> Any:
+    """The cell rule's input: the provisioned tools a cell waits for, if any experiment
+    needs one; else none, and no function for Snakemake to call on every cell."""
+    if not _any_needs(plan):
+        return []
+    return lambda wc: cell_tools(plan, wc.experiment, [wc.host], wc.cell)
+
+
+def cell_needed(plan: Plan) -> Any:
+    """The cell rule's ``needs`` param: the outcomes of its input the cell itself needs
+    (glue.provisioning.cell_needs); a failed one fails it, another cell's does not."""
+    if not _any_needs(plan):
+        return []
+    return unrecorded(lambda wc: cell_needs(plan, wc.experiment, [wc.host], wc.cell))
 
 
 def resource_name(host: str) -> str:
@@ -332,6 +345,9 @@ class Together:
 
     def tools(self, wildcards: Any) -> list[Any]:
         return cell_tools(self.plan, self.exp.name, self.exp.hosts, wildcards.cell)
+
+    def needs(self, wildcards: Any) -> list[str]:
+        return cell_needs(self.plan, self.exp.name, self.exp.hosts, wildcards.cell)
 
     def specs(self, wildcards: Any) -> str:
         return json.dumps(

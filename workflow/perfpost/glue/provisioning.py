@@ -14,24 +14,31 @@ from perfpost import paths
 from perfpost.plan.model import Plan
 
 
-def cell_tools(plan: Plan, experiment: str, hosts: list[str], cell: str | None = None) -> list[Any]:
-    """The provisioning outcomes a cell waits for: its tool's runtime (freon on localhost),
-    its own clusters' and the agent's. Only what the cell uses: a runtime that cannot be
-    provisioned fails its cells, not its neighbours'. Marked ancient: provisioning again, or
-    a newer install, is no reason to re-run finished cells."""
-    from snakemake.io import ancient
-
+def cell_needs(plan: Plan, experiment: str, hosts: list[str], cell: str | None = None) -> list[str]:
+    """The provisioning outcomes a cell needs: its tool's runtime (freon on localhost), its
+    own clusters' and the agent's. Only what the cell uses: a runtime that cannot be
+    provisioned fails its cells, not its neighbours'."""
     markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
     markers |= set(plan.cluster_markers(experiment, cell))
     markers |= set(plan.instrument_markers(experiment))
+    return [provision_outcome(m) for m in sorted(markers)]
+
+
+def cell_tools(plan: Plan, experiment: str, hosts: list[str], cell: str | None = None) -> list[Any]:
+    """The provisioning outcomes a cell waits for: those it needs (:func:`cell_needs`), and
+    for a cell against a cluster every cluster cell's too, so all of them are ready at once
+    and their priorities alone order them, a configuration at a time: one waiting for its
+    own tool let the next configuration's cells run while its cluster, shared with them,
+    stayed up (the quiet host). It waits for the others but does not need them: a failed one
+    fails only its own cells (the cell checks :func:`cell_needs`). Marked ancient:
+    provisioning again, or a newer install, is no reason to re-run finished cells."""
+    from snakemake.io import ancient
+
+    outcomes = set(cell_needs(plan, experiment, hosts, cell))
     exp = plan.experiments[experiment]
     if cell is not None and exp.cluster_specs.get(cell):
-        # A cell against a cluster waits for every cluster cell's provisioning, so all of them
-        # are ready at once and their priorities alone order them, a configuration at a time:
-        # one waiting for its own tool let the next configuration's cells run while its
-        # cluster, shared with them, stayed up (the quiet host).
-        markers |= _every_cluster_cells_markers(plan)
-    return [ancient(provision_outcome(m)) for m in sorted(markers)]
+        outcomes |= {provision_outcome(m) for m in _every_cluster_cells_markers(plan)}
+    return [ancient(o) for o in sorted(outcomes)]
 
 
 def _every_cluster_cells_markers(plan: Plan) -> set[str]:
