@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -95,15 +96,16 @@ def put_on_host(bed, name: str, files: dict[str, str], executable: bool = True) 
 
 
 @pytest.fixture(scope="session")
-def tool_cache():
+def tool_cache(request):
     """An empty tool cache, as on a new machine: runtimes are provisioned from Maven Central.
-    Testbed hosts never see it: perfpost delivers what they run over SSH."""
-    import tempfile
-
-    cache = Path(tempfile.mkdtemp(prefix="perfpost-test-cache-", dir="/var/tmp"))
+    Testbed hosts never see it: perfpost delivers what they run over SSH. One for the
+    session: under xdist its workers share it (the controller names it and removes it at the
+    end), so each runtime is resolved once, not once a worker; provisionings into it take
+    turns (perfpost.provision)."""
+    cache = Path(_session_value(request.config, "tool_cache"))
+    cache.mkdir(mode=0o755, exist_ok=True)
     cache.chmod(0o755)
-    yield cache
-    shutil.rmtree(cache, ignore_errors=True)
+    return cache
 
 
 @pytest.fixture(scope="session")
@@ -224,15 +226,27 @@ def default_run_dir(config) -> Path | None:
     return Path(where) if where else None
 
 
+# What the process that runs the session (the controller, under xdist) decides once for all
+# its workers: the default run's directory, the shared tool cache's.
+SESSION: dict[str, str] = {}
+
+
+def _session_value(config, key: str) -> str:
+    return config.workerinput[key] if _is_worker(config) else SESSION[key]
+
+
 @pytest.hookimpl(trylast=True)  # after the tmp_path plugin's
 def pytest_configure(config) -> None:
     if not _is_worker(config) and not config.option.collectonly:
         BACKGROUND["dir"] = str(config._tmp_path_factory.getbasetemp() / "default-run")
+        # Under /var/tmp, which testbed hosts do not share: made by the first test to use it.
+        SESSION["tool_cache"] = f"/var/tmp/perfpost-test-cache-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     node.workerinput["default_run"] = BACKGROUND.get("dir")
+    node.workerinput["tool_cache"] = SESSION.get("tool_cache")
 
 
 def _start_default_run() -> None:
@@ -276,3 +290,5 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     run = BACKGROUND.pop("run", None)
     if run is not None:
         run.abandon()  # stopped as Ctrl-C would, if its test never waited for it
+    if not _is_worker(session.config) and SESSION.get("tool_cache"):
+        shutil.rmtree(SESSION.pop("tool_cache"), ignore_errors=True)  # every worker is done

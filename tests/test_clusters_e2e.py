@@ -349,12 +349,14 @@ def test_a_cluster_that_cannot_start_fails_its_cells_with_the_daemons_reason(
             "kind": "hdfs",
             "dir": str(cluster_dir),
             "hdfs-site": {"dfs.blocksize": "banana"},
+            "jvm": QUICK_DAEMONS,
         },
         # The NameNode's RPC port is this test's.
         "taken": {
             "kind": "hdfs",
             "dir": str(cluster_dir),
             "hdfs-site": {"dfs.namenode.rpc-address": f"127.0.0.1:{port}"},
+            "jvm": QUICK_DAEMONS,
         },
     }
     work = make_checkout(tmp_path / "w", cfg)

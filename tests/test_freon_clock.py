@@ -214,6 +214,7 @@ def _real_run(argv: list[str], name: str):
     return run, log, phase
 
 
+@pytest.mark.e2e  # a real freon, provisioned from Maven Central
 def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache, tmp_path):
     """freon dfsg writes 1,500 files of 10 KB to file://; each file's mtime is the file
     system's own record of when its last byte was written. At each end of the window, the
@@ -248,6 +249,7 @@ def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache
 DURATION = 6  # seconds of cmdw in the test below
 
 
+@pytest.mark.e2e  # a real freon, provisioned from Maven Central
 def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path):
     """vapor cmdw --duration=6s with one file per chunk of 1 MiB: each chunk file's mtime is
     the file system's record of its write. The run wrote one file per operation it counted,

@@ -33,9 +33,12 @@ FILES = 50  # freon dfsg files a run
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, tool_cache):
+def lab(tmp_path_factory, ozone_cache):
     from tests import testbed as tb
 
+    # Ozone from the session's fixture, with its provisioning log, though the run would
+    # provision it: the cache is the session's, and tests/test_freon_e2e.py reads that log.
+    tool_cache, _ = ozone_cache
     if os.geteuid() != 0:
         pytest.skip("six hosts with their own filesystems need network namespaces, as root")
     example = yaml.safe_load(EXAMPLE.read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import make_checkout, notebook_of, planned_records, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, planned_records, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,12 @@ def test_a_build_that_cannot_be_provisioned_fails_its_cells_only(hdfs_cache, tmp
     cfg = {
         "tools": {"hadoop": {"version": GOOD, "cache": str(hdfs_cache)}},
         "clusters": {
-            "hdfs": {"kind": "hdfs", "version": "{build}", "dir": str(tmp_path / "clusters")}
+            "hdfs": {
+                "kind": "hdfs",
+                "version": "{build}",
+                "dir": str(tmp_path / "clusters"),
+                "jvm": QUICK_DAEMONS,
+            }
         },
         "experiments": {
             "k": {

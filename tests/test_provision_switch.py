@@ -4,12 +4,15 @@ perfpost's real launcher scripts with a `java` on PATH that reports what it was 
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -191,6 +194,38 @@ def test_an_install_interrupted_midway_is_never_used(tmp_path, maven):
     installed = Path(os.path.realpath(launcher)).parents[1]
     assert installed != staging
     assert (installed / "lib" / "fake-core-1.0.jar").read_text() == maven[0]
+
+
+def test_provisionings_into_one_cache_take_turns_with_its_maven_repository(tmp_path, monkeypatch):
+    """Two runtimes, and one runtime twice, provisioned into one cache at once (threads here;
+    two runs or the suite's workers sharing a cache): Maven, which does not lock its local
+    repository, runs for one at a time, and a runtime made while another waited is not made
+    again."""
+    inside, most, calls = [0], [0], []
+    guard = threading.Lock()
+
+    def slow(args: list[str], log) -> None:
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.3)
+        out = Path(next(a.split("=", 1)[1] for a in args if a.startswith("-DoutputDirectory=")))
+        out.mkdir(parents=True)
+        (out / "fake-core-1.0.jar").write_text("jar")
+        calls.append(out)
+        with guard:
+            inside[0] -= 1
+
+    monkeypatch.setattr(provision, "_mvn", slow)
+    cache = str(tmp_path / "cache")
+    one = runtime(tmp_path / "files")
+    other = dataclasses.replace(one, name="other")
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda rt: provision.install(rt, cache=cache), [one, other, one]))
+    assert most[0] == 1
+    assert len(calls) == 2  # one build each
+    assert got[0] == got[2] == provision.launcher(one, "1.0", cache)
+    assert got[1] == provision.launcher(other, "1.0", cache)
 
 
 def older_perfpost_install(cache: Path, rt: provision.Runtime) -> Path:

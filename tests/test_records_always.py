@@ -236,6 +236,7 @@ def test_a_channel_closed_mid_command_fails_the_cell_with_a_record(testbed, tmp_
     assert not running(f"count={count}")  # the tool died with its channel
 
 
+@pytest.mark.e2e
 def test_the_post_is_written_when_a_cell_hits_an_unforeseen_exception(tmp_path):
     """Through Snakemake: one cell's run-cell meets a bug, the others and the post go on."""
     from tests.conftest import env_with_venv, snakemake_bin

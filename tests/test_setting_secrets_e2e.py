@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, env_with_venv
-from tests.e2e import make_checkout, notebook_of, snakemake
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, snakemake
 from tests.test_clusters_e2e import daemons
 
 pytestmark = pytest.mark.e2e
@@ -77,7 +77,11 @@ def config(scratch: Path, clusters: Path, shim: Path, secrets: dict[str, str]) -
                 "kind": "ozone",
                 "dir": str(clusters),
                 "ozone-site": {"perfpost.bench.token": secrets["site"]},
-                "jvm": {"om": f"-Dperfpost.om.password={secrets['jvm']}"},
+                # A role's options replace `all`'s: the OM keeps the quick ones beside its -D.
+                "jvm": {
+                    "all": QUICK_DAEMONS,
+                    "om": f"{QUICK_DAEMONS} -Dperfpost.om.password={secrets['jvm']}",
+                },
             }
         },
     }

@@ -9,7 +9,8 @@ in ``tools/teragen/``, a single-node YARN in ``clusters/yarn/``.
 ...`` or ``yarn jar ...``), using Maven with the runtime's pom and a local repository inside
 the cache, and points the symlink ``<cache>/<name>-<version>`` at it: the path every launcher,
 marker and class path names. A finished install has a ``COMPLETE`` file; with it, nothing runs
-and nothing is downloaded. Maven and a JDK come from ``scripts/setup``.
+and nothing is downloaded. Maven and a JDK come from ``scripts/setup``. Provisionings into one
+cache take turns, since Maven does not lock its local repository.
 
 An install is never removed nor changed under a JVM that runs from it (another checkout's, a
 cluster's daemons): a changed pom gets an install of its own beside the old one, made under a
@@ -24,6 +25,8 @@ symlink takes its place.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -32,7 +35,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -284,11 +287,25 @@ def install(
     pom = _pom_hash(runtime)
     if not _finished(home_dir, pom):
         target = install_dir(runtime, version, cache)
-        if not _finished(target, pom):
-            _build(runtime, version, target, cache, log_path)
+        with _maven_repository(cache):
+            if not _finished(target, pom):  # made by another provisioning while this waited
+                _build(runtime, version, target, cache, log_path)
         switch(home_dir, target)
     _refresh(runtime, home_dir)
     return home_dir / "bin" / runtime.launcher
+
+
+@contextlib.contextmanager
+def _maven_repository(cache: str | None) -> Iterator[None]:
+    """The cache's Maven repository for one provisioning at a time (``flock``): Maven 3.8
+    does not lock its local repository, and two provisionings into one cache (two runs
+    sharing it, or one run's steps for two runtimes on hosts other than this one) would
+    otherwise write the same artifacts at once."""
+    repo = cache_dir(cache) / "m2"
+    repo.mkdir(parents=True, exist_ok=True)
+    with open(repo / ".perfpost-provision.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _build(
