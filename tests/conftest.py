@@ -255,7 +255,11 @@ def _start_default_run() -> None:
 
         where = Path(str(BACKGROUND["dir"]))
         where.mkdir()
-        BACKGROUND["run"] = DefaultRun(where)
+        # The session's tool cache, empty as on a new machine: the run and the other tests
+        # resolve each runtime from Maven Central once between them, not once each.
+        cache = Path(SESSION["tool_cache"])
+        cache.mkdir(mode=0o755, exist_ok=True)
+        BACKGROUND["run"] = DefaultRun(where, cache)
 
 
 @pytest.hookimpl(optionalhook=True)

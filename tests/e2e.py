@@ -53,14 +53,16 @@ def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
     return cfg
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [snakemake_bin(), *args],
         cwd=workdir,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env_with_venv(),
+        env={**env_with_venv(), **(env or {})},
         stdin=subprocess.DEVNULL,
     )
 

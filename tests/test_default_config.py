@@ -45,8 +45,11 @@ class DefaultRun:
     Its exit code is written to ``exit-code`` beside it when it ends, by a thread of the
     process that started it: the test may run in another process (an xdist worker)."""
 
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, cache: Path | None = None) -> None:
         self.work = make_checkout(where, (ROOT / "config" / "config.yaml").read_text())
+        env = env_with_venv()
+        if cache is not None:
+            env["PERFPOST_CACHE"] = str(cache)
         with open(where / LOG, "wb") as out:
             self.proc = subprocess.Popen(
                 [snakemake_bin(), "--cores", "6", "report"],
@@ -54,7 +57,7 @@ class DefaultRun:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=env_with_venv(),
+                env=env,
                 start_new_session=True,  # its own process group, for Ctrl-C below
                 preexec_fn=_interruptible,
             )
@@ -409,7 +412,10 @@ def _posts_a_reader_publishes(work: Path, experiments: tuple[str, ...]) -> None:
         state = json.loads(state_file.read_text())
         ref = f"{state_file.parent.parent.name}/{state_file.parent.name}"
         hosts = {h for hs in state["deployment"]["spec"]["roles"].values() for h in hs}
-        stopped = pd.Timestamp(state["stopped"]) + pd.Timedelta(seconds=1)  # whole seconds
+        # Noted to the millisecond: a run that began 0.34 s into the second its cluster's
+        # stop was noted in (whole seconds then) was no run beside it.
+        assert "." in state["stopped"], state["stopped"]
+        stopped = pd.Timestamp(state["stopped"]) + pd.Timedelta(milliseconds=1)
         starts.append((ref, hosts, pd.Timestamp(state["started"]), stopped))
     beside = []
     for experiment in experiments:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -247,24 +248,52 @@ def test_locks_older_than_every_snakemake_here_are_removed_and_a_live_runs_are_k
 @pytest.mark.e2e
 def test_a_run_leaves_no_watcher_behind(tmp_path):
     work = make_checkout(tmp_path / "w", CONFIG)
-    sockets = set(Path(tempfile.gettempdir()).glob("perfpost-cells-*"))
-    done = snakemake(work, "--cores", "1", "report")
+    # A temporary directory of its own: the suite's other runs make and remove theirs in
+    # the machine's at the same time. Short: a Unix socket's path has 107 bytes at most.
+    tmp = Path(tempfile.mkdtemp(prefix="pp-"))
+    seen: set[bytes] = set()  # the run's watchers, as they ran
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.update(c for c in map(_cmdline, _janitors(work)) if c)
+            time.sleep(0.05)
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        done = snakemake(work, "--cores", "1", "report", env={"TMPDIR": str(tmp)})
+        stop.set()
+        watcher.join()
+        # Its socket was in the run's own temporary directory, so what is left there is its.
+        assert any(str(tmp).encode() + b"/perfpost-cells-" in c for c in seen), seen
+        _no_watcher_left(work, done, tmp)
+    finally:
+        stop.set()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _janitors(work: Path) -> list[int]:
+    return [
+        int(p)
+        for p in os.listdir("/proc")
+        if p.isdigit()
+        and b"perfpost.cli.janitor" in _cmdline(int(p))
+        and str(work).encode() in _cmdline(int(p))
+    ]
+
+
+def _no_watcher_left(work: Path, done, tmp: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        left = [
-            p
-            for p in os.listdir("/proc")
-            if p.isdigit()
-            and b"perfpost.cli.janitor" in _cmdline(int(p))
-            and str(work).encode() in _cmdline(int(p))
-        ]
+        left = _janitors(work)
         if not left:
             break
         time.sleep(0.1)
     assert not left, "a watcher outlived its run"
     # Nor the directory of the socket its cells were handed over on.
-    assert set(Path(tempfile.gettempdir()).glob("perfpost-cells-*")) <= sockets
+    assert list(tmp.glob("perfpost-cells-*")) == []
 
 
 def _cmdline(pid: int) -> bytes:

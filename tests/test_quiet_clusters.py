@@ -76,6 +76,29 @@ def test_the_post_names_runs_measured_while_another_cluster_was_up(tmp_path):
     assert "1 of 2 runs measured while a cluster they did not use was up" in said
 
 
+def test_a_run_begun_just_after_a_stop_noted_to_the_millisecond_is_quiet(tmp_path):
+    # The default run's dd-fsync: a run at 00:51:43.34 after Ozone's stop was noted at
+    # 00:51:43 in whole seconds (it may have ended at 43.99: beside it, to be safe); noted
+    # to the millisecond, at 43.120, the run came 0.22 s after it.
+    run = {
+        "cell": "storage=disk",
+        "host": "localhost",
+        "repeat": 1,
+        "status": "done",
+        "start": "2026-11-28T00:51:43.34+00:00",
+        "end": "2026-11-28T00:51:43.76+00:00",
+        "clusters": None,
+    }
+    for stopped, beside in (
+        ("2026-11-28T00:51:43+0000", True),
+        ("2026-11-28T00:51:43.120+00:00", False),
+    ):
+        root = tmp_path / str(beside)
+        _state(root, "ozone-aaa", "ozone", "stopped", "2026-11-28T00:49:36+00:00", stopped)
+        up = runorder.others_up(pd.DataFrame([run]), runorder.cluster_lifetimes(root))
+        assert bool(up) is beside, (stopped, up)
+
+
 def test_every_cluster_cell_waits_for_every_cluster_cells_tools():
     # hcfs (freon against ozone and hdfs) and teragen (a Hadoop client against the same
     # ozone): a teragen cell waiting for its Hadoop client alone let hcfs's hdfs cells run

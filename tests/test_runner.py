@@ -229,3 +229,7 @@ def test_a_sleep_2_cell_records_two_seconds_and_no_more_than_50_ms_over(
     wall = metrics(rec)["wall_time"]
     assert wall == pytest.approx(rec["end_epoch"] - rec["start_epoch"], abs=1e-6)
     assert 2.0 <= wall < 2.05
+    # Each step says what it took, as perfpost saw it: the measuring step slept 2 s.
+    took = {s["step"]: s["seconds"] for s in rec["steps"]}
+    assert 2.0 <= took["measure"] < 5.0
+    assert took["version"] < 2.0

@@ -100,9 +100,11 @@ def sentence(
     )
 
 
-# A cluster's state gives its times to the second: a run within a second of its stop may have
-# met its last moments.
-STATE_SLACK = 1.0
+def state_slack(stamp: str) -> float:
+    """How long after a cluster's noted stop it may still have been stopping: its state
+    gives times to the millisecond (an older perfpost's to the second, so a run within a
+    second of that stop may have met its last moments)."""
+    return 0.001 if "." in stamp else 1.0
 
 
 def cluster_lifetimes(root: Path = Path()) -> list[dict[str, Any]]:
@@ -119,7 +121,7 @@ def cluster_lifetimes(root: Path = Path()) -> list[dict[str, Any]]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         stopped = state.get("stopped")
-        t1 = pd.Timestamp(stopped).timestamp() + STATE_SLACK if stopped else math.inf
+        t1 = pd.Timestamp(stopped).timestamp() + state_slack(stopped) if stopped else math.inf
         hosts = sorted({h for hs in spec.get("roles", {}).values() for h in hs})
         out.append(
             {

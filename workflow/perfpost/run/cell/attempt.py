@@ -165,6 +165,7 @@ class Attempt:
             return host.run(script, timeout)
         # Should perfpost die mid-step, the host removes the cell's scratch once the step's
         # tools are dead (the guard may have removed it while they still ran).
+        began = time.monotonic()
         try:
             result = self.host.run(script, timeout, abandon=self.scratch_cleanup)
         except HostSilent as e:
@@ -175,8 +176,15 @@ class Attempt:
             ) from None
         if result.stderr:
             self.keep(f"{name}.stderr", result.stderr)
+        # Its seconds as perfpost saw them (the host's round trips included): where a cell's
+        # time went besides its measurement.
         self.steps.append(
-            {"step": name, "exit_code": result.exit_code, "timed_out": result.timed_out}
+            {
+                "step": name,
+                "exit_code": result.exit_code,
+                "timed_out": result.timed_out,
+                "seconds": round(time.monotonic() - began, 3),
+            }
         )
         return result
 
