@@ -370,6 +370,38 @@ def test_a_runs_first_jobs_are_served_though_they_start_with_it(tmp_path):
         assert first.startswith("perfpost: run by the run's cell server"), (log, first)
 
 
+@pytest.mark.e2e
+def test_the_steps_after_the_cells_are_served_by_the_cells_server(tmp_path):
+    # tables, env, figures, post, html and history-add each imported pandas, matplotlib and
+    # scipy anew in a process of its own; the run's server forks them as it forks its cells.
+    from tests.e2e import make_checkout, snakemake
+
+    config = {
+        "experiments": {
+            "e": {
+                "tool": "dd",
+                "params": {"dir": str(tmp_path), "bs": 64},
+                "axes": {"count": [100, 200]},
+                "repeats": 2,
+            }
+        }
+    }
+    work = make_checkout(tmp_path / "w", config)
+    done = snakemake(work, "--cores", "2", "report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    cells = sorted(work.glob("results/e/cells/*/localhost/r*/attempt-1/perfpost.log"))
+    steps = sorted((work / "results" / "e" / "logs").glob("*.log"))
+    steps += sorted((work / "results" / "e" / "env").glob("*.log"))
+    assert {p.stem for p in steps} >= {"tables", "figures", "post", "html", "history", "localhost"}
+    servers = set()
+    for log in cells + steps:
+        first = log.read_text().splitlines()[0]
+        assert first.startswith("perfpost: run by the run's cell server (pid "), (log, first)
+        servers.add(first)
+    assert len(servers) == 1  # one server for the run: its cells and its steps
+    assert (work / "reports" / "e" / "index.md").is_file()
+
+
 def test_a_job_in_another_python_runs_its_cell_itself(tmp_path, server):
     # Under --use-conda a rule's job runs in its conda environment, not in the Python that
     # Snakemake (and so the run's server) runs in: the cell must run where the rule says.

@@ -23,7 +23,7 @@ rule cell:
         spec=glue.unrecorded(lambda wc: glue.cell_spec(PLAN, wc).param_json()),
         needs=glue.cell_needed(PLAN),
     shell:
-        PERFPOST_CELL
+        PERFPOST_SERVED
         + " run-cell --spec {params.spec:q} --out {output:q} --needs {params.needs:q}"
         + " > {log:q} 2>&1"
 
@@ -50,7 +50,9 @@ checkpoint round:
     params:
         settings=lambda wc: attempts.round_settings(PLAN, wc),
     shell:
-        "perfpost round --settings {params.settings:q} --out {output:q} {input:q} > {log:q} 2>&1"
+        glue.served(
+            "round --settings {params.settings:q} --out {output:q} {input:q} > {log:q} 2>&1"
+        )
 
 
 # A host's environment, captured after an experiment's cells ran and were tabulated (again
@@ -72,7 +74,7 @@ rule env:
     params:
         host=lambda wc: glue.host_json(PLAN, wc.host),
     shell:
-        "perfpost env --host {params.host:q} --out {output:q} > {log:q} 2>&1"
+        glue.served("env --host {params.host:q} --out {output:q} > {log:q} 2>&1")
 
 
 # start_together experiments: one job per (cell, repeat) runs every host at the same moment.
@@ -95,7 +97,7 @@ for group in glue.together(PLAN):
             specs=glue.unrecorded(group.specs),
             needs=glue.unrecorded(group.needs),
         shell:
-            PERFPOST_CELL
+            PERFPOST_SERVED
             + " run-together --specs {params.specs:q} --outs {output:q} --needs {params.needs:q}"
             + " > {log:q} 2>&1"
 

@@ -22,8 +22,9 @@ except ConfigError as e:
     raise SystemExit(1)
 
 glue.ensure_on_path(sys.executable)
-# `perfpost` for the cells' jobs, which hand their cell to the run's cell server.
-PERFPOST_CELL = glue.served_job()
+# `perfpost` for the cells and the steps after them: a client that hands the command to the
+# run's cell server (one process with perfpost and its libraries imported, forked for each).
+PERFPOST_SERVED = glue.served_job()
 HOST_RESOURCES = glue.host_resources(PLAN, workflow)
 # perfpost's own heavy steps wait until no cell measures on this machine, and hold it.
 CONTROLLER = glue.controller_resources(PLAN)

@@ -27,11 +27,13 @@ rule figures:
     params:
         exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
-        "perfpost figures --experiment {params.exp:q} --tidy {input.tidy:q}"
-        " --series {input.series:q} --steady {input.steady:q}"
-        " --resources {input.resources:q} --resources-window {input.resources_window:q}"
-        " --cells {input.cells:q} --out-dir {output:q}"
-        " > {log:q} 2>&1"
+        glue.served(
+            "figures --experiment {params.exp:q} --tidy {input.tidy:q}"
+            " --series {input.series:q} --steady {input.steady:q}"
+            " --resources {input.resources:q} --resources-window {input.resources_window:q}"
+            " --cells {input.cells:q} --out-dir {output:q}"
+            " > {log:q} 2>&1"
+        )
 
 
 rule post:
@@ -65,14 +67,16 @@ rule post:
     params:
         exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
     shell:
-        "perfpost post --experiment {params.exp:q} --tidy {input.tidy:q}"
-        " --cells {input.cells:q} --steady {input.steady:q} --figures {input.figures:q}"
-        " --env {input.env:q}"
-        " --out {output.post:q} --data {output.data:q}"
-        " --comparisons {output.comparisons:q} --steady-data {output.steady:q}"
-        " --resources {input.resources:q} --resources-data {output.resources:q}"
-        " --profile {input.profile:q}"
-        " > {log:q} 2>&1"
+        glue.served(
+            "post --experiment {params.exp:q} --tidy {input.tidy:q}"
+            " --cells {input.cells:q} --steady {input.steady:q} --figures {input.figures:q}"
+            " --env {input.env:q}"
+            " --out {output.post:q} --data {output.data:q}"
+            " --comparisons {output.comparisons:q} --steady-data {output.steady:q}"
+            " --resources {input.resources:q} --resources-data {output.resources:q}"
+            " --profile {input.profile:q}"
+            " > {log:q} 2>&1"
+        )
 
 
 # The post and its notebook as HTML pages, so `snakemake --report` holds what a reader reads.
@@ -96,4 +100,4 @@ rule html:
     resources:
         **CONTROLLER,
     shell:
-        "perfpost html --post {input.post:q} --out {output:q} > {log:q} 2>&1"
+        glue.served("html --post {input.post:q} --out {output:q} > {log:q} 2>&1")

@@ -37,8 +37,10 @@ rule tables:
         axes=lambda wc: glue.axes_json(PLAN, wc.experiment),
         out_dir=lambda wc: paths.fill(paths.EXPERIMENT_DIR, experiment=wc.experiment),
     shell:
-        "perfpost tables --axes {params.axes:q} --out-dir {params.out_dir:q} {input:q}"
-        " > {log:q} 2>&1"
+        glue.served(
+            "tables --axes {params.axes:q} --out-dir {params.out_dir:q} {input:q}"
+            " > {log:q} 2>&1"
+        )
 
 
 # Finished runs -> the history store (append-only, outside results/: a nightly job's clones
@@ -60,6 +62,8 @@ rule history:
         exp=lambda wc: glue.experiment_json(PLAN, wc.experiment),
         store=PLAN.history or "",
     shell:
-        "perfpost history-add --experiment {params.exp:q} --tidy {input.tidy:q}"
-        " --cells {input.cells:q} --env {input.env:q} --store {params.store:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        glue.served(
+            "history-add --experiment {params.exp:q} --tidy {input.tidy:q}"
+            " --cells {input.cells:q} --env {input.env:q} --store {params.store:q}"
+            " --out {output:q} > {log:q} 2>&1"
+        )

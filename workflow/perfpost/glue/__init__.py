@@ -41,11 +41,18 @@ def ensure_on_path(python: str) -> None:
 
 
 def served_job() -> str:
-    """The start of a cell rule's shell command: ``perfpost`` for ``run-cell`` and
-    ``run-together``, as a small client (:mod:`perfpost.run.cellclient`) that hands the cell
-    to the run's cell server, quoted for the shell and with braces doubled for Snakemake."""
+    """The start of a served rule's shell command: ``perfpost`` for the cells and the steps
+    after them (:data:`perfpost.run.cellclient.SERVED`), as a small client
+    (:mod:`perfpost.run.cellclient`) that hands the command to the run's cell server, quoted
+    for the shell and with braces doubled for Snakemake."""
     words = " ".join(shlex.quote(w) for w in cellclient.job_argv())
     return words.replace("{", "{{").replace("}", "}}")
+
+
+def served(command: str) -> str:
+    """A served rule's shell command: ``perfpost`` ``command`` (a Snakemake shell string)
+    through the run's cell server (:func:`served_job`)."""
+    return f"{served_job()} {command}"
 
 
 # Config files already read strictly while this process reads the Snakefile.

@@ -26,8 +26,12 @@ if TYPE_CHECKING:
 # was given.
 ENV = "PERFPOST_CELL_SERVER"
 PREFIX_ENV = "PERFPOST_CELL_SERVER_PREFIX"
-# The commands the server runs; any other is run by the job's own process.
-SERVED = ("run-cell", "run-together")
+# The commands the server runs; any other is run by the job's own process. Cells, and
+# perfpost's own steps after them (each imported pandas, matplotlib and scipy anew: about
+# 2 CPU-seconds of its own, 6 steps an experiment).
+CELLS = ("run-cell", "run-together")
+STEPS = ("env", "tables", "history-add", "round", "figures", "post", "html")
+SERVED = CELLS + STEPS
 # Signals the job passes on to its cell: Snakemake stopping it, Ctrl-C, a closed terminal.
 FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
 HEADER_SIZE = 4  # the request's length, big-endian, sent with the job's fds 0, 1 and 2

@@ -1,4 +1,5 @@
-"""The run's cell server: cells forked from one process that has perfpost imported already.
+"""The run's cell server: cells, and perfpost's steps after them, forked from one process
+that has perfpost imported already.
 
 A cell job used to be a Python process of its own: interpreter start, then perfpost's
 imports (and paramiko's, for a remote host), 0.1 to 0.15 s of every cell before its tool ran,
@@ -8,7 +9,9 @@ per run, started in ``onstart``) imports all that once and serves each ``run-cel
 which the rules run by its path) connects to a Unix socket, hands over its standard streams,
 arguments, environment and directory, and waits; the server forks, and the child runs the
 cell exactly as the job's process would have (same code, same streams, same environment)
-and exits. The client exits with its exit code.
+and exits. The client exits with its exit code. perfpost's steps after the cells (tables,
+figures, posts: :data:`perfpost.run.cellclient.STEPS`) are served the same way; the libraries
+they import (pandas, matplotlib, scipy) the server imports when the first of them comes.
 
 What the job's process was, it stays: Snakemake's job, killed with it. A signal the client
 gets (SIGTERM, SIGINT, SIGHUP) is passed to the cell, which stops its tools on every host as
@@ -31,7 +34,7 @@ import socket
 import struct
 import sys
 
-from perfpost.run.cellclient import FORWARDED, HEADER_SIZE, decode
+from perfpost.run.cellclient import FORWARDED, HEADER_SIZE, STEPS, decode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,6 +89,39 @@ def _warm() -> None:
     for name in WARM + (WARM_REMOTE if _remote_hosts() else ()):
         importlib.import_module(name)
     tools.every()  # every tool's module, loaded on first use otherwise
+
+
+# What perfpost's steps after the cells import (tables, figures, posts: pandas, pyarrow,
+# matplotlib, scipy, jinja2), imported by the server when the first of them comes, so every
+# later one is forked with them: not at its start, where the run's first cells would wait.
+WARM_STEPS = (
+    "perfpost.analysis.tidy",
+    "perfpost.analysis.resources",
+    "perfpost.analysis.profiles",
+    "perfpost.analysis.steady",
+    "perfpost.analysis.compare",
+    "perfpost.analysis.precision",
+    "perfpost.analysis.plots",
+    "perfpost.analysis.report",
+    "perfpost.analysis.html",
+    "perfpost.history.store",
+    "perfpost.run.envinfo",
+)
+_STEPS_WARM: list[bool] = []
+
+
+def _warm_steps(argv: list[str]) -> None:
+    """Import what perfpost's steps use, once, as the first step is handed over."""
+    if _STEPS_WARM or not argv or argv[0] not in STEPS:
+        return
+    import importlib
+
+    _STEPS_WARM.append(True)
+    for name in WARM_STEPS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the step imports it again, and says what is wrong
+            pass
 
 
 class _Cell:
@@ -289,6 +325,7 @@ def _accept(
     except (OSError, ValueError):
         conn.close()
         return
+    _warm_steps(request[0])
     others = {id(c): c for c in cells.values()}.values()
     pid = os.fork()
     if pid == 0:
