@@ -505,3 +505,27 @@ def test_one_unit_for_a_metric_across_a_posts_figures(tmp_path, figures):
     _draw(tmp_path, plan, "u", records)
     units = {f.get_suptitle(): f.axes[0].get_ylabel() for f in figures if f.axes}
     assert all("GB/s" in label for label in units.values()), units
+
+
+def test_an_axis_of_one_value_names_no_series(tmp_path, figures):
+    """The default hcfs has `instrument: {on: [output]}`, one value: the post names its cells
+    `storage=ozone, buffer=default`, and its figures' legends said `buffer=default,
+    instrument=on` for every series. Only the axes that vary name a series."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    plan = build_plan(cfg)
+    assert len(plan.experiments["hcfs"].axes["instrument"]) == 1
+    records = _records(plan, "hcfs", lambda labels, repeat: 10.0 + repeat)
+    _draw(tmp_path, plan, "hcfs", records)
+    said = [
+        t.get_text()
+        for fig in figures
+        for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+        if legend is not None
+        for t in legend.get_texts()
+    ]
+    assert {"buffer=default", "buffer=one-byte"} <= set(said), said
+    assert not [t for t in said if "instrument" in t], said
+    # The cells' names, as the post gives them.
+    df = tidy.from_records(records, list(plan.experiments["hcfs"].axes))
+    names = tidy.cell_names(df, list(plan.experiments["hcfs"].axes))
+    assert names["storage=ozone,buffer=default,instrument=on"] == "storage=ozone, buffer=default"

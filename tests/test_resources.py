@@ -284,3 +284,16 @@ def test_the_overview_s_title_stays_inside_the_figure_beside_long_cell_labels(tm
     assert box.x0 <= ext.x0, f"{text.get_text()!r}: {ext} outside {box}"
     assert ext.x1 <= box.x1, f"{text.get_text()!r}: {ext} outside {box}"
     assert " ".join(text.get_text().split()) == f"{title}: resources while measuring"
+
+
+def test_the_overview_names_each_cell_as_the_post_does(tmp_path, figures):
+    # The default hcfs's bars were labelled by cell id (`...,instrument=on` in every one).
+    from perfpost.analysis import resource_plots
+
+    cell = "storage=ozone,buffer=default,instrument=on"
+    w = table(rows(cell, 1, "h1", "client", 0.95, 0.9, step=5.0))
+    names = {cell: "storage=ozone, buffer=default"}
+    assert resource_plots.overview(w, [], "t", tmp_path / "resources", names) is not None
+    (fig,) = figures
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["storage=ozone, buffer=default"]

@@ -33,6 +33,7 @@ from perfpost.analysis import (
     runorder,
     stats,
     steady,
+    tidy,
     typed,
     validity,
 )
@@ -162,7 +163,7 @@ def _names(
 ) -> dict[str, str]:
     """Each cell as the post names it: by the axes whose value varies (``instrument=on`` in
     every cell names none of them), with what ran where a setting did not take effect."""
-    varying = [a for a in axes if a in tidy_df and len(set(tidy_df[a].dropna())) > 1]
+    varying = tidy.varying(tidy_df, axes)
     out = {}
     for cell in cells["cell"].astype(str).unique():
         rows = tidy_df[tidy_df["cell"] == cell]

@@ -33,11 +33,18 @@ def _fit_above(fig: Any, legend: Any) -> None:
     fig.tight_layout(rect=(0, min(bottom, 0.8), 1, 1))
 
 
-def overview(window: pd.DataFrame, axes: list[str], title: str, out_base: Path) -> dict | None:
-    """CPU busy and the busiest disk's utilisation per cell and host (bars, medians)."""
+def overview(
+    window: pd.DataFrame,
+    axes: list[str],
+    title: str,
+    out_base: Path,
+    names: dict[str, str] | None = None,
+) -> dict | None:
+    """CPU busy and the busiest disk's utilisation per cell and host (bars, medians), each
+    cell by its name in the post (``names``)."""
     # A cell whose step was shorter than two samples has no share of its own to draw.
     profiles = [c for c in cell_profiles(window, axes) if c["bound"]["verdict"] != UNRESOLVED]
-    rows = [(c["cell"], p) for c in profiles for p in c["nodes"]]
+    rows = [((names or {}).get(c["cell"], c["cell"]), p) for c in profiles for p in c["nodes"]]
     if not rows:
         return None
     multi = len({p["node"] for _, p in rows}) > 1
@@ -140,10 +147,12 @@ def over_time(
     title: str,
     out_base: Path,
     end: float | None = None,
+    name: str | None = None,
 ) -> dict | None:
     """One run: the tool's rate over time (where it reported one), each host's CPU busy and
-    busiest disk's utilisation, and the daemons' CPU, on one time axis. None for a run
-    sampled over fewer than :data:`MIN_INTERVALS` intervals: it has no shape to show."""
+    busiest disk's utilisation, and the daemons' CPU, on one time axis, titled by the cell's
+    ``name`` in the post. None for a run sampled over fewer than :data:`MIN_INTERVALS`
+    intervals: it has no shape to show."""
     s = series[(series["cell"] == cell) & (series["host"] == host) & (series["repeat"] == repeat)]
     busy = s[(s["resource"] == "cpu") & (s["metric"] == "busy")]
     if busy.empty or busy.groupby("node").size().max() < MIN_INTERVALS:
@@ -242,7 +251,8 @@ def over_time(
             if x is not None:
                 ax.axvline(x, color="grey", lw=0.8, ls=":")
     axs[-1].set_xlabel("seconds since the measured step started (dotted: its start and end)")
-    fig.suptitle(fit_title(fig, f"{title}: {cell}, run {repeat} on {host}", 11), fontsize=11)
+    shown = name or cell
+    fig.suptitle(fit_title(fig, f"{title}: {shown}, run {repeat} on {host}", 11), fontsize=11)
     names = [f"{k} ({', '.join(said[k])})" if k in said else k for k in handles]
     legend = legend_below(fig, list(handles.values()), names, "host / daemon")
     _fit_above(fig, legend)
@@ -250,7 +260,7 @@ def over_time(
     return {
         **got,
         "section": "resources",
-        "title": f"{cell}: run {repeat} on {host} over time",
+        "title": f"{shown}: run {repeat} on {host} over time",
         "caption": (
             ("Top: the tool's own rate between its progress lines. " if not rate.empty else "")
             + "The CPU's busy share per host (solid), the busiest disk's utilisation per host "
@@ -277,11 +287,13 @@ def draw(
     title: str,
     out_dir: Path,
     cells_first: list[str] | None = None,
+    names: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The overview, then up to :data:`MAX_TIME_FIGURES` cells over time (``cells_first``,
-    the compared ones, before the rest in the table's order)."""
+    the compared ones, before the rest in the table's order), each cell by its name in the
+    post (``names``)."""
     drawn = []
-    fig = overview(window, axes, title, out_dir / "resources")
+    fig = overview(window, axes, title, out_dir / "resources", names)
     if fig is None:
         return drawn
     drawn.append(fig)
@@ -292,7 +304,15 @@ def draw(
             continue
         host, repeat, end = run
         got = over_time(
-            series, progress, cell, host, repeat, title, out_dir / f"resources-{i}", end
+            series,
+            progress,
+            cell,
+            host,
+            repeat,
+            title,
+            out_dir / f"resources-{i}",
+            end,
+            (names or {}).get(cell, cell),
         )
         if got is not None:
             drawn.append(got)

@@ -327,6 +327,22 @@ def cell_name(row: Any, axes: list[str]) -> str:
     return ", ".join(f"{a}={getattr(row, a)}" for a in axes) or str(row.cell)
 
 
+def varying(df: pd.DataFrame, axes: list[str]) -> list[str]:
+    """The axes whose value differs between the cells, which name them: an axis of one value
+    (``instrument=on`` in every cell) tells one cell from another no more than none does."""
+    return [a for a in axes if a in df and len(set(df[a].dropna())) > 1]
+
+
+def cell_names(df: pd.DataFrame, axes: list[str]) -> dict[str, str]:
+    """Each cell as the post and its figures name it: by the axes that vary, else its id."""
+    shown = varying(df, axes)
+    firsts = df.drop_duplicates("cell")
+    return {
+        str(r.cell): cell_name(r, shown) if shown else str(r.cell).replace(",", ", ")
+        for r in firsts.itertuples(index=False)
+    }
+
+
 def results(df: pd.DataFrame) -> pd.DataFrame:
     """Only rows that are results: cells that finished and parsed."""
     return df[df["status"] == "done"]

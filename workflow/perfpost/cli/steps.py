@@ -315,18 +315,8 @@ def _ran(args: argparse.Namespace, df: Any, axes: list[str]) -> dict[str, dict[s
 
     from perfpost.analysis import design, systems
 
-    cells = pd.read_csv(args.cells)
-    found = design.settings_not_applied(systems.clusters_of(cells))
-    notes = {c: n for f in found for c, n in f.ran.items()}
-    out: dict[str, dict[str, str]] = {}
-    for a in axes:
-        if a not in df:
-            continue
-        for value, rows in df.groupby(a, sort=False):
-            said = {notes.get(str(c)) for c in set(rows["cell"])}
-            if len(said) == 1 and None not in said:
-                out.setdefault(a, {})[str(value)] = said.pop()
-    return out
+    found = design.settings_not_applied(systems.clusters_of(pd.read_csv(args.cells)))
+    return design.ran_by_axis(found, df, axes)
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
@@ -335,7 +325,10 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
     whole = json.loads(args.experiment), tidy.read(args.tidy)
     exp, df = parts.view(*whole)  # by job or group, where the plot asks
-    labels = {a: list(v) for a, v in exp["axes"].items()}
+    # The axes that vary name the series (the x axis, facet and their partners stay).
+    keep = {*tidy.varying(df, list(exp["axes"])), exp["plot"].get("x"), exp["plot"].get("facet")}
+    keep |= {a for group in exp.get("zip") or [] for a in group}
+    labels = {a: list(v) for a, v in exp["axes"].items() if a in keep}
     metrics = list(tools.get(exp["tool"]).PLOT_METRICS)
     facet, zips = exp["plot"].get("facet"), exp.get("zip") or []
     ran = _ran(args, df, list(labels))
@@ -414,6 +407,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
                 compare.default_metric(whole[1], tools.get(exp["tool"]).PLOT_METRICS),
                 exp["title"],
                 Path(args.out_dir),
+                names=tidy.cell_names(whole[1], list(whole[0]["axes"])),
             )
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     from perfpost.records import write_text_atomic

@@ -38,7 +38,12 @@ from perfpost.analysis.design.disk import (
     writeback,
 )
 from perfpost.analysis.design.finding import ALPHA, Finding, Untestable, as_label, renamed
-from perfpost.analysis.design.setup import busy_host, coarse_clock, settings_not_applied
+from perfpost.analysis.design.setup import (
+    busy_host,
+    coarse_clock,
+    ran_by_axis,
+    settings_not_applied,
+)
 from perfpost.analysis.design.warmup import summed_trend, warmup
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "coarse_clock",
     "fast_disk",
     "in_memory",
+    "ran_by_axis",
     "renamed",
     "settings_not_applied",
     "summed_trend",

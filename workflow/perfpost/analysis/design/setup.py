@@ -117,3 +117,20 @@ def busy_host(up: Mapping[tuple[str, str, int], Sequence[str]]) -> list[Finding]
             cells=tuple(by_cell),
         )
     ]
+
+
+def ran_by_axis(
+    found: Sequence[Finding], df: pd.DataFrame, axes: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """Per axis, its values whose cells all ran something else than a setting asked (the
+    ``ran`` of :func:`settings_not_applied`'s findings), and what they ran."""
+    notes = {c: n for f in found for c, n in f.ran.items()}
+    out: dict[str, dict[str, str]] = {}
+    for a in axes:
+        if a not in df:
+            continue
+        for value, rows in df.groupby(a, sort=False):
+            said = {notes.get(str(c)) for c in set(rows["cell"])}
+            if len(said) == 1 and None not in said:
+                out.setdefault(a, {})[str(value)] = said.pop()
+    return out
