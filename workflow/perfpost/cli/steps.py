@@ -306,22 +306,21 @@ def _cmd_round(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ran(args: argparse.Namespace, df: Any, axes: list[str]) -> dict[str, dict[str, str]]:
-    """Per axis, its values whose cells all ran something else than a setting asked (a
-    release that does not take it), and what they ran: the figures name them so."""
+def _not_applied(args: argparse.Namespace) -> list[Any]:
+    """The settings that did not take effect (a release that does not take one): the figures
+    name the cells by what ran, and draw no comparison resting on them, as the post says."""
     if not getattr(args, "cells", None):
-        return {}
+        return []
     import pandas as pd
 
     from perfpost.analysis import design, systems
 
-    found = design.settings_not_applied(systems.clusters_of(pd.read_csv(args.cells)))
-    return design.ran_by_axis(found, df, axes)
+    return design.settings_not_applied(systems.clusters_of(pd.read_csv(args.cells)))
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
     from perfpost import tools
-    from perfpost.analysis import parts, plots, tidy
+    from perfpost.analysis import design, parts, plots, tidy
 
     whole = json.loads(args.experiment), tidy.read(args.tidy)
     exp, df = parts.view(*whole)  # by job or group, where the plot asks
@@ -331,7 +330,8 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     labels = {a: list(v) for a, v in exp["axes"].items() if a in keep}
     metrics = list(tools.get(exp["tool"]).PLOT_METRICS)
     facet, zips = exp["plot"].get("facet"), exp.get("zip") or []
-    ran = _ran(args, df, list(labels))
+    not_applied = _not_applied(args)
+    ran = design.ran_by_axis(not_applied, df, list(labels))
     drawn = plots.plot_experiment(
         df,
         exp["title"],
@@ -359,7 +359,9 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
     from perfpost.analysis import compare, comparison_plot, progress_plot
 
+    void = {c for f in not_applied for c in f.cells}
     rows = compare.experiment_comparisons(df, exp, metrics)
+    rows = [r for r in rows if not void & {*r.base_cells, *r.cand_cells}]
     for i, name in enumerate(dict.fromkeys(r.name for r in rows), start=1):
         mine = [r for r in rows if r.name == name]
         aa = " (A/A control: the noise floor)" if mine[0].control else ""
@@ -407,7 +409,10 @@ def _cmd_figures(args: argparse.Namespace) -> int:
                 compare.default_metric(whole[1], tools.get(exp["tool"]).PLOT_METRICS),
                 exp["title"],
                 Path(args.out_dir),
-                names=tidy.cell_names(whole[1], list(whole[0]["axes"])),
+                names={
+                    c: n + "".join(f" ({f.ran[c]})" for f in not_applied if c in f.ran)
+                    for c, n in tidy.cell_names(whole[1], list(whole[0]["axes"])).items()
+                },
             )
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     from perfpost.records import write_text_atomic
