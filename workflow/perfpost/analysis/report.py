@@ -163,17 +163,11 @@ def _names(
 ) -> dict[str, str]:
     """Each cell as the post names it: by the axes whose value varies (``instrument=on`` in
     every cell names none of them), with what ran where a setting did not take effect."""
-    varying = tidy.varying(tidy_df, axes)
-    out = {}
-    for cell in cells["cell"].astype(str).unique():
-        rows = tidy_df[tidy_df["cell"] == cell]
-        if varying and len(rows):
-            name = ", ".join(f"{a}={rows[a].iloc[0]}" for a in varying)
-        else:
-            name = cell.replace(",", ", ")
-        suffix = labels.get(cell, cell)[len(cell) :]
-        out[cell] = name + suffix
-    return out
+    named = tidy.cell_names(tidy_df, axes)
+    return {
+        cell: named.get(cell, cell.replace(",", ", ")) + labels.get(cell, cell)[len(cell) :]
+        for cell in cells["cell"].astype(str).unique()
+    }
 
 
 def render(
