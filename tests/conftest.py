@@ -235,8 +235,18 @@ def _session_value(config, key: str) -> str:
     return config.workerinput[key] if _is_worker(config) else SESSION[key]
 
 
+# The default run is the session's longest chain (its clusters run one after another), and
+# the rest of the suite keeps both cores busy beside it: with every test at the same priority
+# it took 67 of a 68-minute session on 2 cores, three to five times its runs' time alone. The
+# workers yield to it (nice 10 against its 0: about a tenth of the CPU weight each), so the
+# chain runs at nearly its own speed and the other tests use what it leaves.
+WORKER_NICE = 10
+
+
 @pytest.hookimpl(trylast=True)  # after the tmp_path plugin's
 def pytest_configure(config) -> None:
+    if _is_worker(config) and config.workerinput.get("default_run"):
+        os.nice(WORKER_NICE)
     if not _is_worker(config) and not config.option.collectonly:
         BACKGROUND["dir"] = str(config._tmp_path_factory.getbasetemp() / "default-run")
         # Under /var/tmp, which testbed hosts do not share: made by the first test to use it.
@@ -294,5 +304,61 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     run = BACKGROUND.pop("run", None)
     if run is not None:
         run.abandon()  # stopped as Ctrl-C would, if its test never waited for it
+    group = session.config.stash.get(CPU_GROUP, None)
+    if group and not _is_worker(session.config):  # the controller: the default run's CPU
+        with open(Path(CPU_DIR) / "controller.tsv", "a") as out:
+            out.write(f"{_cpu_seconds(group):.1f}\tcontroller and the default run\n")
+    if group:  # back to the root group; the group goes once nothing of the session is in it
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+        try:
+            group.rmdir()
+        except OSError:
+            pass
     if not _is_worker(session.config) and SESSION.get("tool_cache"):
         shutil.rmtree(SESSION.pop("tool_cache"), ignore_errors=True)  # every worker is done
+
+
+# Where the suite's CPU goes, for whoever trims it: with PERFPOST_TEST_CPU=<dir>, each process
+# of the session (the controller, whose child is the default run, and each worker) moves into
+# a cpuacct cgroup of its own, and each worker writes every test's CPU-seconds (setup, call and
+# teardown: its daemons, hosts and JVMs included, all children of the worker) to
+# <dir>/<worker>.tsv; the controller writes the default run's to <dir>/controller.tsv.
+CPU_DIR = os.environ.get("PERFPOST_TEST_CPU")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def _cpu_group(name: str) -> Path | None:
+    if not CPU_DIR or not CPUACCT.is_dir() or os.geteuid() != 0:
+        return None
+    group = CPUACCT / f"perfpost-test-{name}-{os.getpid()}"
+    group.mkdir(exist_ok=True)
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+    return group
+
+
+def _cpu_seconds(group: Path) -> float:
+    return int((group / "cpuacct.usage").read_text()) / 1e9
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    group = item.config.stash.get(CPU_GROUP, None)
+    before = _cpu_seconds(group) if group else 0.0
+    yield
+    if group:
+        with open(Path(CPU_DIR) / f"{group.name}.tsv", "a") as out:
+            out.write(f"{_cpu_seconds(group) - before:.1f}\t{item.nodeid}\n")
+
+
+CPU_GROUP = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session) -> None:
+    if CPU_DIR:
+        Path(CPU_DIR).mkdir(parents=True, exist_ok=True)
+        config = session.config
+        name = config.workerinput["workerid"] if _is_worker(config) else "controller"
+        group = _cpu_group(name)
+        if group:
+            config.stash[CPU_GROUP] = group

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -56,15 +58,38 @@ def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
 def snakemake(
     workdir: Path, *args: str, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [snakemake_bin(), *args],
+    """``snakemake *args`` in ``workdir``. Past ``timeout`` it is stopped as Ctrl-C stops it
+    (perfpost then stops the clusters it started), its whole process group killed if that
+    does not end it, and TimeoutExpired raised: a run that overran leaves no daemon behind."""
+    argv = [snakemake_bin(), *args]
+    proc = subprocess.Popen(
+        argv,
         cwd=workdir,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
         env={**env_with_venv(), **(env or {})},
         stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as stopped:
+        out, err = _stop(proc)
+        if isinstance(stopped, KeyboardInterrupt):
+            raise
+        raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _stop(proc: subprocess.Popen) -> tuple[str, str]:
+    """Ctrl-C to the run's process group, SIGKILL to it if the run has not ended 180 s on."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()
 
 
 def planned_records(workdir: Path) -> list[str]:

@@ -66,7 +66,7 @@ def run(tmp_path_factory):
         }
     }
     make_checkout(work, config)
-    result = snakemake(work, "--cores", "1", "report", timeout=600)
+    result = snakemake(work, "--cores", "1", "report", timeout=1200)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return work
 

@@ -40,7 +40,7 @@ def run(tmp_path_factory):
     config["clusters"] = quick(config["clusters"])
     config["clusters"]["hdfs"]["dir"] = str(work / "clusters")
     make_checkout(work, config)
-    result = snakemake(work, "--cores", "2", "report", timeout=900)
+    result = snakemake(work, "--cores", "2", "report", timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return work
 

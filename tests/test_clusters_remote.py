@@ -206,7 +206,7 @@ def cluster_run(testbed, ozone_cache, shared, tmp_path_factory):
     make_checkout(work, cfg)
     t0 = time.monotonic()
     try:
-        result = snakemake(work, "--cores", "2", "report", timeout=900)
+        result = snakemake(work, "--cores", "2", "report", timeout=1800)
     finally:
         # Should the run have left one up (it must not), it goes now, by perfpost's own way.
         left = deploy.stop_owned(work, why="the test ended")

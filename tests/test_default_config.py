@@ -104,7 +104,7 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
     if work is None or not work.is_dir():  # not started for the session: run it here
         BACKGROUND["run"] = run = DefaultRun(tmp_path)  # stopped at the session's end
         work = run.work
-    assert wait_for(work, timeout=2400) == 0, output(work)
+    assert wait_for(work, timeout=3600) == 0, output(work)
     # No daemon of the clusters it deployed outlives the run.
     roots = _cluster_roots(work)
     # ozone, ozone-chunk, hdfs and three Ratis placements; a start that failed (Ozone 2.2.0's

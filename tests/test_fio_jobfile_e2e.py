@@ -45,7 +45,7 @@ def run(tmp_path_factory):
     own = "config/examples/fio/reader-writer.fio"
     (work / own).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / own, work / own)
-    result = snakemake(work, "--cores", "2", "report", timeout=600)
+    result = snakemake(work, "--cores", "2", "report", timeout=1200)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return work
 

@@ -102,7 +102,7 @@ def freon_run(ozone_cache, testbed, tmp_path_factory, host_dir):
         },
     }
     make_checkout(work, cfg)
-    result = snakemake(work, "--cores", "6", "report", timeout=900)
+    result = snakemake(work, "--cores", "6", "report", timeout=1800)
     return work, result
 
 

@@ -111,7 +111,7 @@ def run(ozone_cache, testbed, tmp_path_factory, host_dir):
     }
     make_checkout(work, cfg)
     (work / "bad.btm").write_text(BAD_RULE)
-    result = snakemake(work, "--cores", "2", "report", timeout=1200)
+    result = snakemake(work, "--cores", "2", "report", timeout=2700)
     return work, result
 
 

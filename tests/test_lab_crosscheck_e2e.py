@@ -61,7 +61,7 @@ def lab(tmp_path_factory, ozone_cache):
         hcfs["axes"]["fs"] = ["ozone"]
         work = tmp_path_factory.mktemp("lab-crosscheck")
         make_checkout(work, cfg)
-        result = snakemake(work, "--cores", "6", "report", timeout=1200)
+        result = snakemake(work, "--cores", "6", "report", timeout=2700)
         assert result.returncode == 0, result.stderr[-5000:]
         yield work, example
     finally:

@@ -46,7 +46,7 @@ def lab(tmp_path_factory, ozone_cache):
         options["n"] = 600
         work = tmp_path_factory.mktemp("lab-onefile")
         make_checkout(work, cfg)
-        result = snakemake(work, "--cores", "6", "report", timeout=900)
+        result = snakemake(work, "--cores", "6", "report", timeout=1800)
         assert result.returncode == 0, result.stderr[-5000:]
         yield work, example
     finally:

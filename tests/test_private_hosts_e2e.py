@@ -127,7 +127,7 @@ def runs(testbed, ozone_cache, tmp_path_factory):
     for name in ("first", "second"):
         work = tmp_path_factory.mktemp(f"private-{name}")
         make_checkout(work, cfg)
-        result = snakemake(work, "--cores", "3", "report", timeout=900)
+        result = snakemake(work, "--cores", "3", "report", timeout=1800)
         assert result.returncode == 0, result.stderr[-5000:]
         out.append(work)
     return out

@@ -84,7 +84,7 @@ def run(loop_fs, tmp_path_factory):
     }
     work = tmp_path_factory.mktemp("resources-run")
     make_checkout(work, cfg)
-    result = snakemake(work, "--cores", "1", "report", timeout=600)
+    result = snakemake(work, "--cores", "1", "report", timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]
     return work
 

@@ -99,7 +99,7 @@ def yarn_run(single_yarn, tool_cache, tmp_path_factory):
         },
     }
     make_checkout(work, config)
-    result = snakemake(work, "--cores", "2", "report", timeout=900)
+    result = snakemake(work, "--cores", "2", "report", timeout=1800)
     assert result.returncode == 0, result.stderr[-4000:]
     return work, single_yarn, outputs
 
