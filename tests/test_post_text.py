@@ -165,8 +165,12 @@ def test_claims_come_first_and_the_conclusion_restates_them():
     said = post.answer([none, yes], [], [])
     assert said["lines"][0].startswith("C: 40% slower than d")
     assert post.conclusion(said, [], {}) == (
-        "C: 40% slower than d. The other 1 comparison(s) showed no difference these runs "
-        "could tell."
+        "C: 40% slower than d. The other comparison showed no difference these runs could tell."
+    )
+    # Two others, said as a person counts them.
+    said = post.answer([none, none, yes], [], [])
+    assert post.conclusion(said, [], {}).endswith(
+        "The other 2 comparisons showed no difference these runs could tell."
     )
     # The author's own conclusion wins.
     assert post.conclusion(said, [], {"conclusion": "Mine.\n  Two lines."}) == "Mine. Two lines."

@@ -516,8 +516,10 @@ def conclusion(
     if claims:
         others = said.get("compared", 0) - len(claims) - len(said.get("unanswered") or [])
         more = (
-            f" The other {others} comparison(s) showed no difference these runs could tell."
-            if others > 0
+            " The other comparison showed no difference these runs could tell."
+            if others == 1
+            else f" The other {others} comparisons showed no difference these runs could tell."
+            if others > 1
             else ""
         )
         return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{unanswered}{caveats}"

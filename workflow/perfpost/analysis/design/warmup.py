@@ -122,7 +122,7 @@ def warmup(
     ):
         name = names.get(ref, ref)
         facts.append(
-            f"`{name}` ({ref}): {n} runs in {k} cell(s), S = {s:+d} of at most {most}, "
+            f"`{name}` ({ref}): {n} runs in {_cells(k)}, S = {s:+d} of at most {most}, "
             f"p = {p:.3g} ({adj:.3g} after Holm)."
         )
         if floor > ALPHA:
@@ -163,8 +163,12 @@ def warmup(
         untestable.append(
             Untestable(
                 "Warm-up after a cluster start",
-                f"not testable on {', '.join(counted)}, with {n} runs in {k} cell(s) a start: "
+                f"not testable on {', '.join(counted)}, with {n} runs in {_cells(k)} a start: "
                 f"the smallest p they could give is {floor} after Holm's correction",
             )
         )
     return findings, untestable, facts
+
+
+def _cells(k: int) -> str:
+    return "1 cell" if k == 1 else f"{k} cells"
