@@ -32,6 +32,37 @@ PROPS = "ozone-version-info.properties"
 REVISION = hashlib.sha1(b"perfpost's test build").hexdigest()
 
 
+# The build's bin/ozone, in the manner of a distribution's (hadoop-ozone/dist's ozone and
+# ozone-functions.sh): the JVM is $JAVA_HOME/bin/java, never the java on PATH, and without
+# JAVA_HOME there is none; the configuration is read from OZONE_CONF_DIR (else the build's
+# etc/hadoop); the launcher's log directory, OZONE_LOG_DIR (else the build's logs/), is made
+# and written to. The testbed's hosts, like a stock Debian host over SSH, have java on their
+# PATH and no JAVA_HOME.
+DIST_LAUNCHER = r"""#!/bin/sh
+OZONE_HOME=$(cd -P "$(dirname "$0")/.." && pwd -P)
+if [ -z "${JAVA_HOME:-}" ]; then
+  echo "ERROR: JAVA_HOME is not set and could not be found." >&2; exit 1
+fi
+if [ ! -x "$JAVA_HOME/bin/java" ]; then
+  echo "ERROR: JAVA_HOME $JAVA_HOME does not exist." >&2; exit 1
+fi
+OZONE_CONF_DIR=${OZONE_CONF_DIR:-$OZONE_HOME/etc/hadoop}
+OZONE_LOG_DIR=${OZONE_LOG_DIR:-$OZONE_HOME/logs}
+if ! mkdir -p "$OZONE_LOG_DIR" || ! echo "$*" >> "$OZONE_LOG_DIR/ozone-launcher.log"; then
+  echo "ERROR: Unable to write in $OZONE_LOG_DIR. Aborting." >&2; exit 1
+fi
+case "${1:-}" in
+  freon) main=org.apache.hadoop.ozone.freon.Freon ;;
+  vapor) main=org.apache.hadoop.ozone.freon.Vapor ;;
+  version) echo "Ozone $(cat "$OZONE_HOME/VERSION") (a distribution's launcher)"; exit 0 ;;
+  *) echo "Usage: ozone freon|vapor|version" >&2; exit 1 ;;
+esac
+shift
+cp="$OZONE_CONF_DIR:$OZONE_HOME/conf:$OZONE_HOME/lib/*"
+exec "$JAVA_HOME/bin/java" ${OZONE_OPTS:-} -cp "$cp" "$main" "$@"
+"""
+
+
 def jar_props(jar: Path) -> dict[str, str]:
     with zipfile.ZipFile(jar) as z:
         text = z.read(PROPS).decode()
@@ -56,6 +87,10 @@ def make_build(release: Path, dest: Path, fs_jar: Path) -> Path:
             out.writestr(item, data)
     tmp.replace(jar)
     (build / "VERSION").write_text("2.2.0-local\n")
+    launcher = build / "bin" / "ozone"
+    launcher.unlink()
+    launcher.write_text(DIST_LAUNCHER)
+    launcher.chmod(0o755)
     # Its Hadoop file system client where a distribution ships it, apart from the daemons'
     # jars (teragen loads it; it repeats Ozone's classes built against shaded libraries).
     (build / "share" / "ozone" / "lib").mkdir(parents=True)
@@ -177,7 +212,7 @@ def test_every_build_s_cell_ran_freon_from_that_build_on_a_host_that_got_it(buil
         assert local == (label != "release"), d
     # The client is the cluster's own build: its launcher says which.
     release = "Ozone freon/vapor 2.2.0 (provisioned by perfpost from Maven Central)"
-    local = "Ozone freon/vapor 2.2.0-local (a build in perfpost's layout)"
+    local = "Ozone 2.2.0-local (a distribution's launcher)"
     assert recs["release"]["tool_version"] == release
     assert recs["local-dir"]["tool_version"] == local
     assert recs["local-tarball"]["tool_version"] == local
@@ -231,3 +266,40 @@ def test_teragen_loads_the_file_system_client_of_the_build_its_ozone_runs(builds
             assert build is not None, rec.get("delivered")
             where = f"file:{build['path']}/share/ozone/lib/ozone-filesystem-hadoop3-"
             assert loaded.startswith(where), loaded
+
+
+def test_a_distribution_s_launcher_got_the_jdk_its_configuration_and_a_log_directory(
+    builds_run, testbed
+):
+    """h2 has java on its PATH and no JAVA_HOME, as a stock host reached over SSH: the build's
+    launcher, which refuses to start without one, ran freon with the JDK that java belongs to
+    (read here over plain ssh, not through perfpost), the cell's client configuration, and
+    a log directory of the cell's own; the build on h2 stays as it was delivered."""
+    import subprocess
+
+    work, *_ = builds_run
+    h = testbed.host("h2")
+    ssh = [
+        "ssh", "-i", testbed.key, "-p", str(h.port), "-o", "BatchMode=yes",
+        "-o", f"UserKnownHostsFile={testbed.known_hosts}", f"{testbed.user}@{h.address}",
+    ]  # fmt: skip
+    said = subprocess.run(
+        [*ssh, 'echo "JAVA_HOME=${JAVA_HOME-unset}"; readlink -f "$(command -v java)"'],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.split()  # fmt: skip
+    assert said[0] == "JAVA_HOME=unset", said
+    assert said[1].endswith("/bin/java"), said
+    jdk = said[1][: -len("/bin/java")]
+    recs = records(work)
+    for label, rec in recs.items():
+        env = rec["launcher_env"]
+        assert env["JAVA_HOME"] == jdk, (label, env)
+        assert env["OZONE_CONF_DIR"] == env["HADOOP_CONF_DIR"], env
+        assert env["OZONE_LOG_DIR"].startswith(env["OZONE_CONF_DIR"].rsplit("/", 1)[0]), env
+    for label in ("local-dir", "local-tarball"):
+        (d,) = recs[label]["delivered"]
+        listed = subprocess.run(
+            [*ssh, f"ls -A {d['path']}"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()
+        assert "logs" not in listed, listed  # its log went to the cell's own directory
+        assert "bin" in listed, listed

@@ -270,3 +270,61 @@ def test_a_remote_step_runs_its_abandon_script_when_its_lifeline_closes_before_i
         os.close(out_r)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _java_on_path(tmp_path):
+    """A JDK's layout reached as Debian reaches it: bin/java -> alternatives -> <jdk>/bin/java."""
+    jdk = tmp_path / "jvm" / "jdk-17"
+    (jdk / "bin").mkdir(parents=True)
+    java = jdk / "bin" / "java"
+    java.write_text("#!/bin/sh\n")
+    java.chmod(0o755)
+    (tmp_path / "alternatives").mkdir()
+    (tmp_path / "alternatives" / "java").symlink_to(java)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "java").symlink_to(tmp_path / "alternatives" / "java")
+    return jdk
+
+
+@pytest.mark.parametrize("preset", [None, "/opt/the-hosts-own-jdk"])
+def test_a_step_without_java_home_gets_the_jdk_its_java_belongs_to(tmp_path, monkeypatch, preset):
+    """Ozone's and Hadoop's launchers need JAVA_HOME, which a host reached over SSH often
+    lacks: the step gets the JDK its java resolves into, and a JAVA_HOME already set stays."""
+    from perfpost.run.hosts import LocalHost
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    jdk = _java_on_path(tmp_path)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    if preset:
+        env["JAVA_HOME"] = preset
+    got = LocalHost(env).run('printf %s "${JAVA_HOME-unset}"', 30)
+    assert got.exit_code == 0, got.stderr
+    assert got.stdout == (preset or str(jdk.resolve()))
+
+
+def test_a_host_without_java_gets_no_java_home(tmp_path, monkeypatch):
+    from perfpost.run.hosts import LocalHost
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    (tmp_path / "bin").mkdir()
+    for tool in ("sh", "cat", "sleep", "base64", "readlink", "timeout", "rm"):  # no java
+        (tmp_path / "bin" / tool).symlink_to(shutil.which(tool))
+    got = LocalHost({"PATH": str(tmp_path / "bin")}).run('printf %s "${JAVA_HOME-unset}"', 30)
+    assert got.exit_code == 0, got.stderr
+    assert got.stdout == "unset"
+
+
+@pytest.mark.parametrize(
+    ("stdout", "said", "java_home"),
+    [
+        (
+            "Ozone 2.2.0\n\n@perfpost-java-home=/usr/lib/jvm/j17\n",
+            "Ozone 2.2.0\n",
+            "/usr/lib/jvm/j17",
+        ),
+        ("\n@perfpost-java-home=\n", "", None),  # no JAVA_HOME and no java: none
+        ("dd (coreutils) 9.1\n", "dd (coreutils) 9.1\n", None),  # an older host script's
+    ],
+)
+def test_the_version_step_s_java_home_line_is_taken_off_its_output(stdout, said, java_home):
+    assert hostscript.split_java_home(stdout) == (said, java_home)

@@ -358,6 +358,29 @@ def parse_markers(stdout: str) -> dict[str, Timing]:
     return out
 
 
+# Ozone's and Hadoop's own launchers (a build's bin/ozone, bin/hadoop) refuse to start without
+# JAVA_HOME ("JAVA_HOME is not set and could not be found"), which a stock host reached over
+# SSH does not set though java is on its PATH: every step gets the JDK that java belongs to,
+# as an admin's profile would set it, where JAVA_HOME is not set already.
+JAVA_HOME_FALLBACK = (
+    'if [ -z "${JAVA_HOME:-}" ] && j=$(command -v java 2>/dev/null) '
+    '&& j=$(readlink -f "$j" 2>/dev/null); then '
+    'case "$j" in */bin/java) export JAVA_HOME="${j%/bin/java}" ;; esac; fi; '
+)
+# The line a version step adds to its output: the JAVA_HOME the tool's launcher was given.
+JAVA_HOME_MARK = "@perfpost-java-home="
+
+
+def split_java_home(stdout: str) -> tuple[str, str | None]:
+    """A version step's output without the line it added, and the JAVA_HOME that line names
+    (None where the host has none and no java on its PATH)."""
+    head, sep, rest = ("\n" + stdout).rpartition("\n" + JAVA_HOME_MARK)
+    if not sep:
+        return stdout, None
+    value = rest.split("\n", 1)[0].strip()
+    return head[1:], value or None
+
+
 # Wrappers every script runs in. Both read the cell's environment from standard input first
 # (``NAME=<base64 value>`` lines up to a line ``.``: secrets never reach a command line), then
 # keep standard input as a lifeline: perfpost holds its other end open while the script runs,
@@ -366,6 +389,7 @@ def parse_markers(stdout: str) -> dict[str, Timing]:
 _READ_ENV = (
     'while IFS= read -r l && [ "$l" != . ]; do '
     'v=$(printf %s "${l#*=}" | base64 -d) || exit 125; export "${l%%=*}=$v"; done; '
+    + JAVA_HOME_FALLBACK
 )
 
 

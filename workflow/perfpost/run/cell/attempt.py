@@ -32,6 +32,9 @@ from perfpost.run.hostscript import CommandResult
 SHORT_TIMEOUT = 60.0
 # Where Hadoop and Ozone clients look for their configuration: a cell on a cluster gets one.
 CONF_VARS = ("HADOOP_CONF_DIR", "OZONE_CONF_DIR")
+# Where Ozone's and Hadoop's own launchers write their logs; by default into the install,
+# which every cell on the host shares and which stays as it was delivered: the cell's own.
+LOG_VARS = ("HADOOP_LOG_DIR", "OZONE_LOG_DIR")
 
 
 def iso(ts: float | None) -> str | None:
@@ -137,6 +140,9 @@ class Attempt:
         self.plan: Any = None
         self.measured: CommandResult | None = None
         self.timing: Any = None
+        env = getattr(host, "env", {})
+        for var in LOG_VARS:
+            env[var] = f"{self.logdir}/launcher"
         if lease is not None:
             # The cluster it ran on: which configuration, which start of it, its release.
             self.record["clusters"] = lease.records()
@@ -147,7 +153,7 @@ class Attempt:
                 conf = f"{self.logdir}/conf"
                 self.record["client_conf"] = hostenv.mask_settings(self.client_site)
                 for var in CONF_VARS:
-                    getattr(host, "env", {})[var] = conf
+                    env[var] = conf
             # Every step sees the cluster's addresses; the record keeps the params as planned
             # (its measurement), with the values beside them (cluster_fields).
             self.spec = dataclasses.replace(spec, params=fill_fields(spec.params, self.fields))

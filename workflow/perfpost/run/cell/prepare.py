@@ -20,8 +20,16 @@ from perfpost import deliver, paths, shell
 from perfpost.clusters.base import site_xml
 from perfpost.records import FAILED, SKIPPED
 from perfpost.run import hostscript
-from perfpost.run.cell.attempt import SHORT_TIMEOUT, Attempt, shown, tail
+from perfpost.run.cell.attempt import (
+    CONF_VARS,
+    LOG_VARS,
+    SHORT_TIMEOUT,
+    Attempt,
+    shown,
+    tail,
+)
 from perfpost.run.cell.record import finish
+from perfpost.run.hostscript import JAVA_HOME_MARK, split_java_home
 
 
 def prepare(cell: Attempt) -> dict[str, Any] | None:
@@ -73,11 +81,22 @@ def prepare(cell: Attempt) -> dict[str, Any] | None:
                 cell, FAILED, f"writing the cluster's client configuration failed: {conf.stderr}"
             )
 
+    # The step also says which JDK the tool's launcher was given (JAVA_HOME: the host's own,
+    # or the one its java belongs to, hostscript.JAVA_HOME_FALLBACK), for the record.
     version = cell.run_step(
-        "version", hostscript.quote(cell.adapter.version_argv(spec.params)), SHORT_TIMEOUT
+        "version",
+        f"{hostscript.quote(cell.adapter.version_argv(spec.params))}; rc=$?; "
+        f"printf '\\n{JAVA_HOME_MARK}%s\\n' \"${{JAVA_HOME:-}}\"; exit $rc",
+        SHORT_TIMEOUT,
     )
-    if version.exit_code == 0 and version.stdout.strip():
-        cell.record["tool_version"] = version.stdout.strip().splitlines()[0]
+    said, java_home = split_java_home(version.stdout)
+    env = getattr(cell.host, "env", {})
+    cell.record["launcher_env"] = {
+        "JAVA_HOME": java_home,
+        **{var: env[var] for var in (*CONF_VARS, *LOG_VARS) if var in env},
+    }
+    if version.exit_code == 0 and said.strip():
+        cell.record["tool_version"] = said.strip().splitlines()[0]
 
     prep = cell.run_step(
         "prepare",
