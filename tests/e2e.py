@@ -56,7 +56,7 @@ def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
 
 
 def snakemake(
-    workdir: Path, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+    workdir: Path, *args: str, timeout: float = 1200, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """``snakemake *args`` in ``workdir``. Past ``timeout`` it is stopped as Ctrl-C stops it
     (perfpost then stops the clusters it started), its whole process group killed if that

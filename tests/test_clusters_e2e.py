@@ -32,7 +32,7 @@ HDFS_VERSION = "3.4.2"
 OZONE_VERSION = "2.2.0"  # freon's: the HDFS client of the cells
 # Seconds one snakemake run may take: a cluster start is 15-50 s and a freon cell 15-40 s on
 # two busy cores.
-RUN_TIMEOUT = 480.0
+RUN_TIMEOUT = 1500.0
 
 
 # --------------------------------------------------------------------------- helpers

@@ -806,7 +806,7 @@ def test_config_mistakes_are_refused_before_any_job_starts(tmp_path):
     def attempt(i_mistake):
         i, (name, change, where, fragment) = i_mistake
         work = make_checkout(tmp_path / f"m{i}", config_text(GOOD, change))
-        got = snakemake(work, "--cores", "1", "report", timeout=120)
+        got = snakemake(work, "--cores", "1", "report", timeout=300)
         return name, where, fragment, work, got
 
     with ThreadPoolExecutor(max_workers=4) as pool:

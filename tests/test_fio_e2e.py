@@ -33,7 +33,7 @@ def run(tmp_path_factory):
         "repeats": 1,
     }
     make_checkout(work, config)
-    result = snakemake(work, "--cores", "2", "report", timeout=300)
+    result = snakemake(work, "--cores", "2", "report", timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return work
 

@@ -24,7 +24,7 @@ from tests.test_clusters_e2e import daemons
 
 pytestmark = pytest.mark.e2e
 
-RUN_TIMEOUT = 600.0  # an Ozone start is 30-90 s on two busy cores
+RUN_TIMEOUT = 1500.0  # an Ozone start is 30-90 s on two busy cores, more beside the default run
 
 SHIM = """#!/bin/sh
 case "$1" in version) echo "Ozone freon 2.2.0 (shim)"; exit 0 ;; esac

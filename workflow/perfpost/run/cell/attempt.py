@@ -33,7 +33,9 @@ SHORT_TIMEOUT = 60.0
 # Where Hadoop and Ozone clients look for their configuration: a cell on a cluster gets one.
 CONF_VARS = ("HADOOP_CONF_DIR", "OZONE_CONF_DIR")
 # Where Ozone's and Hadoop's own launchers write their logs; by default into the install,
-# which every cell on the host shares and which stays as it was delivered: the cell's own.
+# which every cell on the host shares and which stays as it was delivered: for a cell on a
+# cluster (whose client is the cluster's, Ozone or Hadoop), a directory of its own. Other
+# cells' commands get the base environment and what they declare, nothing more.
 LOG_VARS = ("HADOOP_LOG_DIR", "OZONE_LOG_DIR")
 
 
@@ -141,8 +143,6 @@ class Attempt:
         self.measured: CommandResult | None = None
         self.timing: Any = None
         env = getattr(host, "env", {})
-        for var in LOG_VARS:
-            env[var] = f"{self.logdir}/launcher"
         if lease is not None:
             # The cluster it ran on: which configuration, which start of it, its release.
             self.record["clusters"] = lease.records()
@@ -154,6 +154,8 @@ class Attempt:
                 self.record["client_conf"] = hostenv.mask_settings(self.client_site)
                 for var in CONF_VARS:
                     env[var] = conf
+            for var in LOG_VARS:  # the cell's clients are the cluster's, Ozone or Hadoop
+                env[var] = f"{self.logdir}/launcher"
             # Every step sees the cluster's addresses; the record keeps the params as planned
             # (its measurement), with the values beside them (cluster_fields).
             self.spec = dataclasses.replace(spec, params=fill_fields(spec.params, self.fields))
