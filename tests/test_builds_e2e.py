@@ -184,7 +184,7 @@ def builds_run(testbed, ozone_cache, tmp_path_factory):
     work = tmp_path_factory.mktemp("builds-run")
     make_checkout(work, cfg)
     # 699 s of it beside the rest of the suite on 2 cores: three Ozone starts on a testbed host.
-    result = snakemake(work, "--cores", "3", "report", timeout=2700)
+    result = snakemake(work, "--cores", "3", "report", timeout=3600)
     assert result.returncode == 0, result.stderr[-5000:]
     return work, release, build, tarball
 
