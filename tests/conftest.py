@@ -204,6 +204,65 @@ def figures(monkeypatch):
         close(fig)
 
 
+# Where the suite's CPU goes, for whoever trims it: with PERFPOST_TEST_CPU=<dir>, each process
+# of the session (the controller, whose child is the default run, and each worker) moves into
+# a cpuacct cgroup of its own, and each worker writes every test's CPU-seconds (setup, call and
+# teardown: its daemons, hosts and JVMs included, all children of the worker) to
+# <dir>/<worker>.tsv; the controller writes the default run's to <dir>/controller.tsv.
+CPU_DIR = os.environ.get("PERFPOST_TEST_CPU")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+CPU_GROUP = pytest.StashKey[Path]()
+
+
+def _cpu_group(name: str) -> Path | None:
+    if not CPU_DIR or not CPUACCT.is_dir() or os.geteuid() != 0:
+        return None
+    group = CPUACCT / f"perfpost-test-{name}-{os.getpid()}"
+    group.mkdir(exist_ok=True)
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+    return group
+
+
+def _cpu_seconds(group: Path) -> float:
+    return int((group / "cpuacct.usage").read_text()) / 1e9
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    group = item.config.stash.get(CPU_GROUP, None)
+    before = _cpu_seconds(group) if group else 0.0
+    yield
+    if group:
+        with open(Path(CPU_DIR) / f"{group.name}.tsv", "a") as out:
+            out.write(f"{_cpu_seconds(group) - before:.1f}\t{item.nodeid}\n")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session) -> None:
+    if CPU_DIR:
+        Path(CPU_DIR).mkdir(parents=True, exist_ok=True)
+        config = session.config
+        name = config.workerinput["workerid"] if _is_worker(config) else "controller"
+        group = _cpu_group(name)
+        if group:
+            config.stash[CPU_GROUP] = group
+
+
+def _cpu_profile_end(config) -> None:
+    group = config.stash.get(CPU_GROUP, None)
+    if group is None:
+        return
+    if not _is_worker(config):  # the controller's group holds the default run
+        with open(Path(CPU_DIR) / "controller.tsv", "a") as out:
+            out.write(f"{_cpu_seconds(group):.1f}\tcontroller and the default run\n")
+    # Back to the root group; the group goes once nothing of the session is in it.
+    (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        group.rmdir()
+    except OSError:
+        pass
+
+
 # The README's main command on the shipped config (tests/test_default_config.py) takes about
 # twenty minutes, most of them JVMs starting and clusters becoming ready. It starts once the
 # session's tests are collected and runs beside them; its test, moved to the end, checks what
@@ -332,61 +391,6 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         run.abandon()  # stopped as Ctrl-C would, if its test never waited for it
     if not _is_worker(session.config):
         _autogroups_restore()
-    group = session.config.stash.get(CPU_GROUP, None)
-    if group and not _is_worker(session.config):  # the controller: the default run's CPU
-        with open(Path(CPU_DIR) / "controller.tsv", "a") as out:
-            out.write(f"{_cpu_seconds(group):.1f}\tcontroller and the default run\n")
-    if group:  # back to the root group; the group goes once nothing of the session is in it
-        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
-        try:
-            group.rmdir()
-        except OSError:
-            pass
+    _cpu_profile_end(session.config)
     if not _is_worker(session.config) and SESSION.get("tool_cache"):
         shutil.rmtree(SESSION.pop("tool_cache"), ignore_errors=True)  # every worker is done
-
-
-# Where the suite's CPU goes, for whoever trims it: with PERFPOST_TEST_CPU=<dir>, each process
-# of the session (the controller, whose child is the default run, and each worker) moves into
-# a cpuacct cgroup of its own, and each worker writes every test's CPU-seconds (setup, call and
-# teardown: its daemons, hosts and JVMs included, all children of the worker) to
-# <dir>/<worker>.tsv; the controller writes the default run's to <dir>/controller.tsv.
-CPU_DIR = os.environ.get("PERFPOST_TEST_CPU")
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-
-
-def _cpu_group(name: str) -> Path | None:
-    if not CPU_DIR or not CPUACCT.is_dir() or os.geteuid() != 0:
-        return None
-    group = CPUACCT / f"perfpost-test-{name}-{os.getpid()}"
-    group.mkdir(exist_ok=True)
-    (group / "cgroup.procs").write_text(str(os.getpid()))
-    return group
-
-
-def _cpu_seconds(group: Path) -> float:
-    return int((group / "cpuacct.usage").read_text()) / 1e9
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    group = item.config.stash.get(CPU_GROUP, None)
-    before = _cpu_seconds(group) if group else 0.0
-    yield
-    if group:
-        with open(Path(CPU_DIR) / f"{group.name}.tsv", "a") as out:
-            out.write(f"{_cpu_seconds(group) - before:.1f}\t{item.nodeid}\n")
-
-
-CPU_GROUP = pytest.StashKey[Path]()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session) -> None:
-    if CPU_DIR:
-        Path(CPU_DIR).mkdir(parents=True, exist_ok=True)
-        config = session.config
-        name = config.workerinput["workerid"] if _is_worker(config) else "controller"
-        group = _cpu_group(name)
-        if group:
-            config.stash[CPU_GROUP] = group

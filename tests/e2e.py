@@ -75,15 +75,17 @@ def snakemake(
     try:
         out, err = proc.communicate(timeout=timeout)
     except (subprocess.TimeoutExpired, KeyboardInterrupt) as stopped:
-        out, err = _stop(proc)
+        out, err = stop_run(proc)
         if isinstance(stopped, KeyboardInterrupt):
             raise
         raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err) from None
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def _stop(proc: subprocess.Popen) -> tuple[str, str]:
-    """Ctrl-C to the run's process group, SIGKILL to it if the run has not ended 180 s on."""
+def stop_run(proc: subprocess.Popen) -> tuple[str, str]:
+    """Stop a snakemake run started in a session of its own as Ctrl-C does (perfpost stops
+    its clusters then), its process group killed if it has not ended 180 s on; what it said
+    on its pipes, if it had any."""
     os.killpg(proc.pid, signal.SIGINT)
     try:
         return proc.communicate(timeout=180)

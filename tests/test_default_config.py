@@ -25,6 +25,7 @@ from tests.e2e import (
     prose_words,
     sections,
     snakemake,
+    stop_run,
 )
 
 pytestmark = pytest.mark.e2e
@@ -72,14 +73,8 @@ class DefaultRun:
     def abandon(self) -> None:
         """Stop the run as Ctrl-C does (perfpost stops its clusters then), kill it if that
         does not end it."""
-        if self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGINT)
-        try:
-            self.proc.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        if self.proc.poll() is None:
+            stop_run(self.proc)
 
 
 LOG, EXIT_CODE = "snakemake.log", "exit-code"
