@@ -182,3 +182,14 @@ def test_a_whole_number_off_by_a_scaling_rounding_error_reads_whole():
     assert sig(0.257 / 0.001, 4) == "257"
     assert sig(287.5, 4) == "287.5"
     assert sig(1.0003, 3) == "1.00"
+
+
+@pytest.mark.parametrize(
+    ("n", "noun", "plural", "said"),
+    [(1, "cell", None, "1 cell"), (4, "cell", None, "4 cells"), (0, "run", None, "0 runs"),
+     (2, "sync", "syncs", "2 syncs"), (3, "copy", "copies", "3 copies")],
+)  # fmt: skip
+def test_a_count_takes_the_noun_a_person_writes_with_it(n, noun, plural, said):
+    from perfpost.units import counted
+
+    assert counted(n, noun, plural) == said

@@ -289,3 +289,8 @@ def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
     if unit == "1/s":
         return ("ops/s", 1.0)  # as the tables and sentences name it
     return (unit, 1.0)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun as a person writes them: "1 cell", "2 cells", never "cell(s)"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

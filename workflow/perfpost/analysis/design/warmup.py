@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfpost import units
 from perfpost.analysis.design.finding import ALPHA, Finding, Untestable
 from perfpost.analysis.stats import holm
 from perfpost.analysis.tidy import results
@@ -122,7 +123,8 @@ def warmup(
     ):
         name = names.get(ref, ref)
         facts.append(
-            f"`{name}` ({ref}): {n} runs in {_cells(k)}, S = {s:+d} of at most {most}, "
+            f"`{name}` ({ref}): {n} runs in {units.counted(k, 'cell')}, S = {s:+d} "
+            f"of at most {most}, "
             f"p = {p:.3g} ({adj:.3g} after Holm)."
         )
         if floor > ALPHA:
@@ -163,12 +165,9 @@ def warmup(
         untestable.append(
             Untestable(
                 "Warm-up after a cluster start",
-                f"not testable on {', '.join(counted)}, with {n} runs in {_cells(k)} a start: "
+                f"not testable on {', '.join(counted)}, with {n} runs in "
+                f"{units.counted(k, 'cell')} a start: "
                 f"the smallest p they could give is {floor} after Holm's correction",
             )
         )
     return findings, untestable, facts
-
-
-def _cells(k: int) -> str:
-    return "1 cell" if k == 1 else f"{k} cells"
