@@ -254,9 +254,9 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     """vapor cmdw --duration=6s with one file per chunk of 1 MiB: each chunk file's mtime is
     the file system's record of its write. The run wrote one file per operation it counted,
     the first after cmdw said its operations began, the last within 1% of the phase and one
-    write of freon's deadline, and their span is the phase's time to 2% and one write: a
-    file's mtime is its write's end, so the first file is stamped one (cold, first) write
-    after the phase began; a CI run saw 21 ms of 1.99 s there. Six seconds, not three: freon's
+    write of freon's deadline, and their span with the first (cold) write is the phase's time
+    to 1% and one write: a file's mtime is its write's end, so the first file is stamped one
+    write after the phase began. Six seconds, not three: freon's
     clock starts before cmdw's set-up, which took all of a 3 s run on two cores busy with
     other runs, and that run did no operation at all."""
     _, launcher = ozone_cache
@@ -286,7 +286,10 @@ def test_a_duration_runs_phase_agrees_with_its_chunk_files(ozone_cache, tmp_path
     assert abs(chunks[-1] - deadline) <= 0.01 * phase.seconds + one_write
     span = chunks[-1] - chunks[0]
     # No file is written outside the phase; the span falls short of it by the first, cold
-    # write (21 ms of 1.99 s in a quiet CI run, 38 ms of 1.55 s with two other runs of
-    # perfpost sharing the two cores): 2% of the phase, and at most 50 ms besides.
+    # write, which the files time themselves: from cmdw's "operations begin" to the first
+    # file (21 ms of 1.99 s in a quiet CI run, 114 ms of 3.0 s in a suite on two busy cores,
+    # so no fixed allowance holds). With it, the files cover the phase to 1% and one write at
+    # its end: a phase taken from freon's clock, set-up included (3 s more here), fails this.
     assert span <= 1.01 * phase.seconds
-    assert phase.seconds - span <= 0.02 * phase.seconds + 0.05
+    first_write = chunks[0] - log.ops_ts
+    assert phase.seconds - span <= first_write + 0.01 * phase.seconds + one_write
