@@ -99,6 +99,29 @@ def test_warmup_fires_on_runs_that_rise_after_the_start():
     assert "faster" in found[0].caveat
 
 
+def test_warmup_on_two_clusters_is_one_caveat_naming_each():
+    # hcfs in a default run: Ozone's and HDFS's runs both rose after their starts. Each start
+    # in perfect order over two cells of five runs: S = +20 of 20, exact p = 2 / 120^2 each,
+    # 2.8e-4 after Holm over two (both the same, so both doubled).
+    up = {"a": [29.3, 31.0, 35.2, 38.9, 42.0], "b": [20.1, 22.5, 23.0, 26.4, 27.7]}
+    t1, c1 = _runs(up, cluster="ozone-1/start-1")
+    t2, c2 = _runs({"c": up["a"], "d": up["b"]}, cluster="hdfs-1/start-1", start="2026-01-02")
+    clusters = [
+        {"ref": "ozone-1/start-1", "name": "ozone"},
+        {"ref": "hdfs-1/start-1", "name": "hdfs"},
+    ]
+    found, _, _ = design.warmup(pd.concat([t1, t2]), pd.concat([c1, c2]), clusters, "rate")
+    assert len(found) == 1
+    p = f"{2 * 2 / 14400:.2g}"
+    assert found[0].caveat.startswith(
+        f"On `ozone` and `hdfs`, runs got faster with their order since the cluster started "
+        f"(`ozone`: S = +20 of at most 20, p = {p}, rate 24.7 ops/s to 34.9 ops/s; `hdfs`: "
+        f"S = +20 of at most 20, p = {p}, rate 24.7 ops/s to 34.9 ops/s; p after Holm's "
+        "correction, each cell's first run to its last, medians): a cluster warming up"
+    )
+    assert set(found[0].cells) == {"a", "b", "c", "d"}
+
+
 def test_warmup_stays_silent_without_a_trend():
     tidy, cells = _runs({"a": [35.0, 29.3, 42.0, 31.0, 38.9], "b": [23.0, 27.7, 20.1, 26.4, 22.5]})
     found, untestable, facts = design.warmup(tidy, cells, CLUSTER, "rate")

@@ -4,7 +4,7 @@ texts are written out here from the numbers given, by hand."""
 
 import pandas as pd
 
-from perfpost.analysis import post, stats
+from perfpost.analysis import post, stats, verdicts
 from perfpost.analysis.compare import Row
 from perfpost.analysis.design import Finding
 
@@ -49,7 +49,7 @@ def test_a_claim_reads_as_the_references_do():
     # The issue's own example: Ozone's files created 40% slower than HDFS's with a 1-byte
     # buffer, 95% CI 15% to 68%, five runs a side.
     r = row("Ozone vs HDFS", comparison(-0.40, -0.676, -0.148), group="buffer=one-byte")
-    assert post.claim(r) == (
+    assert verdicts.claim(r) == (
         "Ozone: 40% slower than HDFS with buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"
     )
     # dd-fsync's memdisk: +184.7% (95% CI +165.5% .. +208.8%): 2.8 times as fast.
@@ -59,15 +59,15 @@ def test_a_claim_reads_as_the_references_do():
         unit="B/s",
         metric="throughput",
     )
-    assert post.claim(fast) == (
+    assert verdicts.claim(fast) == (
         "Memdisk: 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, 10 runs each)"
     )
     # A time: teragen 16% longer on Ozone.
     longer = row("Ozone vs HDFS", comparison(0.16, 0.05, 0.3, n=4), unit="s", metric="elapsed")
-    assert post.claim(longer) == (
+    assert verdicts.claim(longer) == (
         "Ozone: 16% longer than HDFS (elapsed time; 95% CI 5.0% to 30%, 4 runs each)"
     )
-    assert post.plain(longer) == "Ozone: 16% longer than HDFS"
+    assert verdicts.plain(longer) == "Ozone: 16% longer than HDFS"
 
 
 def test_what_is_not_claimed_says_why():
@@ -79,7 +79,7 @@ def test_what_is_not_claimed_says_why():
         ),
         group="storage=hdfs",
     )
-    assert post.no_claim(held) == (
+    assert verdicts.no_claim(held) == (
         "1-byte and default copy buffer with storage=hdfs differed by -26.1% in rate "
         "(95% CI -43.6% to -0.5%, 5 runs each), but not beyond chance once the 2 comparisons "
         "made together are counted (Holm's p = 0.063): no difference is claimed"
@@ -96,11 +96,57 @@ def test_what_is_not_claimed_says_why():
             detectable_up=0.396,
         ),
     )
-    assert post.no_claim(spans) == (
+    assert verdicts.no_claim(spans) == (
         "Ozone and HDFS did not differ measurably in rate (+9.0%, 95% CI -23.7% to +48.8%, "
         "5 runs each): these runs could not have detected a drop smaller than about 28.4% "
         "or a rise smaller than about 39.6%"
     )
+
+
+def test_a_comparisons_groups_that_did_not_differ_are_one_sentence():
+    # hcfs's Ozone vs HDFS in a default run: -20.8% (95% CI -57.6% to +16.2%) with the
+    # default buffer, -30.2% (-49.5% to +3.3%) with one byte; detectable drops 39.6% and
+    # 30.1%, rises 65.4% and 43.0%: one sentence, the bounds' ranges rounded to whole percent.
+    def nodiff(change, low, high, down, up, group, n=5):
+        return row(
+            "Ozone vs HDFS",
+            comparison(
+                change,
+                low,
+                high,
+                n=n,
+                verdict="no significant difference",
+                detectable=down,
+                detectable_up=up,
+            ),
+            group=group,
+        )
+
+    a = nodiff(-0.208, -0.576, 0.162, 0.396, 0.654, "buffer=default")
+    b = nodiff(-0.302, -0.495, 0.033, 0.301, 0.430, "buffer=one-byte")
+    said = post.answer([a, b], [], [])
+    assert said["lines"] == [
+        "Ozone and HDFS did not differ measurably in rate with buffer=default (-20.8%, 95% CI "
+        "-57.6% to +16.2%) or with buffer=one-byte (-30.2%, 95% CI -49.5% to +3.3%), 5 runs "
+        "each: these runs could not have detected a drop smaller than about 30% to 40% or a "
+        "rise smaller than about 43% to 65%."
+    ]
+    assert (said["more"], said["compared"]) == (0, 2)
+    # Groups of unequal runs keep their counts; a claim is never folded in.
+    c = nodiff(-0.1, -0.3, 0.2, 0.3, 0.3, "buffer=big", n=4)
+    yes = row("Ozone vs HDFS", comparison(-0.4, -0.676, -0.148), group="buffer=tiny")
+    said = post.answer([a, yes, c], [], [])
+    assert said["lines"] == [
+        "Ozone: 40% slower than HDFS with buffer=tiny (rate; 95% CI 15% to 68%, 5 runs each).",
+        "Ozone and HDFS did not differ measurably in rate with buffer=default (-20.8%, 95% CI "
+        "-57.6% to +16.2%, 5 runs each) or with buffer=big (-10.0%, 95% CI -30.0% to +20.0%, "
+        "4 runs each): these runs could not have detected a drop smaller than about 30% to 40% "
+        "or a rise smaller than about 30% to 65%.",
+    ]
+    # Past the answer's four sentences, the rest are counted as comparisons, not sentences.
+    many = [row(f"x{i} vs y", comparison(-0.4, -0.676, -0.148), group=f"g={i}") for i in range(4)]
+    said = post.answer([*many, a, b], [], [])
+    assert (len(said["lines"]), said["more"]) == (4, 2)
 
 
 def _disk_finding(**over):
@@ -214,17 +260,54 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
             for c, v in (("o", 6.2), ("o", 6.0), ("h", 4.1), ("h", 4.3))
         ]
     )
-    (said,) = post.disagreements([rate], [elapsed], tidy, "startup")
+    (said,) = verdicts.disagreements([rate], [elapsed], tidy, "startup")
     assert said == (
         "On elapsed time the verdict differs (Ozone: 40% longer than HDFS with "
         "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each)): the elapsed time "
         "holds the client's start-up, which the rate leaves out (6.1 s for Ozone, 4.2 s for "
         "HDFS, medians)"
     )
+    # Two groups of one comparison disagreeing: one sentence, each group's start-ups named.
+    rate2 = row(
+        "Ozone vs HDFS",
+        comparison(-0.05, -0.2, 0.1, verdict="no significant difference"),
+        group="buffer=default",
+        base_cells=("h2",),
+        cand_cells=("o2",),
+    )
+    elapsed2 = row(
+        "Ozone vs HDFS",
+        comparison(0.69, 0.09, 1.48),
+        unit="s",
+        metric="elapsed",
+        group="buffer=default",
+        base_cells=("h2",),
+        cand_cells=("o2",),
+    )
+    tidy2 = pd.concat(
+        [
+            tidy,
+            pd.DataFrame(
+                [
+                    {"cell": c, "metric": "startup", "value": v, "status": "done"}
+                    for c, v in (("o2", 7.1), ("h2", 3.1))
+                ]
+            ),
+        ]
+    )
+    (said,) = verdicts.disagreements([rate2, rate], [elapsed2, elapsed], tidy2, "startup")
+    assert said == (
+        "On elapsed time the verdict differs (Ozone: 69% longer than HDFS with buffer=default "
+        "(elapsed time; 95% CI 9.0% to 148%, 5 runs each); Ozone: 40% longer than HDFS with "
+        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each)): the elapsed time "
+        "holds the client's start-up, which the rate leaves out (7.1 s for Ozone, 3.1 s for "
+        "HDFS with buffer=default; 6.1 s for Ozone, 4.2 s for HDFS with buffer=one-byte, "
+        "medians)"
+    )
     # Agreement (a higher rate, a shorter time: both "better") says nothing.
     up = row("x vs y", comparison(0.3, 0.1, 0.5, verdict="better"))
     down = row("x vs y", comparison(-0.2, -0.3, -0.1, verdict="better"), unit="s")
-    assert post.disagreements([up], [down], tidy, "startup") == []
+    assert verdicts.disagreements([up], [down], tidy, "startup") == []
 
 
 def test_the_commands_are_one_listing_each_distinct_command_once():

@@ -5,9 +5,9 @@ that carry the answer, the caveats, a conclusion. Everything else (the statistic
 every run, resources, validity in full, environments, logs) is the notebook beside it
 (:mod:`perfpost.analysis.report` renders both).
 
-Sentences here are built from the comparisons (:mod:`perfpost.analysis.compare`), the design
-checks (:mod:`perfpost.analysis.design`) and the tables; none restates a number another
-module did not compute.
+Sentences here are built from the comparisons (each in words by
+:mod:`perfpost.analysis.verdicts`), the design checks (:mod:`perfpost.analysis.design`) and the
+tables; none restates a number another module did not compute.
 """
 
 from __future__ import annotations
@@ -19,142 +19,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfpost.analysis import stats
-from perfpost.analysis.compare import Row, undetectable
+from perfpost.analysis.compare import Row
 from perfpost.analysis.design import Finding
+from perfpost.analysis.verdicts import (
+    capital,
+    claim,
+    control,
+    families,
+    no_claim,
+    no_difference,
+    not_compared,
+    plain,
+)
 from perfpost.units import format_bytes, format_value, metric_label, rate_scale, sig
 
 MAX_ANSWERS = 4  # comparison sentences the answer gives; the table has them all
-HIGHER = ("B/s", "1/s")
 
 
 # -- the answer ------------------------------------------------------------------------------
-
-
-def _sides(row: Row) -> tuple[str, str]:
-    """The candidate's and the baseline's names as the comparison's own name gives them
-    ("Ozone vs HDFS"), else their axis labels."""
-    if row.name.count(" vs ") == 1:
-        cand, base = row.name.split(" vs ")
-        return cand.strip(), base.strip()
-    return row.cand_label, row.base_label
-
-
-def _pct(x: float) -> str:
-    x = abs(x)
-    return f"{x:.0%}" if x >= 0.095 else f"{x:.1%}"
-
-
-def _times(x: float) -> str:
-    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
-
-
-def _runs(r: stats.Comparison) -> str:
-    if r.n_base == r.n_cand:
-        return f"{r.n_base} runs each"
-    return f"{r.n_cand} and {r.n_base} runs"
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:] if text and not text.startswith("`") else text
-
-
-def claim(row: Row) -> str:
-    """A claimed difference in plain words: "Ozone: 40% slower than HDFS with
-    buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)" (a colon, not "was": a side's
-    name may be plural, "6 readers")."""
-    r = row.result
-    cand, base = _sides(row)
-    group = f" with {row.group}" if row.group else ""
-    label = metric_label(row.metric).lower()
-    lo, hi = sorted((r.ci_low, r.ci_high), key=abs)  # type: ignore[arg-type]
-    up = r.change > 0
-    if row.unit in HIGHER:
-        if r.change >= 1:
-            said = f"{_times(1 + r.change)} times as fast as {base}"
-            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
-        else:
-            said = f"{_pct(r.change)} {'faster' if up else 'slower'} than {base}"
-            ci = f"{_pct(lo)} to {_pct(hi)}"
-    elif row.unit == "s":
-        if r.change >= 1:
-            said = f"{_times(1 + r.change)} times as long as {base}"
-            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
-        else:
-            said = f"{_pct(r.change)} {'longer' if up else 'shorter'} than {base}"
-            ci = f"{_pct(lo)} to {_pct(hi)}"
-    else:
-        said = f"{_pct(r.change)} {'higher' if up else 'lower'} than {base}"
-        ci = f"{_pct(lo)} to {_pct(hi)}"
-    return f"{_capital(cand)}: {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
-
-
-def _signed(x: float | None) -> str:
-    return "n/a" if x is None or x != x else f"{x:+.1%}"
-
-
-def no_claim(row: Row) -> str:
-    """A comparison that claims nothing, saying why in a reader's words."""
-    r = row.result
-    cand, base = _sides(row)
-    group = f" with {row.group}" if row.group else ""
-    label = metric_label(row.metric).lower()
-    if r.verdict == stats.TOO_FEW:
-        return f"{_capital(cand)} against {base}{group}: too few runs to say ({_runs(r)})"
-    if r.verdict == stats.IDENTICAL:
-        return f"{_capital(cand)} and {base}{group} measured the same in every run ({label})"
-    if r.verdict == stats.NOISE_FLOOR and row.floor is not None:
-        f = row.floor.result
-        return (
-            f"{_capital(cand)} and {base}{group} differed by {_signed(r.change)} in {label}, "
-            f"inside the noise floor of the same set-up measured twice ({_signed(f.ci_low)} "
-            f"to {_signed(f.ci_high)}): no difference is claimed"
-        )
-    excludes = r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
-    if excludes and r.tests > 1:
-        return (
-            f"{_capital(cand)} and {base}{group} differed by {_signed(r.change)} in {label} "
-            f"(95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {_runs(r)}), but not beyond "
-            f"chance once the {r.tests} comparisons made together are counted (Holm's p = "
-            f"{r.p_adjusted:.2g}): no difference is claimed"
-        )
-    bound = undetectable(r)
-    return (
-        f"{_capital(cand)} and {base}{group} did not differ measurably in {label} "
-        f"({_signed(r.change)}, 95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
-        f"{_runs(r)})" + (f": {bound}" if bound else "")
-    )
-
-
-def plain(row: Row) -> str:
-    """A comparison's outcome in one short sentence, for a page's description: no interval,
-    no run counts (the post gives them)."""
-    r = row.result
-    cand, base = _sides(row)
-    group = f" with {row.group}" if row.group else ""
-    if not r.significant:
-        return f"No difference shown between {cand} and {base}{group}"
-    text = claim(row)
-    return text[: text.rfind(" (")]
-
-
-def control(row: Row) -> str:
-    """An A/A control's sentence: the noise floor the claims are read against."""
-    r = row.result
-    cand, base = _sides(row)
-    if r.ci_low is None:
-        return f"The same set-up measured twice ({cand}, {base}): too few runs for a noise floor"
-    if r.significant:
-        return (
-            f"The same set-up measured twice ({cand} against {base}) differed by "
-            f"{_signed(r.change)} (95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}): "
-            "something besides the settings moved the results in this session"
-        )
-    return (
-        f"The same set-up measured twice ({cand} against {base}) differed by "
-        f"{_signed(r.change)} (95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
-        f"{_runs(r)}): the noise floor, inside which nothing is claimed"
-    )
 
 
 def undermined_by(
@@ -176,21 +58,6 @@ def undermined_by(
     return None
 
 
-def not_compared(row: Row, f: Finding) -> str:
-    """A comparison a setting that did not take effect voids: both sides ran the same set-up,
-    so what lies between them is two runs of one thing, said as such."""
-    r = row.result
-    cand, base = _sides(row)
-    group = f" with {row.group}" if row.group else ""
-    between = (
-        f" (the {_signed(r.change)} between them, 95% CI {_signed(r.ci_low)} to "
-        f"{_signed(r.ci_high)}, is one set-up measured on two cluster starts)"
-        if r.ci_low is not None and r.significant
-        else ""
-    )
-    return f"{_capital(cand)} against {base}{group}: not compared, {f.short}{between}"
-
-
 def answer(
     rows: Sequence[Row],
     findings: Sequence[Finding],
@@ -201,12 +68,13 @@ def answer(
     design check undermines, each with why; where every comparison is undermined, why this
     machine cannot answer the question comes first of all. ``fallback``: the sentences of an
     experiment that declared no comparison."""
-    sound: list[str] = []
-    weak: list[str] = []
+    sound: list[tuple[str, int]] = []  # a sentence and the comparisons it speaks for
+    weak: list[tuple[str, int]] = []
     controls: list[str] = []
     said_findings: list[Finding] = []
     # Claims first, then the rest, each in the order the config declared them.
     ordered = sorted(rows, key=lambda r: (r.control, not r.result.significant))
+    plain_no: list[Row] = []
     for row in ordered:
         f = None if row.control else undermined_by(row, findings, on_disk)
         if row.control:
@@ -215,16 +83,19 @@ def answer(
             if f not in said_findings:
                 said_findings.append(f)
             if f.ran:  # a setting that did not take effect: the sides ran one set-up
-                weak.append(not_compared(row, f))
+                weak.append((not_compared(row, f), 1))
             else:
                 text = claim(row) if row.result.significant else no_claim(row)
-                weak.append(f"{text}; {f.short or 'see the caveats'}")
+                weak.append((f"{text}; {f.short or 'see the caveats'}", 1))
         elif row.result.significant:
-            sound.append(claim(row))
+            sound.append((claim(row), 1))
         else:
-            sound.append(no_claim(row))
-    lines = [*sound, *weak][:MAX_ANSWERS]
-    more = len(sound) + len(weak) - len(lines)
+            plain_no.append(row)
+    # A comparison's groups that did not differ are one sentence, not one a group.
+    sound += [(no_difference(family), len(family)) for family in families(plain_no)]
+    shown = [*sound, *weak][:MAX_ANSWERS]
+    lines = [text for text, _ in shown]
+    more = sum(n for _, n in sound) + sum(n for _, n in weak) - sum(n for _, n in shown)
     lines += controls[:1]
     if not rows:
         lines = list(fallback)
@@ -254,7 +125,7 @@ def answer(
             and r.result.detectable == r.result.detectable
             and r.result.detectable is not None
         ],
-        "cannot": [_capital(c) for c in cannot],
+        "cannot": [capital(c) for c in cannot],
         "unanswered": [c[:1].lower() + c[1:] if not c.startswith("`") else c for c in unanswered],
         "lines": [x.rstrip(".") + "." for x in lines],
         "more": more,
@@ -537,45 +408,3 @@ def conclusion(
             f"differences apart.{caveats}"
         )
     return f"{lines[0].rstrip('.')}.{caveats}"
-
-
-# -- when the rate and the elapsed time disagree --------------------------------------------
-
-
-def disagreements(
-    rows: Sequence[Row], other: Sequence[Row], tidy_df: pd.DataFrame, why_metric: str | None
-) -> list[str]:
-    """Sentences for the comparisons whose verdict on the run's elapsed time (``other``, the
-    same comparisons on that metric) differs from the verdict on their own metric: both, and
-    the start-up (``why_metric``) each side took, which the elapsed time holds and the rate
-    does not."""
-    out = []
-    done = tidy_df[tidy_df["status"] == "done"]
-    for a, b in zip(rows, other, strict=False):
-        if a.control or a.group != b.group or a.name != b.name:
-            continue
-        va, vb = a.result.verdict, b.result.verdict
-        if {va, vb} & {stats.TOO_FEW, stats.IDENTICAL}:
-            continue
-        # "better" and "worse" already read each metric its own way (a higher rate, a
-        # shorter time): the same verdict is agreement.
-        if a.result.significant == b.result.significant and (not a.result.significant or va == vb):
-            continue
-        shown_b = claim(b) if b.result.significant else no_claim(b)
-        why = ""
-        if why_metric:
-            cand, base = _sides(a)
-            med = []
-            for cells in (a.cand_cells, a.base_cells):
-                x = done[(done["metric"] == why_metric) & done["cell"].isin(cells)]["value"]
-                med.append(float(x.median()) if len(x) else math.nan)
-            if all(m == m for m in med):
-                why = (
-                    f" ({format_value(med[0], 's')} for {cand}, {format_value(med[1], 's')} "
-                    f"for {base}, medians)"
-                )
-        out.append(
-            f"On elapsed time the verdict differs ({shown_b}): the elapsed time holds the "
-            f"client's start-up, which the rate leaves out{why}"
-        )
-    return out

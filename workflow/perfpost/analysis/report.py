@@ -36,6 +36,7 @@ from perfpost.analysis import (
     tidy,
     typed,
     validity,
+    verdicts,
 )
 from perfpost.analysis.sections import (
     _commands,
@@ -224,8 +225,14 @@ def render(
     checks = validity.checks(
         tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None, resources_df
     )
+    # A cell's runs too few for a trend of their own are no caveat where the runs of every
+    # cluster start were tested together for one (warm-up): that test had the power; the
+    # notebook's Drift section still says why the per-cell test had none.
+    pooled = bool(warm_facts) and not untestable
     untestable += [
-        design.Untestable(c["title"], c["untestable"]) for c in checks if c.get("untestable")
+        design.Untestable(c["title"], c["untestable"])
+        for c in checks
+        if c.get("untestable") and not (pooled and c["title"] == "Drift")
     ]
     untestable = list({(u.check, u.why): u for u in untestable}.values())
     labels = {c: design.as_label(c, findings) for c in cells["cell"].astype(str).unique()}
@@ -378,7 +385,7 @@ def _post_context(
         again = compare.experiment_comparisons(tidy_df, swapped, adapter.PLOT_METRICS)
         mine = [r for r in comparisons if r.metric == metric]
         said["lines"] += [
-            x for x in post.disagreements(mine, again, tidy_df, why) if x not in said["lines"]
+            x for x in verdicts.disagreements(mine, again, tidy_df, why) if x not in said["lines"]
         ]
     keep = list(said["lead_cells"])
     roles = _roles(experiment, clusters)

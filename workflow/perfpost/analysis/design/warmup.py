@@ -113,6 +113,8 @@ def warmup(
     best = holm([t[6] for t in tested])
     findings, untestable = [], []
     untested: dict[tuple[int, int, str], list[str]] = {}
+    # faster (or not) -> each start's name, S and p, first and last medians, cells
+    fired: dict[bool, list[tuple[str, str, tuple[str, str], tuple[str, ...]]]] = {}
     facts = [
         f"Each cluster start's runs were tested for a common trend in {label} with their order "
         "since the cluster started (Mann-Kendall's S summed over its cells, exact p; Holm's "
@@ -136,25 +138,56 @@ def warmup(
         first = on.sort_values("t").groupby(["cell", "host"], sort=False)["value"]
         a = float(first.first().median())
         b = float(first.last().median())
+        fired.setdefault(better, []).append(
+            (
+                name,
+                f"S = {s:+d} of at most {most}, p = {adj:.2g}",
+                (format_value(a, unit), format_value(b, unit)),
+                tuple(dict.fromkeys(str(c) for c in on["cell"])),
+            )
+        )
+    # One caveat a direction, however many cluster starts it fired on.
+    for better, starts in fired.items():
         way = "faster" if better else "slower"
+        why = (
+            "a cluster warming up (JIT compilation, caches, connections), so its first runs "
+            "measured a cold cluster, and cells measured one after another differ by this as "
+            "well as by their settings."
+            if better
+            else "the cluster slowed down as it filled, so cells measured one after another "
+            "differ by this as well as by their settings."
+        )
+        if len(starts) == 1:
+            name, stat, (a_, b_), on_cells = starts[0]
+            where = f"`{name}`"
+            numbers = (
+                f"{stat} after Holm's correction; {label} from {a_} in each cell's first run "
+                f"to {b_} in its last, medians"
+            )
+        else:
+            names_of = [f"`{x[0]}`" for x in starts]
+            # A cluster started twice (a failed start tried again) is named once.
+            once = [
+                f"{n_} ({names_of.count(n_)} starts)" if names_of.count(n_) > 1 else n_
+                for n_ in dict.fromkeys(names_of)
+            ]
+            where = once[0] if len(once) == 1 else ", ".join(once[:-1]) + f" and {once[-1]}"
+            numbers = (
+                "; ".join(
+                    f"{n_}: {x[1]}, {label} {x[2][0]} to {x[2][1]}"
+                    for n_, x in zip(names_of, starts, strict=True)
+                )
+                + "; p after Holm's correction, each cell's first run to its last, medians"
+            )
+            on_cells = tuple(dict.fromkeys(c for x in starts for c in x[3]))
         findings.append(
             Finding(
                 check="Warm-up after a cluster start",
                 caveat=(
-                    f"On `{name}`, runs got {way} with their order since the cluster started "
-                    f"(S = {s:+d} of at most {most}, p = {adj:.2g} after Holm's correction; "
-                    f"{label} from {format_value(a, unit)} in each cell's first run to "
-                    f"{format_value(b, unit)} in its last, medians): "
-                    + (
-                        "a cluster warming up (JIT compilation, caches, connections), so its "
-                        "first runs measured a cold cluster, and cells measured one after "
-                        "another differ by this as well as by their settings."
-                        if better
-                        else "the cluster slowed down as it filled, so cells measured one "
-                        "after another differ by this as well as by their settings."
-                    )
+                    f"On {where}, runs got {way} with their order since the cluster started "
+                    f"({numbers}): {why}"
                 ),
-                cells=tuple(dict.fromkeys(str(c) for c in on["cell"])),
+                cells=on_cells,
             )
         )
     for (n, k, floor), names in untested.items():

@@ -1,0 +1,279 @@
+"""A comparison in a reader's words: a claim with its interval and runs ("Ozone: 40% slower
+than HDFS with buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"), what is not claimed
+and why, a comparison's groups that did not differ in one sentence, and where the rate and the
+elapsed time disagree. The post (:mod:`perfpost.analysis.post`) puts them in order; every
+number here is one :mod:`perfpost.analysis.compare` computed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from perfpost.analysis import stats
+from perfpost.analysis.compare import Row, undetectable
+from perfpost.analysis.design import Finding
+from perfpost.units import format_value, metric_label
+
+HIGHER = ("B/s", "1/s")  # units of which more is better
+
+
+def _sides(row: Row) -> tuple[str, str]:
+    """The candidate's and the baseline's names as the comparison's own name gives them
+    ("Ozone vs HDFS"), else their axis labels."""
+    if row.name.count(" vs ") == 1:
+        cand, base = row.name.split(" vs ")
+        return cand.strip(), base.strip()
+    return row.cand_label, row.base_label
+
+
+def _pct(x: float) -> str:
+    x = abs(x)
+    return f"{x:.0%}" if x >= 0.095 else f"{x:.1%}"
+
+
+def _times(x: float) -> str:
+    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
+
+
+def _runs(r: stats.Comparison) -> str:
+    if r.n_base == r.n_cand:
+        return f"{r.n_base} runs each"
+    return f"{r.n_cand} and {r.n_base} runs"
+
+
+def capital(text: str) -> str:
+    return text[:1].upper() + text[1:] if text and not text.startswith("`") else text
+
+
+def claim(row: Row) -> str:
+    """A claimed difference in plain words: "Ozone: 40% slower than HDFS with
+    buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)" (a colon, not "was": a side's
+    name may be plural, "6 readers")."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    label = metric_label(row.metric).lower()
+    lo, hi = sorted((r.ci_low, r.ci_high), key=abs)  # type: ignore[arg-type]
+    up = r.change > 0
+    if row.unit in HIGHER:
+        if r.change >= 1:
+            said = f"{_times(1 + r.change)} times as fast as {base}"
+            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
+        else:
+            said = f"{_pct(r.change)} {'faster' if up else 'slower'} than {base}"
+            ci = f"{_pct(lo)} to {_pct(hi)}"
+    elif row.unit == "s":
+        if r.change >= 1:
+            said = f"{_times(1 + r.change)} times as long as {base}"
+            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
+        else:
+            said = f"{_pct(r.change)} {'longer' if up else 'shorter'} than {base}"
+            ci = f"{_pct(lo)} to {_pct(hi)}"
+    else:
+        said = f"{_pct(r.change)} {'higher' if up else 'lower'} than {base}"
+        ci = f"{_pct(lo)} to {_pct(hi)}"
+    return f"{capital(cand)}: {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None or x != x else f"{x:+.1%}"
+
+
+def no_claim(row: Row) -> str:
+    """A comparison that claims nothing, saying why in a reader's words."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    label = metric_label(row.metric).lower()
+    if r.verdict == stats.TOO_FEW:
+        return f"{capital(cand)} against {base}{group}: too few runs to say ({_runs(r)})"
+    if r.verdict == stats.IDENTICAL:
+        return f"{capital(cand)} and {base}{group} measured the same in every run ({label})"
+    if r.verdict == stats.NOISE_FLOOR and row.floor is not None:
+        f = row.floor.result
+        return (
+            f"{capital(cand)} and {base}{group} differed by {_signed(r.change)} in {label}, "
+            f"inside the noise floor of the same set-up measured twice ({_signed(f.ci_low)} "
+            f"to {_signed(f.ci_high)}): no difference is claimed"
+        )
+    excludes = r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
+    if excludes and r.tests > 1:
+        return (
+            f"{capital(cand)} and {base}{group} differed by {_signed(r.change)} in {label} "
+            f"(95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {_runs(r)}), but not beyond "
+            f"chance once the {r.tests} comparisons made together are counted (Holm's p = "
+            f"{r.p_adjusted:.2g}): no difference is claimed"
+        )
+    bound = undetectable(r)
+    return (
+        f"{capital(cand)} and {base}{group} did not differ measurably in {label} "
+        f"({_signed(r.change)}, 95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
+        f"{_runs(r)})" + (f": {bound}" if bound else "")
+    )
+
+
+def _plainly_no_difference(row: Row) -> bool:
+    """Whether :func:`no_claim` says of ``row`` only that it did not differ measurably (not
+    too few runs, not identical, not inside a noise floor, not lost to Holm's correction)."""
+    r = row.result
+    if r.significant or r.verdict in (stats.TOO_FEW, stats.IDENTICAL):
+        return False
+    if r.verdict == stats.NOISE_FLOOR and row.floor is not None:
+        return False
+    excludes = r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
+    return not (excludes and r.tests > 1)
+
+
+def _about(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%} to {hi:.0%}"
+
+
+def no_difference(rows: Sequence[Row]) -> str:
+    """One comparison's groups that all did not differ measurably, in one sentence: each
+    group's change and interval, the runs once where every group had as many, and the range
+    of what these runs could not have detected (each way), instead of one such sentence a
+    group."""
+    if len(rows) == 1:
+        return no_claim(rows[0])
+    cand, base = _sides(rows[0])
+    label = metric_label(rows[0].metric).lower()
+    runs = {_runs(r.result) for r in rows}
+    each = [
+        f"with {r.group} ({_signed(r.result.change)}, 95% CI {_signed(r.result.ci_low)} to "
+        f"{_signed(r.result.ci_high)}" + ("" if len(runs) == 1 else f", {_runs(r.result)}") + ")"
+        for r in rows
+    ]
+    listed = ", ".join(each[:-1]) + f" or {each[-1]}"
+    text = f"{capital(cand)} and {base} did not differ measurably in {label} {listed}"
+    if len(runs) == 1:
+        text += f", {runs.pop()}"
+    down = [x for r in rows if (x := r.result.detectable) is not None and x == x]
+    up = [x for r in rows if (x := r.result.detectable_up) is not None and x == x]
+    if len(down) == len(rows):
+        if len(up) == len(rows) and _about(up) != _about(down):
+            text += (
+                f": these runs could not have detected a drop smaller than about {_about(down)} "
+                f"or a rise smaller than about {_about(up)}"
+            )
+        else:
+            text += (
+                f": these runs could not have detected a difference smaller than about "
+                f"{_about(down)}"
+            )
+    return text
+
+
+def families(rows: Sequence[Row]) -> list[list[Row]]:
+    """``rows`` in order, those of one comparison (its name, metric and sides) that plainly
+    did not differ gathered where the first of them stands; every other row alone."""
+    out: list[list[Row]] = []
+    at: dict[tuple[str, str, tuple[str, str]], list[Row]] = {}
+    for row in rows:
+        if not row.group or not _plainly_no_difference(row):
+            out.append([row])
+            continue
+        key = (row.name, row.metric, _sides(row))
+        if key in at:
+            at[key].append(row)
+        else:
+            at[key] = [row]
+            out.append(at[key])
+    return out
+
+
+def plain(row: Row) -> str:
+    """A comparison's outcome in one short sentence, for a page's description: no interval,
+    no run counts (the post gives them)."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    if not r.significant:
+        return f"No difference shown between {cand} and {base}{group}"
+    text = claim(row)
+    return text[: text.rfind(" (")]
+
+
+def control(row: Row) -> str:
+    """An A/A control's sentence: the noise floor the claims are read against."""
+    r = row.result
+    cand, base = _sides(row)
+    if r.ci_low is None:
+        return f"The same set-up measured twice ({cand}, {base}): too few runs for a noise floor"
+    if r.significant:
+        return (
+            f"The same set-up measured twice ({cand} against {base}) differed by "
+            f"{_signed(r.change)} (95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}): "
+            "something besides the settings moved the results in this session"
+        )
+    return (
+        f"The same set-up measured twice ({cand} against {base}) differed by "
+        f"{_signed(r.change)} (95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
+        f"{_runs(r)}): the noise floor, inside which nothing is claimed"
+    )
+
+
+def not_compared(row: Row, f: Finding) -> str:
+    """A comparison a setting that did not take effect voids: both sides ran the same set-up,
+    so what lies between them is two runs of one thing, said as such."""
+    r = row.result
+    cand, base = _sides(row)
+    group = f" with {row.group}" if row.group else ""
+    between = (
+        f" (the {_signed(r.change)} between them, 95% CI {_signed(r.ci_low)} to "
+        f"{_signed(r.ci_high)}, is one set-up measured on two cluster starts)"
+        if r.ci_low is not None and r.significant
+        else ""
+    )
+    return f"{capital(cand)} against {base}{group}: not compared, {f.short}{between}"
+
+
+# -- when the rate and the elapsed time disagree --------------------------------------------
+
+
+def disagreements(
+    rows: Sequence[Row], other: Sequence[Row], tidy_df: pd.DataFrame, why_metric: str | None
+) -> list[str]:
+    """Sentences for the comparisons whose verdict on the run's elapsed time (``other``, the
+    same comparisons on that metric) differs from the verdict on their own metric, one a
+    comparison whatever its groups: the verdicts on the elapsed time, and the start-up
+    (``why_metric``) each side took, which the elapsed time holds and the rate does not."""
+    done = tidy_df[tidy_df["status"] == "done"]
+    found: dict[str, list[tuple[str, str, str]]] = {}  # comparison -> its groups' verdicts
+    for a, b in zip(rows, other, strict=False):
+        if a.control or a.group != b.group or a.name != b.name:
+            continue
+        va, vb = a.result.verdict, b.result.verdict
+        if {va, vb} & {stats.TOO_FEW, stats.IDENTICAL}:
+            continue
+        # "better" and "worse" already read each metric its own way (a higher rate, a
+        # shorter time): the same verdict is agreement.
+        if a.result.significant == b.result.significant and (not a.result.significant or va == vb):
+            continue
+        shown_b = claim(b) if b.result.significant else no_claim(b)
+        why = ""
+        if why_metric:
+            cand, base = _sides(a)
+            med = []
+            for cells in (a.cand_cells, a.base_cells):
+                x = done[(done["metric"] == why_metric) & done["cell"].isin(cells)]["value"]
+                med.append(float(x.median()) if len(x) else math.nan)
+            if all(m == m for m in med):
+                why = (
+                    f"{format_value(med[0], 's')} for {cand}, {format_value(med[1], 's')} "
+                    f"for {base}"
+                )
+        found.setdefault(a.name, []).append((shown_b, why, a.group))
+    out = []
+    for said in found.values():
+        # Each group's start-ups named by their group where there are several.
+        whys = [w + (f" with {g}" if g and len(said) > 1 else "") for _, w, g in said if w]
+        out.append(
+            f"On elapsed time the verdict differs ({'; '.join(v for v, _, _ in said)}): the "
+            "elapsed time holds the client's start-up, which the rate leaves out"
+            + (f" ({'; '.join(whys)}, medians)" if whys else "")
+        )
+    return out
