@@ -222,6 +222,39 @@ def test_writes_without_a_flush_say_nothing_of_the_device():
     assert design.fast_disk(DD, tidy, cells, ENVS, window, where) == []
 
 
+def _probed(seconds, disk="vda", writes=64):
+    """ENVS with the env step's probe of ``disk``: dd's own seconds for ``writes`` synced
+    4 KiB writes (the line as :mod:`perfpost.run.diskprobe` parses it)."""
+    probe = {"disk": disk, "dir": "/var/tmp/perfpost", "writes": writes, "block_bytes": 4096}
+    probe |= {"seconds": seconds, "per_write": seconds / writes}
+    return {"h": {**ENVS["h"], "sync_probe": [probe]}}
+
+
+def test_a_disk_whose_synced_writes_beat_a_platter_fires_though_its_runs_did_not():
+    # The default run's dd-fsync on this machine: 512 MB/s with conv=fsync, under the 554 MB/s
+    # of the fastest spinning disk, so the runs alone cannot tell; dd said 64 synced writes
+    # took 0.0289303 s: 452 us each (0.0289303 / 64 = 0.000452), under half a turn at 15k rpm.
+    tidy, cells, window, where = _dd_run(512e6)
+    assert design.fast_disk(DD, tidy, cells, ENVS, window, where) == []
+    (f,) = design.fast_disk(DD, tidy, cells, _probed(0.0289303), window, where)
+    assert f.undermines
+    assert f.cells == ("storage=disk",)
+    assert "64 writes of 4 KiB synced to it one by one" in f.caveat
+    assert "took 452 us each, under the 2 ms a platter takes" in f.caveat
+    assert "in /var/tmp/perfpost" in f.caveat
+
+
+def test_a_probe_a_spinning_disk_could_have_made_does_not_fire():
+    # A 7,200 rpm disk: a synced write waits about one turn, 8.3 ms: 64 take 0.53 s.
+    tidy, cells, window, where = _dd_run(164e6)
+    assert design.fast_disk(DD, tidy, cells, _probed(0.533), window, where) == []
+    # Nor does a fast probe of another disk, nor one where no run waited on the disk.
+    tidy, cells, window, where = _dd_run(512e6)
+    assert design.fast_disk(DD, tidy, cells, _probed(0.029, disk="sdb"), window, where) == []
+    unsynced = {c: {**w, "params": {"mode": "write"}} for c, w in where.items()}
+    assert design.fast_disk(DD, tidy, cells, _probed(0.029), window, unsynced) == []
+
+
 def _sync_window(p50):
     rows = []
     for r in (1, 2):

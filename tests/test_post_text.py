@@ -205,6 +205,19 @@ def test_a_placement_finding_spares_comparisons_whose_data_sit_alike():
     assert post.undermined_by(one, [f], {"h": True, "m": False}) is f
 
 
+def test_a_cache_called_a_disk_voids_a_contrast_with_it_not_one_within_it():
+    # dd-fsync's memdisk vs disk: one side on the cached "disk", the other in memory: what the
+    # comparison means (memory against a disk) does not hold. onefile's layouts, both written
+    # to that one device: a comparison of two set-ups on it, with the caveat.
+    f = Finding(check="A disk faster than a disk", caveat="c", cells=("disk", "a", "b"),
+                undermines=True, scope="one side")  # fmt: skip
+    contrast = row("memdisk vs disk", comparison(1.8, 1.6, 2.0), base_cells=("disk",),
+                   cand_cells=("mem",))  # fmt: skip
+    within = row("b vs a", comparison(0.3, 0.1, 0.5), base_cells=("a",), cand_cells=("b",))
+    assert post.undermined_by(contrast, [f]) is f
+    assert post.undermined_by(within, [f]) is None
+
+
 def test_claims_come_first_and_the_conclusion_restates_them():
     none = row("a vs b", comparison(0.01, -0.1, 0.12, verdict="no significant difference"))
     yes = row("c vs d", comparison(-0.4, -0.676, -0.148))

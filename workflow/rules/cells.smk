@@ -62,7 +62,8 @@ checkpoint round:
 # about a second on each plan of 10,000 cells.
 rule env:
     input:
-        paths.CELLS_CSV,
+        cells=paths.CELLS_CSV,
+        window=paths.RESOURCES_WINDOW_CSV,
     output:
         paths.ENV_JSON,
     log:
@@ -74,7 +75,10 @@ rule env:
     params:
         host=lambda wc: glue.host_json(PLAN, wc.host),
     shell:
-        glue.served("env --host {params.host:q} --out {output:q} > {log:q} 2>&1")
+        glue.served(
+            "env --host {params.host:q} --window {input.window:q} --out {output:q}"
+            " > {log:q} 2>&1"
+        )
 
 
 # start_together experiments: one job per (cell, repeat) runs every host at the same moment.

@@ -44,11 +44,14 @@ def undermined_by(
 ) -> Finding | None:
     """The first design finding that undermines a cell on either side of ``row``: any
     comparison resting on it, or (a finding of ``placement`` scope) one whose sides put their
-    data in different places (``on_disk``: per cell, whether its data went to a disk)."""
+    data in different places (``on_disk``: per cell, whether its data went to a disk), or (of
+    ``one side`` scope) one whose sides are not both among its cells."""
     mine = set(row.base_cells) | set(row.cand_cells)
     for f in findings:
         if not f.undermines or not mine & set(f.cells):
             continue
+        if f.scope == "one side" and mine <= set(f.cells):
+            continue  # both sides on the one device the finding is about: the caveat says it
         if f.scope == "placement":
             where = on_disk or {}
             sides = {where.get(c) for c in row.base_cells}, {where.get(c) for c in row.cand_cells}

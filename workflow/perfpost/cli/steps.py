@@ -176,19 +176,14 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
 def _cmd_env(args: argparse.Namespace) -> int:
     from perfpost.plan.specs import RUNTIME_ENV
     from perfpost.records import write_json_atomic
-    from perfpost.run import envinfo
-    from perfpost.run.hosts import open_host
+    from perfpost.run import diskprobe, envinfo
 
     host_spec = json.loads(args.host)
     known = json.loads(os.environ.get(RUNTIME_ENV) or "{}").get("hosts", {})
     host_spec = {**known.get(host_spec["name"], {}), **host_spec}
+    dirs = diskprobe.data_dirs(args.window, host_spec["name"]) if args.window else []
     try:
-        host = open_host(host_spec)
-        try:
-            result = host.run(envinfo.SCRIPT, 120)
-        finally:
-            host.close()
-        env = envinfo.parse(result.stdout)
+        env = envinfo.capture(host_spec, dirs)
     except PerfpostError as e:
         # The post is still made; it says this host's environment could not be read, and why.
         env = {"schema_version": envinfo.ENV_SCHEMA_VERSION, "complete": False, "error": str(e)}
@@ -538,6 +533,7 @@ def add_commands(sub: Any) -> None:
 
     s = sub.add_parser("env", help="(workflow step) capture a host's environment")
     s.add_argument("--host", required=True, help="the host spec as JSON")
+    s.add_argument("--window", help="the experiment's resources window (CSV): where its data went")
     s.add_argument("--out", required=True)
     s.set_defaults(func=_cmd_env)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 ENV_SCHEMA_VERSION = 1
@@ -125,4 +126,22 @@ def parse(text: str) -> dict[str, Any]:
     env["ozone_version"] = s.get("ozone") or None
     env["hadoop_version"] = s.get("hadoop") or None
     env["complete"] = "end" in s
+    return env
+
+
+def capture(host_spec: dict[str, Any], dirs: Sequence[str] = ()) -> dict[str, Any]:
+    """The host's environment as :func:`parse` reads it, with the disk probe's timings of the
+    spinning disks under ``dirs`` (:mod:`perfpost.run.diskprobe`) where any were given."""
+    from perfpost.run import diskprobe
+    from perfpost.run.hosts import open_host
+
+    host = open_host(host_spec)
+    try:
+        result = host.run(SCRIPT, 120)
+        probed = host.run(diskprobe.script(dirs), 120) if dirs else None
+    finally:
+        host.close()
+    env = parse(result.stdout)
+    if probed is not None:
+        env["sync_probe"] = diskprobe.parse(probed.stdout)
     return env

@@ -71,6 +71,19 @@ def prepare_script(
 
 CACHE_MARKER = "@perfpost-cache"
 
+# A shell function: the device holding directory $1 (df's source), the whole disk it is on
+# (the parent of a partition), and that disk's lsblk ROTA, TRAN and TYPE, each empty where
+# unknown.
+DISK_OF = """disk_of() {
+  dev=$(df --output=source "$1" 2>/dev/null | tail -n 1)
+  disk=$(lsblk -ndo PKNAME "$dev" 2>/dev/null | tr -d " ")
+  [ -n "$disk" ] || disk=$(lsblk -ndo NAME "$dev" 2>/dev/null | tr -d " ")
+  rota=$(lsblk -ndo ROTA "/dev/$disk" 2>/dev/null | tr -d " ")
+  tran=$(lsblk -ndo TRAN "/dev/$disk" 2>/dev/null | tr -d " ")
+  kind=$(lsblk -ndo TYPE "/dev/$disk" 2>/dev/null | tr -d " ")
+}
+"""
+
 
 def drop_cache_script(workdir: str | None = None) -> str:
     """Flush and drop the page cache; exit 3 with a marker when this user may not.
@@ -106,12 +119,8 @@ def drop_cache_script(workdir: str | None = None) -> str:
             " | awk '{r += $1; s += $2} END {printf \"%.0f %.0f\\n\", r, s}')",
             "  res=${1:--} all=${2:--}",
             "fi",
-            f"dev=$(df --output=source {w} 2>/dev/null | tail -n 1)",
-            'disk=$(lsblk -ndo PKNAME "$dev" 2>/dev/null | tr -d " ")',
-            '[ -n "$disk" ] || disk=$(lsblk -ndo NAME "$dev" 2>/dev/null | tr -d " ")',
-            'rota=$(lsblk -ndo ROTA "/dev/$disk" 2>/dev/null | tr -d " ")',
-            'tran=$(lsblk -ndo TRAN "/dev/$disk" 2>/dev/null | tr -d " ")',
-            'kind=$(lsblk -ndo TYPE "/dev/$disk" 2>/dev/null | tr -d " ")',
+            DISK_OF.rstrip("\n"),
+            f"disk_of {w}",
             f'echo "{CACHE_MARKER} $before $after $res $all '
             '${disk:--} ${rota:--} ${tran:--} ${kind:--}"',
         ]

@@ -12,8 +12,10 @@ undermines is never the post's headline:
   (lsblk ROTA=1) yet took writes that were forced to it, or served reads after the page cache
   was dropped, faster than any spinning disk can (:data:`SPINNING_CEILING`), or completed a
   log's syncs in less time than a spinning disk's platter takes to bring a sector under its
-  head (:data:`SPINNING_SYNC_FLOOR`): a cache below the page cache (a virtual disk's host,
-  a controller) answered, and a comparison against that "disk" measures that cache.
+  head (:data:`SPINNING_SYNC_FLOOR`), or whose synced writes, timed by the env step's probe
+  (:mod:`perfpost.run.diskprobe`), did: a cache below the page cache (a virtual disk's
+  host, a controller) answered, and a comparison of that "disk" with anything else measures
+  that cache.
 - **Data that never left memory**: runs whose data went to a directory on a block device,
   unsynced (not by the writes, not by a sync counted in the metric), and were smaller and
   shorter than anything that makes the kernel write dirty pages back (its background

@@ -107,11 +107,13 @@ def fast_disk(
 
     def note(host: str, name: str, d: Mapping[str, Any], what: str, cell: str, v: float) -> None:
         """Every run of a spinning disk's kind of use; the cells of those beyond its bound."""
-        got = seen.setdefault((host, name), {"disk": d, "what": {}, "cells": []})
+        got = seen.setdefault((host, name), {"disk": d, "what": {}, "cells": [], "used": []})
         got["what"].setdefault(what, []).append(v)
         beyond = v < SPINNING_SYNC_FLOOR if what == "sync" else v > SPINNING_CEILING
         if beyond and cell not in got["cells"]:
             got["cells"].append(cell)
+        if cell not in got["used"]:
+            got["used"].append(cell)
 
     dropped = cells.dropna(subset=["cache_disk"]) if "cache_disk" in cells else cells.iloc[0:0]
     drop_disk = {
@@ -144,6 +146,7 @@ def fast_disk(
     out = []
     for (host, name), got in seen.items():
         said = []
+        probe = _fast_probe(envs.get(host), name)
         what = got["what"]
         forced = [k for k in what if k.startswith("forced:")]
         # One account of the writes: those the run waited on itself, else those timed to
@@ -182,6 +185,16 @@ def fast_disk(
                     f"{format_value(max(over), 'B/s')}), beyond the "
                     f"{format_value(SPINNING_CEILING, 'B/s')} of the fastest spinning disk"
                 )
+        if probe is not None:
+            # The disk itself, timed after the runs: every cell whose number waited on it
+            # (forced writes, reads past a dropped cache, a log's syncs) measured that cache.
+            got["cells"] = list(dict.fromkeys([*got["cells"], *got["used"]]))
+            said.append(
+                f"{probe['writes']} writes of {_block(probe['block_bytes'])} synced to it "
+                f"one by one (dd oflag=dsync, perfpost's probe after the runs, in "
+                f"{probe['dir']}) took {format_seconds(probe['per_write'])} each, under the "
+                f"{format_seconds(SPINNING_SYNC_FLOOR)} a platter takes"
+            )
         if not said:
             continue
         cells_named = ", ".join(f"`{c}`" for c in got["cells"])
@@ -189,8 +202,8 @@ def fast_disk(
             f"`{name}` on {host} reports itself a spinning disk ({_kind_words(got['disk'])}), "
             f"yet {'; '.join(said)}. No spinning disk does that, so a cache below the page "
             "cache answered (the hypervisor's, for a virtual disk; a controller's): what these "
-            f"runs call the disk ({cells_named}) is that cache, and a comparison with it "
-            "measures that cache, not a disk."
+            f"runs call the disk ({cells_named}) is that cache, and what they show of it "
+            "holds for that cache, not for a disk."
         )
         facts = [
             f"The bounds: {SPINNING_CEILING_SOURCE}; for a sync, {SPINNING_SYNC_SOURCE}.",
@@ -205,18 +218,34 @@ def fast_disk(
                 cells=tuple(got["cells"]),
                 undermines=True,
                 headline=(
-                    f"this machine's disk is not behaving as a disk: `{name}` reports itself a "
-                    f"spinning disk, yet {said[0]}, so its host's cache answered"
+                    f"`{name}` reports itself a spinning disk, yet {said[0]}, so a cache "
+                    "answered, not a disk"
                 ),
                 short=f"but what is called the disk here is `{name}`'s cache, not a disk",
+                scope="one side",
                 remedy=(
                     "a host whose disk is the device itself (a bare-metal machine, or a "
-                    "virtual disk with its host's cache off, whose fsync'd writes stay under "
-                    f"{format_value(SPINNING_CEILING, 'B/s')} on a spinning disk)"
+                    "virtual disk with its host's cache off; a spinning disk then takes "
+                    f"{format_seconds(SPINNING_SYNC_FLOOR)} or more for each synced write, and "
+                    f"stays under {format_value(SPINNING_CEILING, 'B/s')} for fsync'd streams)"
                 ),
             )
         )
     return out
+
+
+def _block(n: int) -> str:
+    return f"{n // 1024} KiB" if n % 1024 == 0 else format_bytes(n)
+
+
+def _fast_probe(env: Mapping[str, Any] | None, disk: str) -> dict[str, Any] | None:
+    """The env step's probe of ``disk`` (:mod:`perfpost.run.diskprobe`) where its synced
+    writes each took less than :data:`SPINNING_SYNC_FLOOR` (dd's own time over the writes)."""
+    for p in (env or {}).get("sync_probe") or []:
+        per = p.get("per_write")
+        if p.get("disk") == disk and per is not None and per < SPINNING_SYNC_FLOOR:
+            return dict(p)
+    return None
 
 
 def _log_syncs(

@@ -29,7 +29,9 @@ class Finding:
     remedy: str = ""
     # Which comparisons it undermines: "any" that rests on its cells, or "placement": only
     # those whose two sides put their data in different places (memory against a disk),
-    # the question a run that never reached its disk cannot answer.
+    # the question a run that never reached its disk cannot answer; or "one side": those
+    # with cells of it on one side only (a cache called a disk against memory), not a
+    # comparison of two set-ups on that one device.
     scope: str = "any"
 
 
