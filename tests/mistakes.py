@@ -124,4 +124,16 @@ MISTAKES = [
         "config.yaml",
         "line",
     ),
+    (
+        "set-up step with no command",
+        _set(*W, "setup", [{"sudo": True}]),
+        "experiments.w.setup[0]",
+        "give `run: <command>` or `python: file.py:function`",
+    ),
+    (
+        "set-up function in no file",
+        _set(*W, "teardown", [{"python": "nowhere/prep.py:undo"}]),
+        "experiments.w.teardown[0].python",
+        "no file 'nowhere/prep.py'",
+    ),
 ]

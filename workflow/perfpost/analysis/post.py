@@ -248,6 +248,45 @@ def cluster_lines(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def _listed(names: Sequence[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+
+
+def _steps(steps: Sequence[Mapping[str, Any]]) -> str:
+    said = []
+    for step in steps:
+        text = f"python `{step['python']}`" if "python" in step else f"`{step['run']}`"
+        said.append(text + (" (as root)" if step.get("sudo") else ""))
+    return "; ".join(said)
+
+
+def setup_lines(setups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What perfpost did to the hosts before the runs and after them: one sentence for each
+    set of steps, its hosts named, and where a step failed, where."""
+    groups: dict[str, tuple[Mapping[str, Any], list[str], list[str]]] = {}
+    for s in setups:
+        key = repr(sorted((k, repr(v)) for k, v in (s.get("steps") or {}).items()))
+        steps, hosts, failed = groups.setdefault(key, (s.get("steps") or {}, [], []))
+        if s.get("host") and s["host"] not in hosts:
+            hosts.append(s["host"])
+        for d in [*(s.get("setup") or []), *(s.get("teardown") or [])]:
+            if d.get("exit") != 0 and f"{d['phase']} on `{d['host']}`" not in failed:
+                failed.append(f"{d['phase']} on `{d['host']}`")
+    out = []
+    for steps, hosts, failed in groups.values():
+        were = "was" if len(hosts) == 1 else "were"
+        line = f"{_listed(hosts)} {were} set up by perfpost before the runs"
+        if steps.get("setup"):
+            line += f" with {_steps(steps['setup'])}"
+        if steps.get("teardown"):
+            line += f", and restored after them with {_steps(steps['teardown'])}"
+        if failed:
+            line += f" (failed: {', '.join(failed)}; see the notebook)"
+        out.append(line)
+    return out
+
+
 def changed_settings(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
     """The settings the config changed from the release's defaults, each key once: one
     value, or "set per cell" where the clusters' values differ (an axis fills them)."""

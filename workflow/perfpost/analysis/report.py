@@ -58,6 +58,7 @@ from perfpost.analysis.systems import (
     clusters_of,
     deliveries,
 )
+from perfpost.clusters.base import SETUP
 from perfpost.records import write_text_atomic
 from perfpost.units import format_seconds, metric_label
 
@@ -208,7 +209,10 @@ def render(
     write_steady = steady_df is not None or steady_csv is not None
     steady_csv = steady_csv or data_csv.with_name(Path(paths.POST_STEADY).name)
     versions = sorted({v for v in cells["tool_version"].dropna()})
-    cluster_starts = clusters_of(cells)
+    starts_here = clusters_of(cells)
+    # The hosts' set-ups are held as clusters are; the post says what they did to the hosts.
+    setups = [c for c in starts_here if c.get("kind") == SETUP]
+    cluster_starts = [c for c in starts_here if c.get("kind") != SETUP]
 
     # The design checks: what the post may claim at all.
     where = _where(cells, cluster_starts, resources_df)
@@ -294,6 +298,7 @@ def render(
         "commands": _commands(cells, experiment),
         "envs": _env_groups(envs),
         "clusters": cluster_starts,
+        "setups": setups,
         "deliveries": deliveries(cells, cluster_starts),
         "background": background_load(experiment, tidy_df, cells),
         "env_diffs": _env_differences({h: _host_env(e) for h, e in envs.items()}),
@@ -409,6 +414,7 @@ def _post_context(
         "answer": said,
         "hosts": [post.host_line(h, envs.get(h), r) for h, r in roles.items()],
         "clusters": post.cluster_lines(clusters),
+        "setups": post.setup_lines(full["setups"]),
         "commands": _listings(cells, experiment, keep, names),
         "table": table,
         "figures": figures,

@@ -208,4 +208,5 @@ def design_sentence(
             "no cluster a run did not use was starting, up or stopping on its host while it "
             "measured (from the runs' records and every cluster's start and stop times)"
         )
-    return f"Each of the {n_cells} cells ran {runs}, {how}, measuring {alone} on {where}; {quiet}."
+    each = f"Each of the {n_cells} cells" if n_cells != 1 else "The one cell"
+    return f"{each} ran {runs}, {how}, measuring {alone} on {where}; {quiet}."

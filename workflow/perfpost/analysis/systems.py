@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from perfpost import paths
+from perfpost.clusters.base import SETUP
 from perfpost.units import format_bytes
 
 
@@ -147,6 +148,24 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
             continue
         dep = state["deployment"]
         spec = dep["spec"]
+        if spec.get("kind") == SETUP:  # a host's set-up: its steps, what they did, when
+            out.append(
+                {
+                    "ref": ref,
+                    "kind": SETUP,
+                    "id": ident,
+                    "cells": cell_ids,
+                    "host": (spec.get("roles", {}).get("host") or [""])[0],
+                    "steps": spec.get("steps", {}),
+                    "setup": state.get("setup") or [],
+                    "teardown": state.get("teardown") or [],
+                    "status": state.get("status"),
+                    "started": state.get("started"),
+                    "stopped": state.get("stopped"),
+                    "state": str(sdir / "state.json"),
+                }
+            )
+            continue
         # Runs of other experiments on the same start (one configuration serves them all).
         mine = set(cells["experiment"]) if "experiment" in cells else set()
         others = Counter(

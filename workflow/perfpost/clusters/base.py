@@ -104,6 +104,8 @@ class ClusterSpec:
     buckets: list[str] = field(default_factory=list)  # ozone: "volume/bucket" made after start
     fresh: str = "configuration"
     shared: bool = False  # cells of this cluster may run at the same time
+    # A host's set-up (perfpost.run.hostsetup): its "setup" and "teardown" steps.
+    steps: dict[str, list[Any]] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         """What makes two clusters the same: everything but the config's name for it, how
@@ -111,8 +113,9 @@ class ClusterSpec:
         data = asdict(self)
         for k in ("name", "fresh", "shared", "cache"):
             data.pop(k)
-        if data.get("build") is None:  # as before builds existed: the same ids
-            data.pop("build", None)
+        for k in ("build", "steps"):  # as before they existed, where unused: the same ids
+            if not data.get(k):
+                data.pop(k, None)
         return data
 
     def ident(self) -> str:
@@ -133,6 +136,22 @@ class ClusterSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterSpec:
         return cls(**data)
+
+
+SETUP = "setup"  # the kind of a host's set-up (perfpost.run.hostsetup), held as a cluster
+
+
+def setup_spec(steps: dict[str, Any], host: str) -> ClusterSpec:
+    """The set-up of ``host`` with ``steps`` (``setup`` and ``teardown`` lists), held as a
+    cluster of kind :data:`SETUP` with that one host: each host set up and restored on its
+    own, and the same steps on the same host the same configuration."""
+    return ClusterSpec(
+        name=SETUP,
+        kind=SETUP,
+        version="",
+        roles={"host": [host]},
+        steps={k: list(v) for k, v in steps.items() if k in ("setup", "teardown")},
+    )
 
 
 @dataclass

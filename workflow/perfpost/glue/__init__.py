@@ -104,7 +104,8 @@ def start_run(plan: Plan, workflow: Any) -> None:
     export_retries(workflow)
     export_runtime(plan)
     lifeline.start_janitor()
-    if plan.clusters or Path(paths.CLUSTERS_DIR).is_dir():
+    setups = any(e.setups for e in plan.experiments.values())
+    if plan.clusters or setups or Path(paths.CLUSTERS_DIR).is_dir():
         from perfpost.run import deploy
 
         # A killed run's clusters whose watcher did not get to them: stopped before any cell.

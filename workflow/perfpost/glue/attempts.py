@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import paths, records
-from perfpost.clusters.base import ClusterSpec
+from perfpost.clusters.base import ClusterSpec, setup_spec
 from perfpost.errors import PerfpostError
 from perfpost.plan.model import Plan, read_round
 from perfpost.plan.specs import CellSpec
@@ -195,8 +195,11 @@ def round_settings(plan: Plan, wildcards: Any) -> str:
             f"{wildcards.experiment}: no round after {wildcards.runs} runs (see `repeats:`)"
         )
     before = [r for r in rounds(settings) if r < int(wildcards.runs)]
-    specs = plan.experiments[wildcards.experiment].cluster_specs.get(wildcards.cell, [])
+    exp = plan.experiments[wildcards.experiment]
+    specs = exp.cluster_specs.get(wildcards.cell, [])
     idents = sorted({ClusterSpec.from_dict(c).ident() for c in specs})
+    if exp.setups.get(wildcards.cell):  # the host's set-up: restored once the rounds decide
+        idents.append(setup_spec(exp.setups[wildcards.cell], wildcards.host).ident())
     extra = {"previous": before[-1] if before else 0, "clusters": idents}
     return json.dumps({**settings, **extra}, sort_keys=True)
 
@@ -206,15 +209,17 @@ def cluster_pending(plan: Plan) -> dict[str, list[str]]:
     cell that leaves none stops the cluster."""
     out: dict[str, list[str]] = {}
     for name, exp in plan.experiments.items():
-        if not exp.cluster_specs:
+        if not exp.cluster_specs and not exp.setups:
             continue
         for record in current_records(plan, name) + _undecided_runs(plan, name):
             rec = _read(Path(record))
             if rec is not None and _finished(rec):
                 continue
-            cell = Path(record).parents[3].name
-            for c in exp.cluster_specs.get(cell, []):
-                ident = ClusterSpec.from_dict(c).ident()
+            cell, host = Path(record).parents[3].name, Path(record).parents[2].name
+            idents = [ClusterSpec.from_dict(c).ident() for c in exp.cluster_specs.get(cell, [])]
+            if exp.setups.get(cell):  # its host's set-up, restored after its last cell
+                idents.append(setup_spec(exp.setups[cell], host).ident())
+            for ident in idents:
                 out.setdefault(ident, []).append(record)
     return out
 

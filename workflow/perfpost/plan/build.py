@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +110,8 @@ def _experiment(
         exp.resolved[cell.id] = schema.check_tool_params(
             exp.tool, params, f"{where}[{cell.id}]", checker
         )
+        if exp.setup or exp.teardown:
+            exp.setups[cell.id] = host_steps(exp, cell.value_map, where)
         if exp.cluster or cluster_fields(params):
             exp.cluster_specs[cell.id] = cell_clusters(
                 config.get("clusters", {}),
@@ -129,6 +133,49 @@ def _experiment(
     if exp.order is not None and exp.cluster_specs:
         exp.cluster_order = cluster_order(exp)
     return exp
+
+
+_AXIS_FIELD = re.compile(r"\{([A-Za-z_][\w.-]*)\}")
+
+
+def _fill(step: Any, values: Mapping[str, Any]) -> Any:
+    """A step with ``{axis}`` filled by the cell's value; any other brace is the shell's
+    (``{ a; b; }``, ``${VAR}``, awk's ``{print}``) and stays as written."""
+    if isinstance(step, dict):
+        return {k: _fill(v, values) for k, v in step.items()}
+    if not isinstance(step, str):
+        return step
+    return _AXIS_FIELD.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], step)
+
+
+def host_steps(exp: Experiment, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A cell's ``setup`` and ``teardown`` steps with its axis values filled in, each as
+    ``{run, sudo}`` or ``{python}``; a Python step's file must be there."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for phase in ("setup", "teardown"):
+        steps = []
+        for i, raw in enumerate(getattr(exp, phase)):
+            here = f"{where}.{phase}[{i}]"
+            step = _fill(raw, values)
+            if isinstance(step, str):
+                step = {"run": step}
+            if ("run" in step) == ("python" in step):
+                raise ConfigError(here, "give `run: <command>` or `python: file.py:function`")
+            if "run" in step:
+                steps.append({"run": str(step["run"]), "sudo": bool(step.get("sudo", False))})
+                continue
+            if "sudo" in step:
+                raise ConfigError(
+                    f"{here}.sudo", "a Python step runs as it likes: its connection has sudo()"
+                )
+            path, _, name = str(step["python"]).rpartition(":")
+            if not path.endswith(".py") or not name.isidentifier():
+                raise ConfigError(f"{here}.python", "give it as file.py:function")
+            if not Path(path).is_file():
+                raise ConfigError(f"{here}.python", f"no file {path!r} (relative to {Path.cwd()})")
+            steps.append({"python": str(step["python"])})
+        out[phase] = steps
+    return out
 
 
 def _precision(exp: Experiment, where: str) -> None:

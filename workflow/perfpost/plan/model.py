@@ -44,12 +44,16 @@ class Experiment:
     resources: bool | dict[str, Any] | None = None
     profile: bool | dict[str, Any] | None = None
     background: dict[str, Any] | None = None
+    setup: list[Any] = field(default_factory=list)  # steps that make each host ready
+    teardown: list[Any] = field(default_factory=list)  # steps that restore it
     conclusion: str = ""  # the author's last word, in place of the post's generated one
     cells: list[matrix.Cell] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> tool params
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # cell id -> axis labels
     # cell id -> the clusters it runs against (ClusterSpec dicts), when it names any
     cluster_specs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # cell id -> its hosts' set-up and teardown steps, axis values filled, when any
+    setups: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
     # cell id -> the Byteman rules attached to its JVM (instrument.resolve_rules), if any
     rules: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     instrument_tasks: bool = False  # the job's map tasks on YARN get the agent too
@@ -101,6 +105,10 @@ class Experiment:
             out["profile"] = self.profile
         if self.background:
             out["background"] = self.background
+        if self.setup:
+            out["setup"] = self.setup
+        if self.teardown:
+            out["teardown"] = self.teardown
         if self.precision:
             out["precision"] = self.precision
         if self.order is not None:
@@ -214,6 +222,7 @@ class Plan:
             resources=telemetry.settings(exp.resources),
             profile=jfr.settings(exp.profile),
             background=copy.deepcopy(exp.load),
+            setup=copy.deepcopy(exp.setups.get(cell, {})),
         )
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:

@@ -11,11 +11,19 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from perfpost import hostenv, instrument
-from perfpost.clusters.base import ClusterSpec
+from perfpost.clusters.base import ClusterSpec, setup_spec
 from perfpost.errors import ConfigError
 
 # CellSpec fields left out of its JSON when empty (most cells have none of them).
-OPTIONAL_FIELDS = ("env", "clusters", "instrument", "resources", "profile", "background")
+OPTIONAL_FIELDS = (
+    "env",
+    "clusters",
+    "instrument",
+    "resources",
+    "profile",
+    "background",
+    "setup",
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,9 @@ class CellSpec:
     profile: dict[str, Any] = field(default_factory=dict)
     # A load beside the measured step (instrument.load.settings): part of the measurement.
     background: dict[str, Any] = field(default_factory=dict)
+    # The experiment's host set-up for this cell (``setup`` and ``teardown`` steps): part of
+    # the measurement, as a host made otherwise measures otherwise.
+    setup: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
@@ -89,10 +100,16 @@ class CellSpec:
             out["profile"] = self.profile
         if self.background:  # a load beside the measured step
             out["background"] = self.background
+        if self.setup:  # how the host was made ready
+            out["setup"] = self.setup
         return out
 
     def cluster_specs(self) -> list[ClusterSpec]:
-        return [ClusterSpec.from_dict(c) for c in self.clusters]
+        """The clusters the cell runs against, and its host's set-up (held as one)."""
+        specs = [ClusterSpec.from_dict(c) for c in self.clusters]
+        if self.setup:
+            specs.append(setup_spec(self.setup, self.host["name"]))
+        return specs
 
     def measurement_id(self) -> str:
         """A short hash of :meth:`measurement`: records carry it, and a finished record

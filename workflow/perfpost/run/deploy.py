@@ -35,7 +35,7 @@ from perfpost import builds, clusters, hostenv, paths, provision
 from perfpost.clusters.base import ClusterError, ClusterSpec, fill_id, release
 from perfpost.clusters.deployment import Deployment
 from perfpost.clusters.lifecycle import start
-from perfpost.run import lifeline
+from perfpost.run import hostsetup, lifeline
 from perfpost.run.clusterstate import (
     cluster_log,
     flock,
@@ -66,6 +66,8 @@ def _homes(spec: ClusterSpec) -> dict[str, str]:
     """The install each host runs the daemons from, as this machine names it: ``home`` when
     the config names one, else perfpost's provisioned runtime in the config's tools cache,
     which :func:`perfpost.clusters.lifecycle.start` delivers to remote hosts that lack it."""
+    if spec.kind == hostsetup.KIND:  # no install: its steps are the host's own commands
+        return {}
     if spec.build:  # the user's build, staged here once: delivered to the hosts at start
         home = str(builds.stage(Path(spec.build), spec.cache))
         return {h: home for h in spec.hosts()}
@@ -182,6 +184,10 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
             state["status"] = "failed"
             write_state(sdir, state, spec_secrets(spec))
             raise ClusterError(reason)
+        if state["status"] == "failed" and spec.kind == hostsetup.KIND:
+            raise hostsetup.SetupError(
+                f"{state.get('reason', 'unknown')}\n(in this run, see {sdir}/cluster.log)"
+            )
         if state["status"] == "failed":
             raise ClusterError(
                 f"cluster {spec.name} ({spec.ident()}) could not be started in this run "
@@ -190,11 +196,13 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
     if state is not None and state["status"] in ACTIVE:
         teardown(sdir, state, "left by an earlier run", spec_secrets(spec))
     attempt = 1
+    # A host's set-up is not tried again: its steps are the user's, and they failed.
+    attempts = 1 if spec.kind == hostsetup.KIND else START_ATTEMPTS
     while True:
         try:
-            return _start(spec, hosts, cdir, n + attempt, last=attempt == START_ATTEMPTS)
+            return _start(spec, hosts, cdir, n + attempt, last=attempt == attempts)
         except ClusterError:
-            if attempt == START_ATTEMPTS:
+            if attempt == attempts:
                 raise
             attempt += 1
 
@@ -231,13 +239,17 @@ def _start(
                 write_state(sdir, state)
 
             dep.on_change = save
-            print(
-                f"{now()} starting {spec.kind} {spec.version} for {spec.name}",
-                file=log,
-                flush=True,
+            what = (
+                f"setting up {', '.join(spec.hosts())}"
+                if spec.kind == hostsetup.KIND
+                else f"starting {spec.kind} {spec.version} for {spec.name}"
             )
+            print(f"{now()} {what}", file=log, flush=True)
             try:
-                start(clusters.get(spec.kind), dep, START_TIMEOUT, log=log)
+                if spec.kind == hostsetup.KIND:
+                    hostsetup.set_up(dep, state, log)
+                else:
+                    start(clusters.get(spec.kind), dep, START_TIMEOUT, log=log)
             finally:
                 state["deployment"] = dep.to_state()
                 dep.close()

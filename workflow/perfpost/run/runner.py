@@ -33,7 +33,7 @@ from perfpost.errors import unforeseen
 from perfpost.hostenv import Redactor
 from perfpost.plan.specs import RUNTIME_ENV, CellSpec
 from perfpost.records import FAILED
-from perfpost.run import deploy
+from perfpost.run import deploy, hostsetup
 from perfpost.run.cell.attempt import Attempt
 from perfpost.run.cell.cleanup import cleanup
 from perfpost.run.cell.collect import collect
@@ -166,7 +166,8 @@ def _on_clusters(
             return body(lease)
     except ClusterError as e:
         traceback.print_exc(file=sys.stderr)
+        what = "host set-up" if isinstance(e, hostsetup.SetupError) else "cluster"
         return [
-            record_failure(s, p, f"cluster: {e}", redactor, began)
+            record_failure(s, p, f"{what}: {e}", redactor, began)
             for s, p in zip(specs, record_paths, strict=True)
         ]

@@ -16,6 +16,7 @@ from typing import Any
 from perfpost import clusters, hostenv
 from perfpost.clusters.deployment import Deployment
 from perfpost.clusters.lifecycle import stop
+from perfpost.run import hostsetup
 from perfpost.run.clusterstate import (
     cluster_log,
     conf_secrets,
@@ -65,8 +66,18 @@ def teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] =
     configuration's, when the caller has it) and those of the daemons' own site files."""
     dep = Deployment.from_state(state["deployment"])
     dep.opener = open_host
-    kind = clusters.get(dep.spec.kind)
     known = [*state_secrets(state), *known]
+    if dep.spec.kind == hostsetup.KIND:
+        with cluster_log(sdir, known) as log:
+            print(f"{now()} restoring ({why})", file=log, flush=True)
+            try:
+                hostsetup.restore(dep, state, log)
+            finally:
+                dep.close()
+            print(f"{now()} restored", file=log, flush=True)
+        _stopped(sdir, state, why, known)
+        return
+    kind = clusters.get(dep.spec.kind)
     with cluster_log(sdir, known) as log:
         print(f"{now()} stopping ({why})", file=log, flush=True)
         stop(dep, kind.START_ORDER, log=log)
@@ -107,6 +118,11 @@ def teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] =
         state["deployment"]["notes"] = dep.notes
         state["deployment"]["overridden"] = dep.overridden
         print(f"{now()} stopped", file=log, flush=True)
+    _stopped(sdir, state, why, known)
+
+
+def _stopped(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str]) -> None:
+    """The state of a start once stopped: ``stopped`` (``failed`` if it never came up)."""
     state["status"] = "stopped" if state["status"] == "up" else state["status"]
     if state["status"] == "starting":
         state["status"] = "failed"
