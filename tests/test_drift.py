@@ -154,14 +154,14 @@ def test_the_check_orders_runs_by_their_start_and_flags_only_the_drifting_cell()
     assert "from 910 MB/s in the first to 1 GB/s in the last" in flag
     # Theil-Sen: +10 MB/s a run over the median 955 MB/s is +1.05%, shown as +1.0%.
     assert "+1.0% of the median a run of the cell" in flag
-    assert "2 cell(s) tested" in " ".join(got["facts"])
+    assert "2 cells tested" in " ".join(got["facts"])
 
 
 def test_too_few_runs_are_said_and_not_tested():
     tidy, cells = frames({"storage=disk": [3.0, 2.0, 1.0, 0.5]}, {"storage=disk": [1, 2, 3, 4]})
     got = drift.check(tidy, cells, ["storage"], "throughput")
     assert got["flags"] == []
-    assert "1 cell(s) with fewer than 5 finished runs are not tested" in " ".join(got["facts"])
+    assert "1 cell with fewer than 5 finished runs is not tested" in " ".join(got["facts"])
     assert got["untestable"] == "no cell has 5 or more finished runs"
 
 

@@ -123,7 +123,7 @@ def test_without_an_order_the_post_counts_the_moves_between_cells():
     said = runorder.sentence({"repeats": 3}, cells_csv(runs))
     assert said.startswith("No order was asked for")
     # A A B A B: three moves; cell after cell would be one.
-    assert "the 5 runs moved from one cell to another 3 time(s) (cell after cell: 1)" in said
+    assert "the 5 runs moved from one cell to another 3 times (cell after cell: 1)" in said
 
 
 def test_an_experiment_that_compares_is_interleaved_unless_it_cannot_be():

@@ -113,7 +113,7 @@ def test_interleaved_the_drift_cancels_and_is_flagged(tmp_path):
         assert f"{2 * want:.3g} after Holm's correction over 2 cells" in f
     assert "A B B A" in post
     assert "Validity: " in post
-    assert "Drift (2 cell(s))" in post
+    assert "Drift (2 cells)" in post
 
 
 def test_a_precision_target_s_later_rounds_keep_the_interleaved_order(tmp_path):

@@ -90,7 +90,7 @@ def test_a_step_shorter_than_two_samples_is_not_given_a_bottleneck_or_a_flag():
     assert row["util"] == "-"
     got = resource_checks.check(w, [])
     assert [f.split(":")[0] for f in got["flags"]] == ["`long`"]
-    assert "3 run(s) measured for less than 2 sampling intervals" in got["facts"][1]
+    assert "3 runs measured for less than 2 sampling intervals" in got["facts"][1]
 
 
 def test_a_cpu_busy_with_other_work_is_said_to_be_contention():
@@ -175,7 +175,7 @@ def test_validity_flags_a_cpu_bound_system_under_test_and_writes_on_another_disk
     assert disk.startswith("`d`: another disk took more than twice the writes of the one")
     assert "h1 r2: 10 MB written to sdb under `/data`, 90 MB to sda" in disk
     assert "r1" not in disk
-    assert "every second on 3 host(s) (c1, d1, h1)" in got["facts"][0]
+    assert "every second on 3 hosts (c1, d1, h1)" in got["facts"][0]
 
 
 def test_a_device_stacked_on_another_is_not_flagged():

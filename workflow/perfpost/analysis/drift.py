@@ -26,7 +26,7 @@ import pandas as pd
 
 from perfpost.analysis.stats import holm
 from perfpost.analysis.tidy import cell_name, results
-from perfpost.units import format_value, metric_label
+from perfpost.units import counted, format_value, metric_label
 
 ALPHA = 0.05  # the family's, after Holm's correction
 # Fewer runs cannot show a trend at ALPHA: with 4, the two most extreme of 24 orders are 1/12.
@@ -141,7 +141,8 @@ def check(
     ]
     if few:
         facts.append(
-            f"{few} cell(s) with fewer than {MIN_RUNS} finished runs are not tested: no order "
+            f"{counted(few, 'cell')} with fewer than {MIN_RUNS} finished runs "
+            f"{'is' if few == 1 else 'are'} not tested: no order "
             f"of so few can show a trend at {ALPHA:g}."
         )
     if not tested:
@@ -185,7 +186,7 @@ def check(
         )
     where, _, least, _ = min(tested, key=lambda x: x[2].p)
     facts.append(
-        f"{len(tested)} cell(s) tested; the smallest p is {least.p:.3g} ({where}, "
+        f"{counted(len(tested), 'cell')} tested; the smallest p is {least.p:.3g} ({where}, "
         f"S = {least.s:+d} of at most {least.pairs})."
     )
     return {"title": "Drift", "facts": facts, "flags": flags}

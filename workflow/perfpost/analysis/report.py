@@ -60,7 +60,7 @@ from perfpost.analysis.systems import (
 )
 from perfpost.clusters.base import SETUP
 from perfpost.records import write_text_atomic
-from perfpost.units import format_seconds, metric_label
+from perfpost.units import counted, format_seconds, metric_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 COMPARISON_COLUMNS = compare.RECORD_COLUMNS  # comparisons.csv's columns, in their order
@@ -75,6 +75,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["counted"] = counted  # "1 cell", "2 cells": never "cell(s)"
     env.filters["yaml_str"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
     return env
 

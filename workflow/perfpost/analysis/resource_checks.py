@@ -21,7 +21,7 @@ from perfpost.analysis.resources import (
     tool_cores,
 )
 from perfpost.instrument.sampler import BUSY, SATURATED_SHARE
-from perfpost.units import format_value, sig
+from perfpost.units import counted, format_value, sig
 
 WRONG_DISK_SHARE = 0.5  # of the busiest other disk's writes: less on the cell's own disk
 WRONG_DISK_MIN = 1 << 20  # bytes that other disk took, below which nothing is said
@@ -110,14 +110,14 @@ def check(
                     f"{top['resource'][5:]}"
                 )
     facts = [
-        f"Every run was sampled every {_interval_text(done)} on {len(nodes_seen)} host(s) "
+        f"Every run was sampled every {_interval_text(done)} on {counted(len(nodes_seen), 'host')} "
         f"({', '.join(sorted(nodes_seen))}): CPU, disks, network, memory and pressure, from "
         "/proc (see [Resources](#resources))."
     ]
     if short:
         shown = ", ".join(f"`{x}`" for x in short[:6]) + (" ..." if len(short) > 6 else "")
         facts.append(
-            f"{len(short)} run(s) measured for less than {RESOLVED_INTERVALS:g} sampling "
+            f"{counted(len(short), 'run')} measured for less than {RESOLVED_INTERVALS:g} sampling "
             f"intervals ({shown}): the samples around them are mostly time outside them, so "
             "they are not checked here."
         )

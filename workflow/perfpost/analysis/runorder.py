@@ -15,6 +15,7 @@ import pandas as pd
 
 from perfpost import paths
 from perfpost.plan import order as plan_order
+from perfpost.units import counted
 
 
 def made(cells: pd.DataFrame) -> dict[str, list[tuple[str, int]]]:
@@ -85,7 +86,7 @@ def sentence(
         fewest = sum(max(0, len({c for c, _ in s}) - 1) for s in by_host.values())
         return (
             f"{said} In the order they started, the {runs} runs moved from one cell to another "
-            f"{switches} time(s) (cell after cell: {fewest}); `order: interleaved` "
+            f"{counted(switches, 'time')} (cell after cell: {fewest}); `order: interleaved` "
             "alternates them."
         )
     precision = experiment.get("precision")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from perfpost import paths
 from perfpost.clusters.base import SETUP
-from perfpost.units import format_bytes
+from perfpost.units import counted, format_bytes
 
 
 def _host_env(env: dict[str, Any]) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def _host_env(env: dict[str, Any]) -> dict[str, Any]:
     cpu = env.get("cpu", {})
     topo = []
     if "sockets" in cpu:
-        topo.append(f"{cpu['sockets']} socket(s)")
+        topo.append(counted(int(cpu["sockets"]), "socket"))
     if "cores" in cpu:
         topo.append(f"{cpu['cores']} cores")
     if "threads" in cpu:

@@ -46,7 +46,7 @@ from perfpost.analysis import drift, resource_checks
 from perfpost.analysis.stats import holm
 from perfpost.analysis.tidy import cell_name, results
 from perfpost.tools.base import LAG_SHARE
-from perfpost.units import format_bytes, format_value, metric_label, sig
+from perfpost.units import counted, format_bytes, format_value, metric_label, sig
 
 SATA_CEILING = 600e6  # B/s: SATA III's 6 Gb/s line rate, 10 line bits a byte (8b/10b)
 # The rate no single disk on an interface (lsblk's TRAN) can pass, whatever the disk: its
@@ -518,7 +518,8 @@ def session_check(
         return {"title": "Sessions", "facts": facts, "flags": flags}
     where, _, least = min(tested, key=lambda t: t[2])
     facts.append(
-        f"{len(tested)} cell(s) have runs from more than one; Kruskal-Wallis across their "
+        f"{counted(len(tested), 'cell')} {'has' if len(tested) == 1 else 'have'} runs from "
+        "more than one; Kruskal-Wallis across their "
         f"sessions ({metric_label(metric).lower()}, the permutation p of H) flags those where "
         f"p <= {ALPHA:g} after Holm's correction over the {len(tested)}; the smallest p is "
         f"{least:.3g} ({where})."
@@ -530,7 +531,8 @@ def session_check(
             "facts": facts,
             "flags": [],
             "untestable": (
-                f"the sessions' runs are too few in each of the {len(tested)} cell(s) for any "
+                f"the sessions' runs are too few in "
+                f"{'the cell' if len(tested) == 1 else f'each of the {len(tested)} cells'} for any "
                 f"outcome to give an adjusted p of {ALPHA:g} or less (the smallest is "
                 f"{min(floors):.3g})"
             ),

@@ -10,14 +10,11 @@ submits here.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
 from perfpost import provision
 from perfpost.clusters.deployment import Kind
-from perfpost.errors import PerfpostError
 
 # The Hadoop release whose ResourceManager and NodeManager perfpost fetches.
 VERSION = "3.4.2"
@@ -38,16 +35,6 @@ NM_MAIN = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
 HEAP = "-Xmx512m"
 # The NodeManager's own install, in its environment for the containers' class path.
 HOME_VAR = "HADOOP_YARN_HOME"
-
-
-def java_home() -> str:
-    """JAVA_HOME for the containers: the NodeManager launches ``$JAVA_HOME/bin/java``."""
-    if os.environ.get("JAVA_HOME"):
-        return os.environ["JAVA_HOME"]
-    java = shutil.which("java")
-    if not java:
-        raise PerfpostError("no java on PATH: run scripts/setup")
-    return str(Path(java).resolve().parents[1])
 
 
 class Yarn(Kind):
@@ -143,7 +130,9 @@ class Yarn(Kind):
 
     def launch(self) -> None:
         dep = self.dep
-        env = {"JAVA_HOME": java_home()}
+        # The NodeManager launches its containers' `$JAVA_HOME/bin/java`: every step on a host
+        # is given the JDK its own `java` resolves into (hostscript.JAVA_HOME_FALLBACK).
+        env: dict[str, str] = {}
         for host in dep.spec.hosts():
             dep.node(host).sh(f"mkdir -p {dep.root(host)}/local {dep.root(host)}/staging")
         opens = OPENS.split()
