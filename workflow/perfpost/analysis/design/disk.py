@@ -185,16 +185,22 @@ def fast_disk(
                     f"{format_value(max(over), 'B/s')}), beyond the "
                     f"{format_value(SPINNING_CEILING, 'B/s')} of the fastest spinning disk"
                 )
+        platter = f"under the {format_seconds(SPINNING_SYNC_FLOOR)} a platter takes"
+        lead = said[0] if said else None  # the headline's reason, its bound with it
         if probe is not None:
             # The disk itself, timed after the runs: every cell whose number waited on it
             # (forced writes, reads past a dropped cache, a log's syncs) measured that cache.
             got["cells"] = list(dict.fromkeys([*got["cells"], *got["used"]]))
-            said.append(
+            timed = (
                 f"{probe['writes']} writes of {_block(probe['block_bytes'])} synced to it "
                 f"one by one (dd oflag=dsync, perfpost's probe after the runs, in "
-                f"{probe['dir']}) took {format_seconds(probe['per_write'])} each, under the "
-                f"{format_seconds(SPINNING_SYNC_FLOOR)} a platter takes"
+                f"{probe['dir']}) took {format_seconds(probe['per_write'])} each"
             )
+            if said and said[-1].endswith(f", {platter}"):  # the log's syncs: one bound, once
+                said[-1] = said[-1].removesuffix(f", {platter}")
+                said.append(f"{timed}: both {platter}")
+            else:
+                said.append(f"{timed}, {platter}")
         if not said:
             continue
         cells_named = ", ".join(f"`{c}`" for c in got["cells"])
@@ -218,7 +224,7 @@ def fast_disk(
                 cells=tuple(got["cells"]),
                 undermines=True,
                 headline=(
-                    f"`{name}` reports itself a spinning disk, yet {said[0]}, so a cache "
+                    f"`{name}` reports itself a spinning disk, yet {lead or said[0]}, so a cache "
                     "answered, not a disk"
                 ),
                 short=f"but what is called the disk here is `{name}`'s cache, not a disk",
