@@ -2,6 +2,7 @@ import re
 
 import pytest
 
+from perfpost import units
 from perfpost.units import (
     UnitError,
     format_bytes,
@@ -193,3 +194,9 @@ def test_a_count_takes_the_noun_a_person_writes_with_it(n, noun, plural, said):
     from perfpost.units import counted
 
     assert counted(n, noun, plural) == said
+
+
+def test_items_are_listed_as_a_sentence_lists_them():
+    assert units.listed(["h1"]) == "h1"
+    assert units.listed(["h1", "h2"]) == "h1 and h2"
+    assert units.listed(["h1", "h2", "h3"]) == "h1, h2 and h3"

@@ -291,6 +291,11 @@ def axis_unit(unit: str, values: list[float]) -> tuple[str, float]:
     return (unit, 1.0)
 
 
+def listed(items: list[str]) -> str:
+    """Items as a sentence lists them: "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and its noun as a person writes them: "1 cell", "2 cells", never "cell(s)"."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"

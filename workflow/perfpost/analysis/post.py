@@ -31,7 +31,7 @@ from perfpost.analysis.verdicts import (
     not_compared,
     plain,
 )
-from perfpost.units import format_bytes, format_value, metric_label, rate_scale, sig
+from perfpost.units import format_bytes, format_value, listed, metric_label, rate_scale, sig
 
 MAX_ANSWERS = 4  # comparison sentences the answer gives; the table has them all
 
@@ -248,11 +248,6 @@ def cluster_lines(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def _listed(names: Sequence[str]) -> str:
-    quoted = [f"`{n}`" for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
-
-
 def _steps(steps: Sequence[Mapping[str, Any]]) -> str:
     said = []
     for step in steps:
@@ -276,7 +271,7 @@ def setup_lines(setups: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
     for steps, hosts, failed in groups.values():
         were = "was" if len(hosts) == 1 else "were"
-        line = f"{_listed(hosts)} {were} set up by perfpost before the runs"
+        line = f"{listed([f'`{h}`' for h in hosts])} {were} set up by perfpost before the runs"
         if steps.get("setup"):
             line += f" with {_steps(steps['setup'])}"
         if steps.get("teardown"):

@@ -58,22 +58,19 @@ def claim(row: Row) -> str:
     label = metric_label(row.metric).lower()
     lo, hi = sorted((r.ci_low, r.ci_high), key=abs)  # type: ignore[arg-type]
     up = r.change > 0
-    if row.unit in HIGHER:
-        if r.change >= 1:
-            said = f"{_times(1 + r.change)} times as fast as {base}"
-            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
-        else:
-            said = f"{_pct(r.change)} {'faster' if up else 'slower'} than {base}"
-            ci = f"{_pct(lo)} to {_pct(hi)}"
-    elif row.unit == "s":
-        if r.change >= 1:
-            said = f"{_times(1 + r.change)} times as long as {base}"
-            ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
-        else:
-            said = f"{_pct(r.change)} {'longer' if up else 'shorter'} than {base}"
-            ci = f"{_pct(lo)} to {_pct(hi)}"
+    # A rate and a time say "times as" past a doubling; any other metric in percent.
+    as_, more, less = (
+        ("fast", "faster", "slower")
+        if row.unit in HIGHER
+        else ("long", "longer", "shorter")
+        if row.unit == "s"
+        else (None, "higher", "lower")
+    )
+    if as_ and r.change >= 1:
+        said = f"{_times(1 + r.change)} times as {as_} as {base}"
+        ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
     else:
-        said = f"{_pct(r.change)} {'higher' if up else 'lower'} than {base}"
+        said = f"{_pct(r.change)} {more if up else less} than {base}"
         ci = f"{_pct(lo)} to {_pct(hi)}"
     return f"{capital(cand)}: {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
 

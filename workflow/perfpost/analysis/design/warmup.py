@@ -171,7 +171,7 @@ def warmup(
                 f"{n_} ({names_of.count(n_)} starts)" if names_of.count(n_) > 1 else n_
                 for n_ in dict.fromkeys(names_of)
             ]
-            where = once[0] if len(once) == 1 else ", ".join(once[:-1]) + f" and {once[-1]}"
+            where = units.listed(once)
             numbers = (
                 "; ".join(
                     f"{n_}: {x[1]}, {label} {x[2][0]} to {x[2][1]}"
