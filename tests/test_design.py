@@ -476,3 +476,29 @@ def test_freons_whole_second_summary_is_a_coarse_clock_for_short_runs():
     (found,) = design.coarse_clock({"tool": "freon"}, tidy, "total_execution_time")
     assert found.caveat.startswith("1 of 2 runs")
     assert "whole seconds" in found.caveat
+
+
+def test_a_findings_cells_are_named_by_the_setting_they_share():
+    # local-reads: the disk finding's cells are exactly the 6 with cache=dropped of its 12.
+    cells = [
+        f"readers={r},bs={b},cache={c}" for r in (1, 3, 6) for b in ("4k", "1M")
+        for c in ("hot", "dropped")
+    ]  # fmt: skip
+    names = {c: c.replace(",", ", ") for c in cells}
+    dropped = tuple(c for c in cells if c.endswith("cache=dropped"))
+    listed = ", ".join(f"`{c}`" for c in dropped)
+    f = design.Finding(check="x", caveat=f"what these runs call the disk ({listed}) is a cache",
+                       cells=dropped)  # fmt: skip
+    assert design.renamed(f, names).caveat == (
+        "what these runs call the disk (the 6 cells with `cache=dropped`) is a cache"
+    )
+    # Two settings shared: both named.
+    two = tuple(c for c in dropped if "bs=1M" in c)
+    f2 = design.Finding(check="x", caveat=", ".join(f"`{c}`" for c in two), cells=two)
+    assert design.renamed(f2, names).caveat == "the 3 cells with `bs=1M, cache=dropped`"
+    # Cells no setting picks out alone stay listed, each by its name.
+    odd = (dropped[0], dropped[-1])
+    f3 = design.Finding(check="x", caveat=", ".join(f"`{c}`" for c in odd), cells=odd)
+    assert design.renamed(f3, names).caveat == (
+        "`readers=1, bs=4k, cache=dropped`, `readers=6, bs=1M, cache=dropped`"
+    )

@@ -275,10 +275,10 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     )
     (said,) = verdicts.disagreements([rate], [elapsed], tidy, "startup")
     assert said == (
-        "On elapsed time the verdict differs (Ozone: 40% longer than HDFS with "
-        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each)): the elapsed time "
-        "holds the client's start-up, which the rate leaves out (6.1 s for Ozone, 4.2 s for "
-        "HDFS, medians)"
+        "On elapsed time the verdict differs: Ozone: 40% longer than HDFS with "
+        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each). The elapsed time "
+        "holds the client's start-up, which the rate leaves out: 6.1 s for Ozone, 4.2 s for "
+        "HDFS (medians)."
     )
     # Two groups of one comparison disagreeing: one sentence, each group's start-ups named.
     rate2 = row(
@@ -310,12 +310,12 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     )
     (said,) = verdicts.disagreements([rate2, rate], [elapsed2, elapsed], tidy2, "startup")
     assert said == (
-        "On elapsed time the verdict differs (Ozone: 69% longer than HDFS with buffer=default "
+        "On elapsed time the verdict differs: Ozone: 69% longer than HDFS with buffer=default "
         "(elapsed time; 95% CI 9.0% to 148%, 5 runs each); Ozone: 40% longer than HDFS with "
-        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each)): the elapsed time "
-        "holds the client's start-up, which the rate leaves out (7.1 s for Ozone, 3.1 s for "
-        "HDFS with buffer=default; 6.1 s for Ozone, 4.2 s for HDFS with buffer=one-byte, "
-        "medians)"
+        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each). The elapsed time "
+        "holds the client's start-up, which the rate leaves out: 7.1 s for Ozone, 3.1 s for "
+        "HDFS with buffer=default; 6.1 s for Ozone, 4.2 s for HDFS with buffer=one-byte "
+        "(medians)."
     )
     # Agreement (a higher rate, a shorter time: both "better") says nothing.
     up = row("x vs y", comparison(0.3, 0.1, 0.5, verdict="better"))
@@ -342,6 +342,70 @@ def test_the_commands_are_one_listing_each_distinct_command_once():
         ],
         "rest": 0,
     }
+
+
+def test_many_cells_show_the_answers_and_one_listing_of_each_other_shape():
+    # local-reads' 12 cells: the answer rests on readers=1 and 6 with a hot cache; a dropped
+    # cache adds a step, shown once; the cells that differ only in a value are counted.
+    per_cell = {}
+    for r in (1, 3, 6):
+        for b in ("4k", "1M"):
+            for c in ("hot", "dropped"):
+                read = f"dd if=/var/tmp/read-{r} of=/dev/null bs={b}"
+                per_cell[f"r={r},b={b},c={c}"] = (
+                    [f"write {r}"] + (["sync; echo 3 > /proc/sys/vm/drop_caches"] if c == "dropped"
+                                      else []) + [read] * 4
+                )  # fmt: skip
+    names = {k: k for k in per_cell}
+    got = post.listings(per_cell, names, ["r=1,b=4k,c=hot", "r=6,b=4k,c=hot"])
+    assert [x for x in got["lines"] if x.startswith("#")] == [
+        "# r=1,b=4k,c=hot", "# r=6,b=4k,c=hot", "# r=1,b=4k,c=dropped"
+    ]  # fmt: skip
+    assert got["rest"] == 9
+
+
+def test_long_listings_alike_show_the_first_and_what_each_other_changes():
+    # onefile's four cells: one vapor command wrapped over three lines, alike but for -l, -s.
+    def vapor(layout, size):
+        return [
+            "ozone vapor -D hdds.datanode.dir=/var/tmp/perfpost/data \\",
+            "  -D ozone.metadata.dirs=/var/tmp/perfpost/meta cmdw -c 256 --duration=8s \\",
+            f"  -l {layout} -n 100000000 -s {size} -t 2",
+            "time sync",
+        ]
+
+    per_cell = {
+        "chunk,1k": vapor("FILE_PER_CHUNK", 1024),
+        "chunk,1M": vapor("FILE_PER_CHUNK", 1048576),
+        "block,1M": vapor("FILE_PER_BLOCK", 1048576),
+        "block,1k": vapor("FILE_PER_BLOCK", 1024),
+    }
+    got = post.listings(per_cell, {k: k for k in per_cell}, list(per_cell))
+    assert got["lines"] == [
+        "# chunk,1k",
+        *vapor("FILE_PER_CHUNK", 1024),
+        "# chunk,1M: the same with -s 1048576",
+        "# block,1M: the same with -l FILE_PER_BLOCK -s 1048576",
+        "# block,1k: the same with -l FILE_PER_BLOCK",
+    ]
+    # teragen's: the value that differs is on a continued line; still one shape.
+    wrapped = {
+        c: [f"yarn jar x.jar teragen \\\n  -Dx=1 100000 \\\n  {url}/t", "time sync"]
+        for c, url in (("h", "hdfs://a:1"), ("o", "ofs://b:2"), ("k", "ofs://c:3"))
+    }
+    assert post.listings(wrapped, {}, list(wrapped))["lines"][-2:] == [
+        "# o: the same with ofs://b:2/t",
+        "# k: the same with ofs://c:3/t",
+    ]
+    # A flag added or left out is said so; short listings stay whole.
+    assert post._changed(["a -n 2 --copy-buffer=1 -t 8"], ["a -n 2 -t 8"]) == (
+        "without --copy-buffer=1"
+    )
+    assert post._changed(["a -t 8"], ["a --copy-buffer=1 -t 8"]) == "--copy-buffer=1"
+    short = {"x": ["dd bs=1k"], "y": ["dd bs=4k"], "z": ["dd bs=1M"]}
+    assert post.listings(short, {}, [])["lines"] == [
+        "# x", "dd bs=1k", "# y", "dd bs=4k", "# z", "dd bs=1M"
+    ]  # fmt: skip
 
 
 def test_a_rate_shows_what_it_covers():
@@ -394,3 +458,52 @@ def test_an_author_s_conclusion_is_taken_from_the_config():
     # Without one, the config's hash is what it was before the key existed.
     del exp["conclusion"]
     assert "conclusion" not in build_plan({"experiments": {"e": exp}}).experiments["e"].public()
+
+
+def test_the_conclusion_says_a_comparisons_claimed_groups_once():
+    # local-reads' "1M buffer vs 4k": 5 of its 6 groups claimed, +130% to +210% (2.3 to 3.1
+    # times as fast); "6 readers vs 1": 2 of 4 claimed, +43% and +52%, both with cache=hot.
+    def grp(name, change, group, verdict="better"):
+        return row(name, comparison(change, change / 2, change * 2, verdict=verdict),
+                   unit="B/s", metric="throughput", group=group)  # fmt: skip
+
+    no = "no significant difference"
+
+    buf = [
+        grp("1M buffer vs 4k", c, f"readers={n}, cache={k}")
+        for c, n, k in (
+            (1.6, 1, "hot"),
+            (2.1, 1, "dropped"),
+            (1.5, 3, "hot"),
+            (1.3, 6, "hot"),
+            (1.4, 6, "dropped"),
+        )
+    ]
+    buf_no = grp("1M buffer vs 4k", 1.0, "readers=3, cache=dropped", no)
+    rd = [
+        grp("6 readers vs 1", 0.52, "bs=4k, cache=hot"),
+        grp("6 readers vs 1", 0.43, "bs=1M, cache=hot"),
+    ]
+    rd_no = [
+        grp("6 readers vs 1", 0.3, "bs=4k, cache=dropped", no),
+        grp("6 readers vs 1", 0.0, "bs=1M, cache=dropped", no),
+    ]
+    compared = [*rd, *rd_no, *buf, buf_no]
+    assert verdicts.summed([*rd, *buf], compared) == [
+        "6 readers: 43% to 52% faster than 1 in 2 of 4 settings, both with cache=hot",
+        "1M buffer: 2.3 to 3.1 times as fast as 4k in 5 of 6 settings",
+    ]
+    # Every group claimed; a range across a doubling; a lone claim as the headline says it.
+    mixed = [grp("x vs y", 0.5, "a=1"), grp("x vs y", 1.5, "a=2")]
+    assert verdicts.summed(mixed, mixed) == [
+        "X: 50% faster to 2.5 times as fast as y with a=1 and a=2"
+    ]
+    # The conclusion counts the comparisons left over by groups, not by sentences: 7 of the
+    # 10 groups claimed, in 2 sentences, leave 3.
+    said = post.answer(compared, [], [])
+    assert post.conclusion(said, [], {}).endswith(
+        "The other 3 comparisons showed no difference these runs could tell."
+    )
+    assert verdicts.summed(rd[:1], compared) == [
+        "6 readers: 52% faster than 1 with bs=4k, cache=hot"
+    ]

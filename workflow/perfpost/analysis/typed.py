@@ -54,8 +54,8 @@ SHELL_OPERATORS = frozenset({"&", "&&", "||", ";", "|", ">", ">>", "<", "2>&1", 
 
 
 def wrap(words: Sequence[str]) -> str:
-    """``words`` as one shell command, continued with backslashes before an option where a
-    line would pass :data:`WIDTH`: an option and its value stay on one line."""
+    """``words`` as one shell command, continued with backslashes before a word where a line
+    would pass :data:`WIDTH`: an option and its value stay on one line."""
     units: list[str] = []
     for w in words:
         # A shell's own operators (a command run in the background, joined to another, or
@@ -74,7 +74,7 @@ def wrap(words: Sequence[str]) -> str:
             units.append(q)
     out, current = [], ""
     for u in units:
-        if current and len(current) + 1 + len(u) > WIDTH and u.startswith("-"):
+        if current and len(current) + 1 + len(u) > WIDTH:
             out.append(current + " \\")
             current = "  " + u
         else:

@@ -194,6 +194,63 @@ def plain(row: Row) -> str:
     return text[: text.rfind(" (")]
 
 
+def _change_words(rows: Sequence[Row]) -> str:
+    """The range of several claimed changes of one direction in a claim's words: "43% to 52%
+    faster than 1", "2.3 to 3.1 times as fast as 4k"."""
+    _, base = _sides(rows[0])
+    unit = rows[0].unit
+    up = rows[0].result.change > 0
+    as_, more, less = (
+        ("fast", "faster", "slower")
+        if unit in HIGHER
+        else ("long", "longer", "shorter")
+        if unit == "s"
+        else (None, "higher", "lower")
+    )
+    changes = sorted(r.result.change for r in rows)
+    lo, hi = (changes[0], changes[-1]) if up else (changes[-1], changes[0])
+    if as_ and lo >= 1:
+        return f"{_times(1 + lo)} to {_times(1 + hi)} times as {as_} as {base}"
+    if as_ and hi >= 1:
+        return f"{_pct(lo)} {more} to {_times(1 + hi)} times as {as_} as {base}"
+    return f"{_pct(lo)} to {_pct(hi)} {more if up else less} than {base}"
+
+
+def summed(claimed: Sequence[Row], compared: Sequence[Row]) -> list[str]:
+    """The claims of a conclusion, a comparison's claimed groups of one direction in one
+    sentence ("1M buffer: 2.3 to 3.1 times as fast as 4k in 5 of 6 settings"), with the
+    settings they share where they share one ("both with cache=hot"), or both named where
+    there are two ("with size=1k and size=1M"); a lone claim as
+    :func:`plain` says it. ``compared``: every group of the comparisons, to count from."""
+    groups: dict[tuple[str, str], int] = {}
+    for r in compared:
+        groups[(r.name, r.metric)] = groups.get((r.name, r.metric), 0) + 1
+    gathered: dict[tuple[str, str, bool], list[Row]] = {}
+    for r in claimed:
+        gathered.setdefault((r.name, r.metric, r.result.change > 0), []).append(r)
+    out = []
+    for (name, metric, _), rows in gathered.items():
+        if len(rows) == 1 or not all(r.group for r in rows):
+            out += [plain(r) for r in rows]
+            continue
+        cand, _base = _sides(rows[0])
+        n, k = groups[(name, metric)], len(rows)
+        where = (
+            f"with {rows[0].group} and {rows[1].group}"
+            if k == n == 2
+            else f"in all {n} settings"
+            if k == n
+            else f"in {k} of {n} settings"
+        )
+        shared = [
+            s for s in rows[0].group.split(", ") if all(s in r.group.split(", ") for r in rows)
+        ]
+        if shared and k < n:
+            where += f", {'both' if k == 2 else 'all'} with {', '.join(shared)}"
+        out.append(f"{capital(cand)}: {_change_words(rows)} {where}")
+    return out
+
+
 def control(row: Row) -> str:
     """An A/A control's sentence: the noise floor the claims are read against."""
     r = row.result
@@ -269,8 +326,8 @@ def disagreements(
         # Each group's start-ups named by their group where there are several.
         whys = [w + (f" with {g}" if g and len(said) > 1 else "") for _, w, g in said if w]
         out.append(
-            f"On elapsed time the verdict differs ({'; '.join(v for v, _, _ in said)}): the "
+            f"On elapsed time the verdict differs: {'; '.join(v for v, _, _ in said)}. The "
             "elapsed time holds the client's start-up, which the rate leaves out"
-            + (f" ({'; '.join(whys)}, medians)" if whys else "")
+            + (f": {'; '.join(whys)} (medians)." if whys else ".")
         )
     return out

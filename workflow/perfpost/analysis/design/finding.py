@@ -53,14 +53,25 @@ def as_label(cell: str, findings: Sequence[Finding]) -> str:
 
 def renamed(f: Finding, names: Mapping[str, str]) -> Finding:
     """``f`` with each cell named as the post names it (``names``: cell id -> name) in its
-    sentences; every cell of the experiment named at once reads "every cell"."""
+    sentences; every cell of the experiment named at once reads "every cell", and every cell
+    of a setting "the 6 cells with `cache=dropped`"."""
+    listed = ", ".join(f"`{c}`" for c in f.cells)
+    every = set(names)
+    ours = set(f.cells)
+    # The settings (``axis=value``) the finding's cells share and the others do not.
+    pairs = [set(c.split(",")) for c in f.cells]
+    everywhere = set.intersection(*(set(c.split(",")) for c in every)) if every else set()
+    shared = [p for p in f.cells[0].split(",") if all(p in x for x in pairs)] if pairs else []
+    shared = [p for p in shared if p not in everywhere]
+    picked = {c for c in every if set(shared) <= set(c.split(","))}
 
     def text(s: str) -> str:
-        listed = ", ".join(f"`{c}`" for c in f.cells)
-        if len(f.cells) > 1 and set(f.cells) == set(names) and listed in s:
+        if len(f.cells) > 1 and ours == every and listed in s:
             s = s.replace(f"The data of {listed}", "The data of every cell").replace(
                 listed, "every cell"
             )
+        elif len(f.cells) > 1 and shared and picked == ours and listed in s:
+            s = s.replace(listed, f"the {len(ours)} cells with `{', '.join(shared)}`")
         for cell in sorted(names, key=len, reverse=True):
             s = s.replace(f"`{cell}`", f"`{names[cell]}`")
         return s
