@@ -118,7 +118,15 @@ def hdfs_config(cache: Path, cluster_dir: Path, scratch: Path) -> dict:
                 "repeats": 2,
             }
         },
-        "clusters": {"hdfs": {"kind": "hdfs", "dir": str(cluster_dir), "jvm": QUICK_DAEMONS}},
+        "clusters": {
+            "hdfs": {
+                "kind": "hdfs",
+                "dir": str(cluster_dir),
+                "jvm": QUICK_DAEMONS,
+                # Read by the HDFS client, not the daemons: it must reach the client.
+                "hdfs-site": {"dfs.checksum.type": "NULL"},
+            }
+        },
     }
 
 
@@ -256,6 +264,8 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
         assert c["version"] == HDFS_VERSION
         m = {x["name"]: x["value"] for x in rec["metrics"]}
         assert m["successful_executions"] == 20  # n: 20 of the config
+        # The client's configuration the cell was given holds the config's client-side key.
+        assert rec["client_conf"]["hdfs-site"]["dfs.checksum.type"] == "NULL"
     # One at a time: the measured windows do not overlap, though the host allowed two.
     windows = sorted((r["start_epoch"], r["end_epoch"]) for r in recs.values())
     for (_, end), (start, _) in itertools.pairwise(windows):
@@ -268,6 +278,13 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
     table = post.split("not at the release's default", 1)[1].split("\n\n", 2)[1]
     # One DataNode: replication 1, where Hadoop's own default is 3.
     assert "| hdfs-site | `dfs.replication` | `1` | `3` |" in table, table
+    # Hadoop's default checksum is CRC32C; the post says the key went to clients too.
+    assert "| hdfs-site | `dfs.checksum.type` | `NULL` | `CRC32C` |" in table, table
+    own = (work / "reports" / "hcfs" / "index.md").read_text()
+    assert (
+        "Settings changed from the defaults, for the daemons and their clients alike: "
+        "`dfs.checksum.type=NULL` (`hdfs`)"
+    ) in own
 
     # The daemons' own logs, kept after their directories went.
     logs = work / "results" / "clusters" / ident / "start-1" / "logs" / "localhost"

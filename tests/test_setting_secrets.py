@@ -402,3 +402,22 @@ def test_the_post_names_other_experiments_runs_on_the_same_start(tmp_path):
         {"experiment": "other", "runs": 3},
         {"experiment": "third", "runs": 1},
     ]
+
+
+def test_every_key_the_config_set_reaches_the_clients_configuration():
+    """dfs.checksum.type is read by the HDFS client: set in hdfs-site, it must reach the
+    client's configuration as it does the daemons', as a shared configuration directory
+    gives it in a real deployment (the kind's own client keys stay)."""
+    from perfpost.clusters.base import client_site
+
+    own = {"hdfs-site": {"dfs.replication": "1"}}
+    configured = {
+        "hdfs-site": {"dfs.checksum.type": "NULL"},
+        "core-site": {"io.file.buffer.size": "65536"},
+    }
+    assert client_site(own, configured) == {
+        "core-site": {"io.file.buffer.size": "65536"},
+        "hdfs-site": {"dfs.replication": "1", "dfs.checksum.type": "NULL"},
+    }
+    # Nothing configured: an empty core-site still (FsShell refuses to start without one).
+    assert client_site(own, {}) == {"core-site": {}, "hdfs-site": {"dfs.replication": "1"}}

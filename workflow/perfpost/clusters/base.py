@@ -304,3 +304,15 @@ def merge_site(*layers: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for name, keys in layer.items():
             out.setdefault(name, {}).update({k: str(v) for k, v in keys.items()})
     return out
+
+
+def client_site(
+    own: dict[str, dict[str, str]], configured: dict[str, dict[str, str]]
+) -> dict[str, dict[str, str]]:
+    """A cluster's client configuration: what its clients need to find it (``own``: the
+    kind's addresses, replication), an empty core-site (Hadoop's FsShell refuses to start
+    without one), and every key the config set in its site files (``configured``), as one
+    configuration directory shared by daemons and clients gives them in a real deployment:
+    a client-side key (``dfs.checksum.type``, read by the HDFS client) set in ``hdfs-site``
+    must reach the client, or the run measures the default while the post says otherwise."""
+    return merge_site({"core-site": {}}, own, configured)

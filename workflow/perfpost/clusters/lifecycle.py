@@ -19,6 +19,7 @@ from perfpost.clusters.base import (
     ClusterSpec,
     Daemon,
     changed_keys,
+    client_site,
     fill_id,
     merge_site,
     site_defaults,
@@ -92,9 +93,7 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             )
         say(f"ready after {time.monotonic() - t0:.1f} s")
         kind.prepare()
-        # Hadoop's FsShell (`hdfs dfs`, `hadoop fs`, teragen's clean-up) refuses to start
-        # without a core-site.xml on its classpath, as every install has one: so does this.
-        dep.client = merge_site({"core-site": {}}, kind.client_site())
+        dep.client = client_site(kind.client_site(), fill_id(dep.spec.site, dep.scope))
         dep.values = kind.fields()
         first = dep.spec.hosts()[0]
         dep.version = kind.version_text(

@@ -143,10 +143,8 @@ class Hdfs(Kind):
 
     def client_site(self) -> dict[str, dict[str, str]]:
         hdfs = self.dep.site["hdfs-site"]
-        keys = {"dfs.replication": hdfs["dfs.replication"]}
-        # Keys the config set for clients (dfs.client.*) travel too.
-        keys.update({k: v for k, v in hdfs.items() if k.startswith("dfs.client.")})
-        return {"hdfs-site": keys}
+        # Every key the config set reaches clients too (perfpost.clusters.base.client_site).
+        return {"hdfs-site": {"dfs.replication": hdfs["dfs.replication"]}}
 
     def fields(self) -> dict[str, str]:
         uri = self.dep.site["core-site"]["fs.defaultFS"]

@@ -312,8 +312,7 @@ class Ozone(Kind):
                 "ozone.replication",
             )
         }
-        # Keys the config set for clients (ozone.client.*) travel too.
-        keys.update({k: v for k, v in site.items() if k.startswith("ozone.client.")})
+        # Every key the config set reaches clients too (perfpost.clusters.base.client_site).
         return {"ozone-site": keys}
 
     def fields(self) -> dict[str, str]:
