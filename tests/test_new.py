@@ -16,7 +16,7 @@ from perfpost.plan.loading import load_yaml
 from tests.conftest import BIN, ROOT, env_with_venv
 from tests.e2e import make_checkout, snakemake
 
-TOOLS = ("dd", "fio", "freon", "teragen")
+TOOLS = ("command", "dd", "fio", "freon", "teragen")
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -402,6 +402,10 @@ def test_long_listings_alike_show_the_first_and_what_each_other_changes():
         "without --copy-buffer=1"
     )
     assert post._changed(["a -t 8"], ["a --copy-buffer=1 -t 8"]) == "--copy-buffer=1"
+    # Another option in a value's place is named with the one it replaces.
+    assert post._changed(["dd bs=4k oflag=dsync"], ["dd bs=4k conv=notrunc"]) == (
+        "conv=notrunc instead of oflag=dsync"
+    )
     short = {"x": ["dd bs=1k"], "y": ["dd bs=4k"], "z": ["dd bs=1M"]}
     assert post.listings(short, {}, [])["lines"] == [
         "# x", "dd bs=1k", "# y", "dd bs=4k", "# z", "dd bs=1M"

@@ -66,9 +66,13 @@ def default_metric(tidy_df: pd.DataFrame, plot_metrics: Sequence[str]) -> str | 
 
 
 def experiment_comparisons(
-    tidy_df: pd.DataFrame, experiment: Mapping[str, Any], plot_metrics: Sequence[str]
+    tidy_df: pd.DataFrame,
+    experiment: Mapping[str, Any],
+    plot_metrics: Sequence[str],
+    better: Mapping[str, bool] | None = None,
 ) -> list[Row]:
-    """Every declared comparison of ``experiment``, per group of its other axes."""
+    """Every declared comparison of ``experiment``, per group of its other axes; ``better``:
+    whether more is better, by metric, where its unit does not say (a command's count)."""
     done = results(tidy_df)
     axes = list(experiment["axes"])
     out: list[Row] = []
@@ -96,7 +100,7 @@ def experiment_comparisons(
                 (labels, b, c, tuple(dict.fromkeys(bs["cell"])), tuple(dict.fromkeys(cs["cell"])))
             )
         # The groups of one entry are one family: Holm's correction counts them all.
-        hib = stats.HIGHER_IS_BETTER.get(unit)
+        hib = (better or {}).get(metric, stats.HIGHER_IS_BETTER.get(unit))
         found = stats.compare_all([(b, c, hib) for _, b, c, _, _ in groups])
         for (labels, b, c, b_cells, c_cells), result in zip(groups, found, strict=True):
             out.append(

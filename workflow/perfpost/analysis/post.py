@@ -311,6 +311,11 @@ def _words(body: Sequence[str]) -> list[str]:
     return [w for w in " ".join(body).split() if w != "\\"]
 
 
+def _key(word: str) -> str:
+    """An option's name in ``name=value`` (dd's ``oflag=dsync``); the word itself else."""
+    return word.split("=", 1)[0] if "=" in word else word
+
+
 def _changed(first: Sequence[str], other: Sequence[str]) -> str | None:
     """What ``other`` changes in ``first``, word by word ("-l FILE_PER_BLOCK -s 1048576",
     "without --copy-buffer=1"), a changed value with its flag; None past a few words."""
@@ -324,6 +329,15 @@ def _changed(first: Sequence[str], other: Sequence[str]) -> str | None:
             gone += a[i1:i2]
             continue
         new = b[j1:j2]
+        old = a[i1:i2]
+        if (
+            op == "replace"
+            and len(old) == len(new) == 1
+            and "=" in old[0] + new[0]
+            and _key(old[0]) != _key(new[0])
+        ):
+            said.append(f"{new[0]} instead of {old[0]}")  # another option, not a value
+            continue
         if j1 > 0 and b[j1 - 1].startswith("-") and not new[0].startswith("-"):
             new = [b[j1 - 1], *new]  # the value's flag with it
         said += new

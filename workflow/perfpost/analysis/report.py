@@ -60,6 +60,7 @@ from perfpost.analysis.systems import (
 )
 from perfpost.clusters.base import SETUP
 from perfpost.records import write_text_atomic
+from perfpost.tools.base import better, plot_metrics, table_metrics
 from perfpost.units import counted, format_seconds, metric_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -200,9 +201,12 @@ def render(
     hosts = list(experiment["hosts"])
     by = [*axes, "host"] if len(hosts) > 1 else list(axes)
     summary = stats.summarize(tidy_df, by)
-    plot_metrics = [m for m in adapter.PLOT_METRICS if m in set(summary["metric"])]
-    comparisons = compare.experiment_comparisons(tidy_df, experiment, adapter.PLOT_METRICS)
-    metric = _metric(experiment, comparisons, plot_metrics)
+    drawn = plot_metrics(adapter, experiment.get("params") or {})
+    plotted = [m for m in drawn if m in set(summary["metric"])]
+    comparisons = compare.experiment_comparisons(
+        tidy_df, experiment, drawn, better(adapter, experiment.get("params") or {})
+    )
+    metric = _metric(experiment, comparisons, plotted)
     failed = cells[cells["status"] != records.DONE]
     starts = pd.to_datetime(cells["start"].dropna(), utc=True, format="ISO8601")
     ends = pd.to_datetime(cells["end"].dropna(), utc=True, format="ISO8601")
@@ -228,7 +232,7 @@ def render(
     up = runorder.others_up(cells, runorder.cluster_lifetimes())
     findings += design.busy_host(up)
     checks = validity.checks(
-        tidy_df, cells, experiment, plot_metrics[0] if plot_metrics else None, resources_df
+        tidy_df, cells, experiment, plotted[0] if plotted else None, resources_df
     )
     # A cell's runs too few for a trend of their own are no caveat where the runs of every
     # cluster start were tested together for one (warm-up): that test had the power; the
@@ -257,8 +261,10 @@ def render(
         "n_done": int((cells["status"] == records.DONE).sum()),
         "overlap": overlap(cells),
         "run_order": runorder.sentence(experiment, cells, cluster_starts),
-        "summary": _summary(summary, axes, plot_metrics[0]) if plot_metrics else [],
-        "table": results_table(summary, axes, hosts, adapter.TABLE_METRICS),
+        "summary": _summary(summary, axes, plotted[0]) if plotted else [],
+        "table": results_table(
+            summary, axes, hosts, table_metrics(adapter, experiment.get("params") or {})
+        ),
         "runs": run_table(
             tidy_df, getattr(adapter, "RUN_TABLE", ()), cells, experiment.get("parts_axis")
         ),
@@ -267,7 +273,7 @@ def render(
             "header": compare.TABLE_HEADER,
             "rows": [compare.table_row(r) for r in comparisons],
         },
-        "outliers": _outliers(tidy_df, by, plot_metrics[0]) if plot_metrics else [],
+        "outliers": _outliers(tidy_df, by, plotted[0]) if plotted else [],
         "instrumented": instrumented.section(tidy_df, experiment),
         "precision": precision_section(tidy_df, experiment),
         "validity": checks,
@@ -388,7 +394,8 @@ def _post_context(
                 if (c.get("metric") or metric) == metric
             ],
         }
-        again = compare.experiment_comparisons(tidy_df, swapped, adapter.PLOT_METRICS)
+        drawn = plot_metrics(adapter, experiment.get("params") or {})
+        again = compare.experiment_comparisons(tidy_df, swapped, drawn)
         mine = [r for r in comparisons if r.metric == metric]
         said["lines"] += [
             x for x in verdicts.disagreements(mine, again, tidy_df, why) if x not in said["lines"]

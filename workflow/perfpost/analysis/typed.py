@@ -45,6 +45,10 @@ def line(text: str, env: Mapping[str, str], programs: Mapping[str, str] | None =
             exports.append(f"export {key}={shlex.quote(value)}")
     if not words:
         return [*exports, text]
+    if len(words) == 3 and words[0] in ("sh", "/bin/sh") and words[1] == "-c":
+        # A shell script as its author wrote it (a command tool's run: string), not
+        # quoted again inside sh -c '...'.
+        return [*exports, *words[2].strip().splitlines()]
     words = [(programs or {}).get(w, w) for w in words]
     return [*exports, wrap(words)]
 
@@ -83,6 +87,20 @@ def wrap(words: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def _commands(text: str) -> list[str]:
+    """A recorded measured step's command lines: one per line, but a shell script given to
+    ``sh -c`` (a command tool's ``run:``), whose lines are one argument, is one command."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return text.splitlines()
+    while words and (words[0] == "env" or _ASSIGN.match(words[0])):
+        words = words[1:]
+    if len(words) == 3 and words[:2] in (["sh", "-c"], ["/bin/sh", "-c"]) and "\n" in text:
+        return [text]
+    return text.splitlines()
+
+
 def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     """What a person types for one run of a cell, from its record: prepare steps, a dropped
     page cache, a background load, the measured command, and ``time sync`` after it."""
@@ -111,7 +129,7 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     if params.get("drop_cache"):
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
     lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]
-    lines += typed((rec.get("command") or "").splitlines())
+    lines += typed(_commands(rec.get("command") or ""))
     if "sync" in after:
         lines.append("time sync")
     # The environment once, first: a reader exports it once for every command.

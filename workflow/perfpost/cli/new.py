@@ -16,7 +16,7 @@ from typing import Any
 
 from perfpost.errors import PerfpostError
 
-TOOLS = ("dd", "fio", "freon", "teragen")
+TOOLS = ("command", "dd", "fio", "freon", "teragen")
 LOCALHOST = "localhost"
 # As the schema's hosts.propertyNames: a name a host may have in the inventory.
 _HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -26,6 +26,26 @@ _EXPERIMENT_NAME = _HOST_NAME
 # lines under ``params:``), the axis, the comparison and the repeats, and what a remote host
 # needs of its own (the inventory key whose ``provisioned`` delivers perfpost's runtime).
 _TOOLS: dict[str, dict[str, Any]] = {
+    "command": {
+        "name": "my-command",
+        "title": "A program of one's own: 100 MiB in 4 KiB vs 1 MiB blocks",
+        "description": "How long a command of one's own takes to write 100 MiB on each host, "
+        "read from the time it prints; here dd, in place of a lab's own script or tool.",
+        "params": [
+            "# Any program: a string runs in sh -c; {work} is the run's own directory.",
+            "run: dd if=/dev/zero of={work}/out bs={bs} count={count} conv=fsync",
+            "metrics:                      # each number, from the output (or file: ...)",
+            "  seconds: {regex: 'copied, (?P<value>[\\d.]+) s', unit: s}",
+            "  # calls: {json: summary.calls, unit: count, better: lower}",
+            "# version: dd --version         # its first line names the program's version",
+        ],
+        "axes": ["bs: [4k, 1M]", "count: [25600, 100]           # 100 MiB either way"],
+        "zip": "zip: [[bs, count]]             # they move together: 4k x 25600, 1M x 100",
+        "compare": "{name: 1M vs 4k, baseline: {bs: 4k}, candidate: {bs: 1M}, by: []}",
+        "after": False,
+        "host_key": None,
+        "page": "tools/command.md",
+    },
     "dd": {
         "name": "dd-writes",
         "title": "dd writes: 4 KiB vs 1 MiB blocks, one fsync after the last",

@@ -247,8 +247,11 @@ def _cmd_history_add(args: argparse.Namespace) -> int:
     primary = declared[0] if declared else None
     if primary is None:
         from perfpost import tools
+        from perfpost.tools.base import plot_metrics
 
-        primary = compare.default_metric(df, tools.get(exp["tool"]).PLOT_METRICS)
+        primary = compare.default_metric(
+            df, plot_metrics(tools.get(exp["tool"]), exp.get("params") or {})
+        )
     rows = store.rows(df, loaded, envs, primary, Path(args.results))
     if args.store:
         added = store.add(Path(args.store), rows)
@@ -316,6 +319,7 @@ def _not_applied(args: argparse.Namespace) -> list[Any]:
 def _cmd_figures(args: argparse.Namespace) -> int:
     from perfpost import tools
     from perfpost.analysis import design, parts, plots, tidy
+    from perfpost.tools.base import plot_metrics
 
     whole = json.loads(args.experiment), tidy.read(args.tidy)
     exp, df = parts.view(*whole)  # by job or group, where the plot asks
@@ -323,7 +327,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     keep = {*tidy.varying(df, list(exp["axes"])), exp["plot"].get("x"), exp["plot"].get("facet")}
     keep |= {a for group in exp.get("zip") or [] for a in group}
     labels = {a: list(v) for a, v in exp["axes"].items() if a in keep}
-    metrics = list(tools.get(exp["tool"]).PLOT_METRICS)
+    metrics = list(plot_metrics(tools.get(exp["tool"]), exp.get("params") or {}))
     facet, zips = exp["plot"].get("facet"), exp.get("zip") or []
     not_applied = _not_applied(args)
     ran = design.ran_by_axis(not_applied, df, list(labels))
@@ -401,7 +405,9 @@ def _cmd_figures(args: argparse.Namespace) -> int:
                 progress,
                 whole[1],
                 list(whole[0]["axes"]),
-                compare.default_metric(whole[1], tools.get(exp["tool"]).PLOT_METRICS),
+                compare.default_metric(
+                    whole[1], plot_metrics(tools.get(exp["tool"]), exp.get("params") or {})
+                ),
                 exp["title"],
                 Path(args.out_dir),
                 names={

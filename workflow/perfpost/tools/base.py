@@ -17,6 +17,10 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   file a provisioned runtime's install leaves when the host uses one (``tools`` is the
   config's ``tools:``); optionally ``for_clusters(params, clusters, host)``: the parameters
   with what the cell's clusters decide (freon runs the build its Ozone runs);
+- ``parse_run(params, logs, wall_time)`` where what a log says depends on the parameters
+  (a command's declared metrics): used instead of ``parse_cell``; ``plot_metrics(params)``,
+  ``table_metrics(params)`` and ``better(params)`` (metric -> whether more is better) where
+  the metrics do (see :func:`plot_metrics`);
 - ``plan``, ``version_argv``, ``parse_cell``, ``parse_text``, ``error_reason`` (the command
   builder and parser), ``describe`` (the post's method text), ``PLOT_METRICS``,
   ``TABLE_METRICS``, ``SYNC_ADJUST``, and ``parse_series`` where the tool reports progress
@@ -104,7 +108,9 @@ class Plan:
     files); ``drop_cache`` asks the runner to empty
     the page cache right before the measurement; ``measure`` runs concurrently and is timed on
     the host; ``background`` runs during ``measure`` and is stopped after it; ``remove``
-    runs after everything else, whatever the outcome (output outside the scratch directory).
+    runs after everything else, whatever the outcome (output outside the scratch directory);
+    ``outputs`` (name, path) are files the measured step wrote, copied back beside its logs
+    and parsed with them (a command's JSON report).
     """
 
     measure: tuple[Proc, ...]
@@ -112,6 +118,7 @@ class Plan:
     prepare: tuple[Proc, ...] = ()
     background: tuple[Proc, ...] = ()
     remove: tuple[Proc, ...] = ()
+    outputs: tuple[tuple[str, str], ...] = ()
     drop_cache: bool = False
     writes: bool = False
     description: str = ""
@@ -142,6 +149,25 @@ def primary_metric(adapter: Any, params: Mapping[str, Any]) -> str:
     target's): the tool's own choice where it has one, else its first plotted metric."""
     pick = getattr(adapter, "primary_metric", None)
     return pick(params) if pick else adapter.PLOT_METRICS[0]
+
+
+def plot_metrics(adapter: Any, params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics a post compares and draws, in order: the tool's own for these parameters
+    (a command's declared ones), else its fixed list."""
+    pick = getattr(adapter, "plot_metrics", None)
+    return tuple(pick(params)) if pick else tuple(adapter.PLOT_METRICS)
+
+
+def table_metrics(adapter: Any, params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics of the notebook's results table, as :func:`plot_metrics` picks them."""
+    pick = getattr(adapter, "table_metrics", None)
+    return tuple(pick(params)) if pick else tuple(adapter.TABLE_METRICS)
+
+
+def better(adapter: Any, params: Mapping[str, Any]) -> dict[str, bool]:
+    """Whether more is better, by metric, where the tool says so beyond the units."""
+    pick = getattr(adapter, "better", None)
+    return dict(pick(params)) if pick else {}
 
 
 def sync_adjusted(

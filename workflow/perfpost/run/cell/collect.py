@@ -38,6 +38,10 @@ def collect(cell: Attempt) -> dict[str, Any]:
         text = cell.read_log(f"{cell.logdir}/{proc.log}", proc.log) if proc.log else None
         if text is not None:
             texts[proc.log] = text
+    for name, path in plan.outputs:  # files the step wrote, read with its logs
+        text = cell.read_log(path, name)
+        if text is not None:
+            texts[name] = text
 
     if measured.timed_out:
         reason = f"timed out after {spec.timeout:g} s"
@@ -94,7 +98,10 @@ def collect(cell: Attempt) -> dict[str, Any]:
         cell.record["metrics"] = [m.__dict__ for m in metrics + fetched]
         return finish(cell, FAILED, reason)
     try:
-        parsed = cell.adapter.parse_cell(texts, wall_time=timing.elapsed)
+        if hasattr(cell.adapter, "parse_run"):
+            parsed = cell.adapter.parse_run(spec.params, texts, wall_time=timing.elapsed)
+        else:
+            parsed = cell.adapter.parse_cell(texts, wall_time=timing.elapsed)
         if hasattr(cell.adapter, "derive"):
             parsed += cell.adapter.derive(spec.params, parsed)
     except ParseError as e:
