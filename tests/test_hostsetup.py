@@ -66,6 +66,20 @@ def test_a_python_step_gets_a_connection_and_its_failure_is_its_output(localhost
     assert (bad["exit"], bad["output"]) == (1, "RuntimeError: no such pool\n")
 
 
+def test_a_python_step_that_overruns_is_timed_out_as_a_shell_step_is(
+    localhost, tmp_path, monkeypatch
+):
+    fab = tmp_path / "fab.py"
+    fab.write_text("import time\ndef stuck(c):\n    time.sleep(30)\n")
+    monkeypatch.setattr(hostsetup, "STEP_TIMEOUT", 0.5)
+    (d,) = hostsetup.run_steps(_node(localhost), "setup", [{"python": f"{fab}:stuck"}], None)
+    assert (d["exit"], d["timed_out"]) == (None, True)
+    assert d["seconds"] < 10  # not the 30 s the function sleeps
+    assert hostsetup.reason(d).startswith(
+        f"the setup of localhost failed at step 1 (`python {fab}:stuck`, timed out after 0.5 s)"
+    )
+
+
 def test_a_teardown_runs_once(localhost, tmp_path):
     count = tmp_path / "count"
     spec = setup_spec({"setup": [], "teardown": [{"run": f"echo x >> {count}"}]}, "localhost")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -86,6 +87,22 @@ def _call(step: Mapping[str, Any], host: Any) -> tuple[int, str]:
         return 1, out.getvalue() + f"{type(e).__name__}: {e}\n"
 
 
+def _call_bounded(
+    step: Mapping[str, Any], host: Any, timeout: float
+) -> tuple[int | None, str, bool]:
+    """:func:`_call` bounded in time as a shell step is: past ``timeout`` the step is
+    reported timed out (exit None) and its thread left behind, a daemon thread that ends
+    with this process (a Python function cannot be killed from outside)."""
+    got: list[tuple[int, str]] = []
+    worker = threading.Thread(target=lambda: got.append(_call(step, host)), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive() or not got:
+        return None, "", True
+    code, output = got[0]
+    return code, output, False
+
+
 def run_steps(node: Any, phase: str, steps: list[Mapping[str, Any]], log: Any) -> list[dict]:
     """Run ``steps`` on ``node`` (a cluster :class:`~perfpost.clusters.base.Node`) in order,
     stopping at the first that fails; what each did, as the state keeps it."""
@@ -93,8 +110,7 @@ def run_steps(node: Any, phase: str, steps: list[Mapping[str, Any]], log: Any) -
     for i, step in enumerate(steps, start=1):
         t0 = time.time()
         if "python" in step:
-            code, output = _call(step, node.host)
-            timed_out = False
+            code, output, timed_out = _call_bounded(step, node.host, STEP_TIMEOUT)
         else:
             got = node.host.run(script(step), STEP_TIMEOUT, force=True)
             timed_out = bool(got.timed_out)
