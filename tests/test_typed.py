@@ -1,6 +1,8 @@
 """Commands as a person types them (perfpost.analysis.typed), from records as perfpost keeps
 them: the expected listings are written out here by hand."""
 
+import shlex
+
 from perfpost.analysis import typed
 
 WORK = "/var/tmp/perfpost/perfpost-0123456789ab"
@@ -47,3 +49,24 @@ def test_concurrent_readers_read_as_one_loop_in_the_background():
 def test_shell_operators_are_not_quoted():
     assert typed.line("a && b > /tmp/x 2>&1", {}) == ["a && b > /tmp/x 2>&1"]
     assert typed.line("echo 'two words'", {}) == ["echo 'two words'"]
+
+
+def test_a_shell_script_reads_as_its_author_wrote_it_not_inside_sh_c():
+    # A command tool's run: a script of three lines, recorded as sh -c with its lines in one
+    # argument (as shlex.join quotes it), the run's directory in it.
+    script = f"for i in 1 2; do\n  dd if=/dev/zero of={WORK}/f$i bs=4k count=1\ndone"
+    record = {
+        "workdir": WORK,
+        "params": {"dir": "/var/tmp/perfpost", "env": {"LC_ALL": "C"}},
+        "command": f"env LC_ALL=C sh -c {shlex.quote(script)}",
+    }
+    assert typed.cell_listing(record, []) == [
+        "export LC_ALL=C",
+        "for i in 1 2; do",
+        "  dd if=/dev/zero of=/var/tmp/perfpost/f$i bs=4k count=1",
+        "done",
+    ]
+    # One line: the same, unquoted.
+    assert typed.line("sh -c 'strace -c -o s.txt dd count=1'", {}) == [
+        "strace -c -o s.txt dd count=1"
+    ]
