@@ -13,8 +13,8 @@ def comparison(change, low, high, n=5, verdict="worse", tests=1, p_adjusted=0.00
     return stats.Comparison(
         n_base=n,
         n_cand=n,
-        median_base=1.0,
-        median_cand=1.0 + change,
+        median_base=over.pop("median_base", 1.0),
+        median_cand=over.pop("median_cand", 1.0 + change),
         change=change,
         ci_low=low,
         ci_high=high,
@@ -216,6 +216,21 @@ def test_a_cache_called_a_disk_voids_a_contrast_with_it_not_one_within_it():
     within = row("b vs a", comparison(0.3, 0.1, 0.5), base_cells=("a",), cand_cells=("b",))
     assert post.undermined_by(contrast, [f]) is f
     assert post.undermined_by(within, [f]) is None
+
+
+def test_a_count_is_claimed_as_the_two_counts():
+    # strace's fsync calls: 1 in every run with conv=fsync, 0 with oflag=dsync.
+    r = row(
+        "a sync on every write vs one at the end",
+        comparison(-1.0, -1.0, -1.0, verdict="better", median_base=1.0, median_cand=0.0),
+        unit="count",
+        metric="fsync_calls",
+    )
+    assert verdicts.claim(r) == (
+        "A sync on every write: 0 fsync calls against 1 with one at the end (medians; 95% CI "
+        "of the change -100.0% to -100.0%, 5 runs each)"
+    )
+    assert verdicts.plain(r) == "A sync on every write: 0 fsync calls against 1 with one at the end"
 
 
 def test_claims_come_first_and_the_conclusion_restates_them():

@@ -18,6 +18,7 @@ from perfpost.analysis.design import Finding
 from perfpost.units import format_value, metric_label
 
 HIGHER = ("B/s", "1/s")  # units of which more is better
+COUNTED = ("count",)  # units a claim states as the two counts
 
 
 def _sides(row: Row) -> tuple[str, str]:
@@ -66,6 +67,16 @@ def claim(row: Row) -> str:
         if row.unit == "s"
         else (None, "higher", "lower")
     )
+    if row.unit in COUNTED:
+        # A count reads as the two counts, not as a share of one ("100% lower" for 1 -> 0).
+        def n(x: float) -> str:
+            return format_value(x, "count").strip()
+
+        return (
+            f"{capital(cand)}: {n(r.median_cand)} {label} against {n(r.median_base)} with "
+            f"{base}{group} (medians; 95% CI of the change {_signed(r.ci_low)} to "
+            f"{_signed(r.ci_high)}, {_runs(r)})"
+        )
     if as_ and r.change >= 1:
         said = f"{_times(1 + r.change)} times as {as_} as {base}"
         ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
