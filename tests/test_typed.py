@@ -70,3 +70,19 @@ def test_a_shell_script_reads_as_its_author_wrote_it_not_inside_sh_c():
     assert typed.line("sh -c 'strace -c -o s.txt dd count=1'", {}) == [
         "strace -c -o s.txt dd count=1"
     ]
+
+
+def test_a_long_script_line_wraps_outside_its_quotes_and_keeps_them():
+    script = (
+        "java -Dlog4j.configuration=file:/opt/hdfs/conf/log4j.properties -cp '/opt/hdfs/lib/*' "
+        "org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark -fs hdfs://nn:8020 "
+        "-op create -threads 4 -files 2000 -filesPerDir 1000"
+    )
+    (got,) = typed.line(f"sh -c {shlex.quote(script)}", {})
+    lines = got.splitlines()
+    assert len(lines) == 3
+    assert lines[1].startswith("  ")
+    assert "'/opt/hdfs/lib/*'" in got  # its quotes kept: the * stays for java to expand
+    # The lines, joined back, are the script: the shell reads the same words.
+    assert shlex.split(got.replace("\\\n", " ")) == shlex.split(script)
+    assert all(len(x) <= typed.WIDTH + 2 for x in lines)

@@ -48,13 +48,41 @@ def line(text: str, env: Mapping[str, str], programs: Mapping[str, str] | None =
     if len(words) == 3 and words[0] in ("sh", "/bin/sh") and words[1] == "-c":
         # A shell script as its author wrote it (a command tool's run: string), not
         # quoted again inside sh -c '...'.
-        return [*exports, *words[2].strip().splitlines()]
+        lines = words[2].strip().splitlines()
+        return [*exports, *(wrap_raw(x) if len(x) > WIDTH else x for x in lines)]
     words = [(programs or {}).get(w, w) for w in words]
     return [*exports, wrap(words)]
 
 
 WIDTH = 80  # a listing's lines, as a blog's code block shows them without scrolling
 SHELL_OPERATORS = frozenset({"&", "&&", "||", ";", "|", ">", ">>", "<", "2>&1", "2>", "&>"})
+
+
+def wrap_raw(text: str) -> str:
+    """A shell line as its author wrote it, continued with backslashes at spaces outside
+    quotes where it would pass :data:`WIDTH`; nothing in it re-quoted, so ``$i`` and
+    ``'lib/*'`` mean what they meant."""
+    parts, current, quote = [], "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == " ":
+            parts.append(current)
+            current = ""
+            continue
+        current += ch
+    parts.append(current)
+    out, line = [], ""
+    for w in (p for p in parts if p):
+        if line and len(line) + 1 + len(w) > WIDTH:
+            out.append(line + " \\")
+            line = "  " + w
+        else:
+            line = f"{line} {w}" if line else w
+    out.append(line)
+    return "\n".join(out)
 
 
 def wrap(words: Sequence[str]) -> str:

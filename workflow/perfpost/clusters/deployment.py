@@ -55,6 +55,11 @@ class Kind:
     ROLES: ClassVar[dict[str, tuple[int, int | None]]]  # role -> (fewest, most hosts)
     START_ORDER: ClassVar[tuple[str, ...]]  # roles, in the order they are started
     FIELDS: ClassVar[dict[str, str]]  # what `{<cluster>.<field>}` gives a cell's params
+    # Fields every kind gives besides its own.
+    COMMON_FIELDS: ClassVar[dict[str, str]] = {
+        "home": "the install the cluster runs, on its first host: a client there can run its "
+        "jars (java -cp '{cluster.home}/lib/*' ..., the benchmarks in Hadoop's test jars)",
+    }
     # What a daemon's log may say that changes what was measured (a setting it ignored):
     # (pattern, the post's sentence with the pattern's groups as {0}, {1}...), and where the
     # daemon ran another value than a setting asked, that setting's key: the pattern's groups

@@ -94,8 +94,8 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
         say(f"ready after {time.monotonic() - t0:.1f} s")
         kind.prepare()
         dep.client = client_site(kind.client_site(), fill_id(dep.spec.site, dep.scope))
-        dep.values = kind.fields()
         first = dep.spec.hosts()[0]
+        dep.values = {"home": dep.home[first], **kind.fields()}
         dep.version = kind.version_text(
             dep.node(first).sh(kind.version_command(dep.home[first]), what="version")
         )

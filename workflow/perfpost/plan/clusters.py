@@ -143,7 +143,8 @@ def cell_clusters(
                 f"{{{f}}} names no cluster of this cell (its clusters: "
                 f"{', '.join(s.name for s in specs) or 'none; set cluster:'})",
             )
-        known = clusters.get(spec.kind).FIELDS
+        kind = clusters.get(spec.kind)
+        known = {**kind.FIELDS, **kind.COMMON_FIELDS}
         if attr not in known:
             raise ConfigError(
                 f"{where}.params",
