@@ -154,3 +154,20 @@ def test_the_method_names_the_command_and_each_declaration():
     # A script of several lines is not put in one line of code: the listing has it.
     script = {"params": {"run": "a\nb", "metrics": {}}}
     assert "a shell script of its own" in command.describe(script)[0]
+
+
+def test_a_failed_runs_reason_is_the_line_that_names_the_error():
+    # NNThroughputBenchmark without hadoop-common's test jar, as its log ended here.
+    trace = """log4j:WARN No appenders could be found for logger (org.apache.hadoop.util.Shell).
+Exception in thread "main" java.lang.NoClassDefFoundError: org/apache/hadoop/test/GenericTestUtils
+\tat org.apache.hadoop.hdfs.DFSTestUtil.setNameNodeLogLevel(DFSTestUtil.java:2021)
+Caused by: java.lang.ClassNotFoundException: org.apache.hadoop.test.GenericTestUtils
+\tat java.base/java.lang.ClassLoader.loadClass(ClassLoader.java:525)
+\t... 8 more
+"""
+    assert command.error_reason({"command.log": trace}) == (
+        "command.log: Caused by: java.lang.ClassNotFoundException: "
+        "org.apache.hadoop.test.GenericTestUtils"
+    )
+    assert command.error_reason({"command.log": "one\nlast words\n"}) == "command.log: last words"
+    assert command.error_reason({"command.log": ""}) is None

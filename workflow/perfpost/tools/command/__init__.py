@@ -15,6 +15,7 @@ face (its schema, command builder and method text).
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -168,10 +169,17 @@ def better(params: Mapping[str, Any]) -> dict[str, bool]:
     return {name: d.higher for name, d in declared(params).items() if d.higher is not None}
 
 
+_ERROR = re.compile(r"\b\w*(?:Exception|Error)\b|\berror\b|\bfailed\b", re.I)
+
+
 def error_reason(texts: Mapping[str, str]) -> str | None:
-    """The command's last line of output, for a failed run's reason."""
-    lines = (texts.get(LOG) or "").strip().splitlines()
-    return f"{LOG}: {lines[-1]}" if lines else None
+    """For a failed run's reason: the command's last line that names an error (a Java
+    stack trace ends in "... 8 more", its cause above), else its last line."""
+    lines = [x for x in (texts.get(LOG) or "").strip().splitlines() if x.strip()]
+    if not lines:
+        return None
+    named = [x for x in lines if _ERROR.search(x) and not x.lstrip().startswith("at ")]
+    return f"{LOG}: {(named or lines)[-1].strip()}"
 
 
 def describe(experiment: Mapping[str, Any], results: Any = None) -> list[str]:
