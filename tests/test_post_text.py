@@ -332,6 +332,19 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
         "HDFS with buffer=default; 6.1 s for Ozone, 4.2 s for HDFS with buffer=one-byte "
         "(medians)."
     )
+    # The conclusion says what the elapsed time claimed, not only that the rate did not.
+    assert verdicts.elapsed_claims([rate], [elapsed]) == [
+        "Ozone: 40% longer than HDFS with buffer=one-byte"
+    ]
+    said = post.answer([rate], [], [])
+    said["elapsed"] = verdicts.elapsed_claims([rate], [elapsed])
+    assert post.conclusion(said, [], {}) == (
+        "The one comparison showed no difference in rate at these numbers of runs "
+        "(these runs could not have told apart differences smaller than about 20%): "
+        "more runs a cell, or a quieter machine, would tell smaller differences apart. On the "
+        "elapsed time, which holds the client's start-up: Ozone: 40% longer than HDFS with "
+        "buffer=one-byte."
+    )
     # Agreement (a higher rate, a shorter time: both "better") says nothing.
     up = row("x vs y", comparison(0.3, 0.1, 0.5, verdict="better"))
     down = row("x vs y", comparison(-0.2, -0.3, -0.1, verdict="better"), unit="s")

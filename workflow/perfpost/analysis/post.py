@@ -124,6 +124,7 @@ def answer(
         "claims": summed(claimed, compared),
         "claimed": len(claimed),
         "compared": len(compared),
+        "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
             r.result.detectable
             for r in compared
@@ -506,6 +507,15 @@ def conclusion(
     caveats = (
         " Read it with the caveats above." if [f for f in findings if not f.undermines] else ""
     )
+    if said.get("elapsed"):
+        # What the elapsed time claimed where the rate did not: said above, and here too, so
+        # that "no difference" is not read as the whole answer.
+        caveats = (
+            " On the elapsed time, which holds the client's start-up: "
+            + "; ".join(said["elapsed"])
+            + "."
+            + caveats
+        )
     unanswered = (
         f" Not answered here: {'; '.join(said['unanswered'])}.{what_would}"
         if said.get("unanswered")
@@ -524,15 +534,21 @@ def conclusion(
         return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{unanswered}{caveats}"
     if said.get("compared"):
         floors = said.get("floors") or []
+        lo, hi = (f"{min(floors):.0%}", f"{max(floors):.0%}") if floors else ("", "")
         floor = (
-            f" (these runs could not have told apart differences smaller than about "
-            f"{min(floors):.0%} to {max(floors):.0%})"
+            " (these runs could not have told apart differences smaller than about "
+            + (lo if lo == hi else f"{lo} to {hi}")
+            + ")"
             if floors
             else ""
         )
+        # Where the elapsed time claimed what the metric did not, the metric is named.
+        of = f" in {said['label']}" if said.get("elapsed") and said.get("label") else ""
+        n = said["compared"]
+        which = "The one comparison" if n == 1 else f"None of the {n} comparisons"
         return (
-            f"None of the {said['compared']} comparisons showed a difference at these numbers "
-            f"of runs{floor}: more runs a cell, or a quieter machine, would tell smaller "
+            f"{which} showed {'no' if n == 1 else 'a'} difference{of} at these numbers of "
+            f"runs{floor}: more runs a cell, or a quieter machine, would tell smaller "
             f"differences apart.{caveats}"
         )
     return f"{lines[0].rstrip('.')}.{caveats}"

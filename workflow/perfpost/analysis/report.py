@@ -400,6 +400,7 @@ def _post_context(
         said["lines"] += [
             x for x in verdicts.disagreements(mine, again, tidy_df, why) if x not in said["lines"]
         ]
+        said["elapsed"] = verdicts.elapsed_claims(mine, again)
     keep = list(said["lead_cells"])
     roles = _roles(experiment, clusters)
     names = _names(tidy_df, cells, axes, checked.labels)

@@ -299,15 +299,10 @@ def not_compared(row: Row, f: Finding) -> str:
 # -- when the rate and the elapsed time disagree --------------------------------------------
 
 
-def disagreements(
-    rows: Sequence[Row], other: Sequence[Row], tidy_df: pd.DataFrame, why_metric: str | None
-) -> list[str]:
-    """Sentences for the comparisons whose verdict on the run's elapsed time (``other``, the
-    same comparisons on that metric) differs from the verdict on their own metric, one a
-    comparison whatever its groups: the verdicts on the elapsed time, and the start-up
-    (``why_metric``) each side took, which the elapsed time holds and the rate does not."""
-    done = tidy_df[tidy_df["status"] == "done"]
-    found: dict[str, list[tuple[str, str, str]]] = {}  # comparison -> its groups' verdicts
+def _disagreeing(rows: Sequence[Row], other: Sequence[Row]) -> list[tuple[Row, Row]]:
+    """The pairs (a comparison on its metric, the same on the elapsed time) whose verdicts
+    differ: one claims and the other does not, or they claim opposite ways."""
+    out = []
     for a, b in zip(rows, other, strict=False):
         if a.control or a.group != b.group or a.name != b.name:
             continue
@@ -318,6 +313,26 @@ def disagreements(
         # shorter time): the same verdict is agreement.
         if a.result.significant == b.result.significant and (not a.result.significant or va == vb):
             continue
+        out.append((a, b))
+    return out
+
+
+def elapsed_claims(rows: Sequence[Row], other: Sequence[Row]) -> list[str]:
+    """What the elapsed time claims where the metric did not (for a conclusion): "Ozone:
+    72% longer than HDFS with buffer=default"."""
+    return [plain(b) for a, b in _disagreeing(rows, other) if b.result.significant]
+
+
+def disagreements(
+    rows: Sequence[Row], other: Sequence[Row], tidy_df: pd.DataFrame, why_metric: str | None
+) -> list[str]:
+    """Sentences for the comparisons whose verdict on the run's elapsed time (``other``, the
+    same comparisons on that metric) differs from the verdict on their own metric, one a
+    comparison whatever its groups: the verdicts on the elapsed time, and the start-up
+    (``why_metric``) each side took, which the elapsed time holds and the rate does not."""
+    done = tidy_df[tidy_df["status"] == "done"]
+    found: dict[str, list[tuple[str, str, str]]] = {}  # comparison -> its groups' verdicts
+    for a, b in _disagreeing(rows, other):
         shown_b = claim(b) if b.result.significant else no_claim(b)
         why = ""
         if why_metric:
