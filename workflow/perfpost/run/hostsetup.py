@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -94,10 +95,14 @@ def _call_bounded(
     reported timed out (exit None) and its thread left behind, a daemon thread that ends
     with this process (a Python function cannot be killed from outside)."""
     got: list[tuple[int, str]] = []
+    streams = sys.stdout, sys.stderr
     worker = threading.Thread(target=lambda: got.append(_call(step, host)), daemon=True)
     worker.start()
     worker.join(timeout)
     if worker.is_alive() or not got:
+        # _call redirects this process's stdout and stderr while the function runs: the
+        # run's own output goes back where it went, the step's keeps to its buffer.
+        sys.stdout, sys.stderr = streams
         return None, "", True
     code, output = got[0]
     return code, output, False
