@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -99,6 +100,12 @@ def planned_records(workdir: Path) -> list[str]:
     result = snakemake(workdir, "-n", "--cores", "2", "report")
     assert result.returncode == 0, result.stdout + result.stderr
     return sorted(set(re.findall(r"output: (results/\S+/record\.json)", result.stdout)))
+
+
+def records(work: Path, experiment: str) -> list[dict]:
+    """Every attempt's record of ``experiment`` under ``work``, each with its ``path``."""
+    paths = sorted((work / "results" / experiment / "cells").glob("*/*/r*/attempt-*/record.json"))
+    return [{**json.loads(p.read_text()), "path": p} for p in paths]
 
 
 def front_matter(text: str) -> dict:

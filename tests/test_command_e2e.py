@@ -5,7 +5,6 @@ the time it printed, strace's own table read column by column here."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 
@@ -14,7 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, notebook_of, snakemake
+from tests.e2e import make_checkout, notebook_of, records, snakemake
 
 pytestmark = pytest.mark.e2e
 
@@ -41,11 +40,6 @@ def run(tmp_path_factory):
     result = snakemake(work, "--cores", "2", "report", timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return work
-
-
-def records(work, experiment: str) -> list[dict]:
-    paths = sorted((work / "results" / experiment / "cells").glob("*/*/r*/attempt-*/record.json"))
-    return [{**json.loads(p.read_text()), "path": p} for p in paths]
 
 
 def values(work, experiment: str, rec: dict) -> dict[str, float]:

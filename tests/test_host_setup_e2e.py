@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import env_with_venv, host_spec, snakemake_bin
-from tests.e2e import make_checkout, notebook_of, stop_run
+from tests.e2e import make_checkout, notebook_of, records, stop_run
 
 pytestmark = pytest.mark.e2e
 HOSTS = ["h1", "h2", "h3"]
@@ -78,13 +78,6 @@ def states(work: Path) -> dict[str, dict]:
         state = json.loads(f.read_text())
         out.setdefault(state["deployment"]["spec"]["roles"]["host"][0], []).append(state)
     return out
-
-
-def records(work: Path, exp: str) -> list[dict]:
-    return [
-        json.loads(p.read_text())
-        for p in sorted((work / "results" / exp).glob("cells/*/*/r*/attempt-*/record.json"))
-    ]
 
 
 @pytest.fixture(scope="module")

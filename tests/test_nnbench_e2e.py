@@ -5,14 +5,12 @@ here from its log line by line: "Ops per sec", "Elapsed Time" (ms) and "# operat
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, snakemake
+from tests.e2e import make_checkout, records, snakemake
 from tests.test_clusters_e2e import cluster_dir, java_daemons  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
@@ -45,12 +43,11 @@ def said(log: str, label: str) -> str:
 
 def test_every_rate_is_the_benchmarks_own(run):
     tidy = pd.read_csv(run / "results" / "nn-create" / "tidy.csv")
-    recs = sorted((run / "results" / "nn-create" / "cells").glob("*/*/r*/attempt-*/record.json"))
+    recs = records(run, "nn-create")
     assert len(recs) == 4  # 2 thread counts x 2 runs
-    for path in recs:
-        rec = json.loads(path.read_text())
+    for rec in recs:
         assert rec["status"] == "done", rec["reason"]
-        log = (path.parent / "raw" / "command.log").read_text()
+        log = (rec["path"].parent / "raw" / "command.log").read_text()
         assert int(said(log, "# operations")) == FILES
         rows = tidy[(tidy["cell"] == rec["cell"]) & (tidy["repeat"] == rec["repeat"])]
         v = dict(zip(rows["metric"], rows["value"], strict=True))

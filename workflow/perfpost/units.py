@@ -40,6 +40,9 @@ BASE_UNITS: dict[str, str] = {
     "an instrumented client)",
 }
 
+# Whether more is better, by unit: a rate's more, a time's less; the others say nothing.
+HIGHER_IS_BETTER = {"B/s": True, "1/s": True, "s": False, "ms": False}
+
 # Bytes in YARN's memory "MB", which is a MiB (ResourceInformation.MEMORY_MB has units "Mi";
 # a container of 1024 MB has 2^30 bytes): MB-seconds times this are byte-seconds.
 YARN_MB = 2**20
@@ -124,16 +127,16 @@ def parse_size(text: str | int) -> int:
 
 
 # Units as coreutils prints them in rates and human sizes ("164 MB/s", "1.0 GB", "954 MiB").
-_HUMAN = {"B": 1, "kB": 1000, "KB": 1000, "KiB": 1024}
+HUMAN_UNITS = {"B": 1, "kB": 1000, "KB": 1000, "KiB": 1024}
 for _i, _p in enumerate(_POWERS, start=1):
-    _HUMAN[_p + "B"] = 1000**_i
-    _HUMAN[_p + "iB"] = 1024**_i
+    HUMAN_UNITS[_p + "B"] = 1000**_i
+    HUMAN_UNITS[_p + "iB"] = 1024**_i
 
 
 def human_unit_factor(unit: str) -> float:
     """Bytes per unit for a unit as coreutils prints it (``kB``, ``MB``, ``GiB``, ...)."""
     try:
-        return _HUMAN[unit]
+        return HUMAN_UNITS[unit]
     except KeyError:
         raise UnitError(f"unknown unit {unit!r}") from None
 

@@ -25,7 +25,7 @@ import pandas as pd
 from perfpost.analysis import stats
 from perfpost.analysis.tidy import results
 from perfpost.plan import matrix
-from perfpost.units import format_value, metric_label, rate_scale
+from perfpost.units import HIGHER_IS_BETTER, format_value, metric_label, rate_scale
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def experiment_comparisons(
                 (labels, b, c, tuple(dict.fromkeys(bs["cell"])), tuple(dict.fromkeys(cs["cell"])))
             )
         # The groups of one entry are one family: Holm's correction counts them all.
-        hib = (better or {}).get(metric, stats.HIGHER_IS_BETTER.get(unit))
+        hib = (better or {}).get(metric, HIGHER_IS_BETTER.get(unit))
         found = stats.compare_all([(b, c, hib) for _, b, c, _, _ in groups])
         for (labels, b, c, b_cells, c_cells), result in zip(groups, found, strict=True):
             out.append(
@@ -326,7 +326,7 @@ def compare_tables(
     compared: list[stats.Comparison | None] = [None] * len(found)
     for metric in dict.fromkeys(f[2] for f in found):
         idx = [i for i, f in enumerate(found) if f[2] == metric]
-        family = [(found[i][4], found[i][5], stats.HIGHER_IS_BETTER.get(found[i][3])) for i in idx]
+        family = [(found[i][4], found[i][5], HIGHER_IS_BETTER.get(found[i][3])) for i in idx]
         for i, result in zip(idx, stats.compare_all(family), strict=True):
             compared[i] = result
     return [

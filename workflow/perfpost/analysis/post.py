@@ -81,6 +81,7 @@ def answer(
     # Claims first, then the rest, each in the order the config declared them.
     ordered = sorted(rows, key=lambda r: (r.control, not r.result.significant))
     plain_no: list[Row] = []
+    claimed: list[Row] = []  # claimed and no design check undermines them
     for row in ordered:
         f = None if row.control else undermined_by(row, findings, on_disk)
         if row.control:
@@ -95,6 +96,7 @@ def answer(
                 weak.append((f"{text}; {f.short or 'see the caveats'}", 1))
         elif row.result.significant:
             sound.append((claim(row), 1))
+            claimed.append(row)
         else:
             plain_no.append(row)
     # A comparison's groups that did not differ are one sentence, not one a group.
@@ -110,9 +112,6 @@ def answer(
     cannot = [f.headline or f.caveat for f in said_findings] if compared and not sound else []
     # What could not be answered beside what could.
     unanswered = [f.headline for f in said_findings if f.headline] if sound else []
-    claimed = [
-        r for r in compared if r.result.significant and undermined_by(r, findings, on_disk) is None
-    ]
     lead = next((r for r in ordered if not r.control), None)
     if lead is not None:
         f = undermined_by(lead, findings, on_disk)

@@ -201,10 +201,11 @@ def render(
     hosts = list(experiment["hosts"])
     by = [*axes, "host"] if len(hosts) > 1 else list(axes)
     summary = stats.summarize(tidy_df, by)
-    drawn = plot_metrics(adapter, experiment.get("params") or {})
+    params = experiment.get("params") or {}
+    drawn = plot_metrics(adapter, params)
     plotted = [m for m in drawn if m in set(summary["metric"])]
     comparisons = compare.experiment_comparisons(
-        tidy_df, experiment, drawn, better(adapter, experiment.get("params") or {})
+        tidy_df, experiment, drawn, better(adapter, params)
     )
     metric = _metric(experiment, comparisons, plotted)
     failed = cells[cells["status"] != records.DONE]
@@ -262,9 +263,7 @@ def render(
         "overlap": overlap(cells),
         "run_order": runorder.sentence(experiment, cells, cluster_starts),
         "summary": _summary(summary, axes, plotted[0]) if plotted else [],
-        "table": results_table(
-            summary, axes, hosts, table_metrics(adapter, experiment.get("params") or {})
-        ),
+        "table": results_table(summary, axes, hosts, table_metrics(adapter, params)),
         "runs": run_table(
             tidy_df, getattr(adapter, "RUN_TABLE", ()), cells, experiment.get("parts_axis")
         ),

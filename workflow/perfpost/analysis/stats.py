@@ -107,7 +107,6 @@ CONFIDENCE = 1 - ALPHA
 # Largest m * n whose exact null distribution of U is computed (100 runs a side); beyond it
 # the normal approximation is as good and the exact one costs seconds.
 EXACT_MAX_PAIRS = 10_000
-HIGHER_IS_BETTER = {"B/s": True, "1/s": True, "s": False, "ms": False}
 
 TOO_FEW = "too few runs to say"
 NO_DIFFERENCE = "no significant difference"

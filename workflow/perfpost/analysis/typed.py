@@ -45,10 +45,11 @@ def line(text: str, env: Mapping[str, str], programs: Mapping[str, str] | None =
             exports.append(f"export {key}={shlex.quote(value)}")
     if not words:
         return [*exports, text]
-    if len(words) == 3 and words[0] in ("sh", "/bin/sh") and words[1] == "-c":
+    script = _script(words)
+    if script is not None:
         # A shell script as its author wrote it (a command tool's run: string), not
         # quoted again inside sh -c '...'.
-        lines = words[2].strip().splitlines()
+        lines = script.strip().splitlines()
         return [*exports, *(wrap_raw(x) if len(x) > WIDTH else x for x in lines)]
     words = [(programs or {}).get(w, w) for w in words]
     return [*exports, wrap(words)]
@@ -74,15 +75,28 @@ def wrap_raw(text: str) -> str:
             continue
         current += ch
     parts.append(current)
-    out, line = [], ""
-    for w in (p for p in parts if p):
-        if line and len(line) + 1 + len(w) > WIDTH:
-            out.append(line + " \\")
-            line = "  " + w
+    return _pack([p for p in parts if p])
+
+
+def _pack(units: Sequence[str]) -> str:
+    """``units`` (words, or an option with its value) on lines of at most :data:`WIDTH`,
+    each line continued with a backslash and the next indented."""
+    out, current = [], ""
+    for u in units:
+        if current and len(current) + 1 + len(u) > WIDTH:
+            out.append(current + " \\")
+            current = "  " + u
         else:
-            line = f"{line} {w}" if line else w
-    out.append(line)
+            current = f"{current} {u}" if current else u
+    out.append(current)
     return "\n".join(out)
+
+
+def _script(words: Sequence[str]) -> str | None:
+    """The script of ``sh -c SCRIPT``, None for any other command."""
+    if len(words) == 3 and words[0] in ("sh", "/bin/sh") and words[1] == "-c":
+        return words[2]
+    return None
 
 
 def wrap(words: Sequence[str]) -> str:
@@ -104,15 +118,7 @@ def wrap(words: Sequence[str]) -> str:
             units[-1] = f"{last} {q}"
         else:
             units.append(q)
-    out, current = [], ""
-    for u in units:
-        if current and len(current) + 1 + len(u) > WIDTH:
-            out.append(current + " \\")
-            current = "  " + u
-        else:
-            current = f"{current} {u}" if current else u
-    out.append(current)
-    return "\n".join(out)
+    return _pack(units)
 
 
 def _commands(text: str) -> list[str]:
@@ -124,7 +130,7 @@ def _commands(text: str) -> list[str]:
         return text.splitlines()
     while words and (words[0] == "env" or _ASSIGN.match(words[0])):
         words = words[1:]
-    if len(words) == 3 and words[:2] in (["sh", "-c"], ["/bin/sh", "-c"]) and "\n" in text:
+    if _script(words) is not None and "\n" in text:
         return [text]
     return text.splitlines()
 

@@ -15,9 +15,9 @@ import pandas as pd
 from perfpost.analysis import stats
 from perfpost.analysis.compare import Row, undetectable
 from perfpost.analysis.design import Finding
-from perfpost.units import format_value, metric_label
+from perfpost.units import HIGHER_IS_BETTER, format_value, metric_label
 
-HIGHER = ("B/s", "1/s")  # units of which more is better
+HIGHER = tuple(u for u, up in HIGHER_IS_BETTER.items() if up)  # units of which more is better
 COUNTED = ("count",)  # units a claim states as the two counts
 
 
@@ -49,6 +49,16 @@ def capital(text: str) -> str:
     return text[:1].upper() + text[1:] if text and not text.startswith("`") else text
 
 
+def _words_for(unit: str) -> tuple[str | None, str, str]:
+    """A claim's words for a unit: a rate "times as fast", "faster", "slower"; a time "long",
+    "longer", "shorter"; anything else only "higher" and "lower" (no "times as")."""
+    if unit in HIGHER:
+        return "fast", "faster", "slower"
+    if unit == "s":
+        return "long", "longer", "shorter"
+    return None, "higher", "lower"
+
+
 def claim(row: Row) -> str:
     """A claimed difference in plain words: "Ozone: 40% slower than HDFS with
     buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)" (a colon, not "was": a side's
@@ -57,16 +67,6 @@ def claim(row: Row) -> str:
     cand, base = _sides(row)
     group = f" with {row.group}" if row.group else ""
     label = metric_label(row.metric).lower()
-    lo, hi = sorted((r.ci_low, r.ci_high), key=abs)  # type: ignore[arg-type]
-    up = r.change > 0
-    # A rate and a time say "times as" past a doubling; any other metric in percent.
-    as_, more, less = (
-        ("fast", "faster", "slower")
-        if row.unit in HIGHER
-        else ("long", "longer", "shorter")
-        if row.unit == "s"
-        else (None, "higher", "lower")
-    )
     if row.unit in COUNTED:
         # A count reads as the two counts, not as a share of one ("100% lower" for 1 -> 0).
         def n(x: float) -> str:
@@ -77,6 +77,10 @@ def claim(row: Row) -> str:
             f"{base}{group} (medians; 95% CI of the change {_signed(r.ci_low)} to "
             f"{_signed(r.ci_high)}, {_runs(r)})"
         )
+    lo, hi = sorted((r.ci_low, r.ci_high), key=abs)  # type: ignore[arg-type]
+    up = r.change > 0
+    # A rate and a time say "times as" past a doubling; any other metric in percent.
+    as_, more, less = _words_for(row.unit)
     if as_ and r.change >= 1:
         said = f"{_times(1 + r.change)} times as {as_} as {base}"
         ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
@@ -211,13 +215,7 @@ def _change_words(rows: Sequence[Row]) -> str:
     _, base = _sides(rows[0])
     unit = rows[0].unit
     up = rows[0].result.change > 0
-    as_, more, less = (
-        ("fast", "faster", "slower")
-        if unit in HIGHER
-        else ("long", "longer", "shorter")
-        if unit == "s"
-        else (None, "higher", "lower")
-    )
+    as_, more, less = _words_for(unit)
     changes = sorted(r.result.change for r in rows)
     lo, hi = (changes[0], changes[-1]) if up else (changes[-1], changes[0])
     if as_ and lo >= 1:

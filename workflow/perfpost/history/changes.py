@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfpost.analysis.stats import HIGHER_IS_BETTER, mann_whitney
+from perfpost.analysis.stats import mann_whitney
+from perfpost.units import HIGHER_IS_BETTER
 
 FALSE_ALARM = 0.05
 MIN_BUILDS = 4  # three differences, the fewest a robust build-to-build scale is read from

@@ -158,6 +158,17 @@ def plot_metrics(adapter: Any, params: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(pick(params)) if pick else tuple(adapter.PLOT_METRICS)
 
 
+def parse(
+    adapter: Any, params: Mapping[str, Any], logs: Mapping[str, str], wall_time: float | None
+) -> list[Metric]:
+    """A run's metrics from its logs: the tool's ``parse_run`` where what its logs say depends
+    on the parameters (a command's declared metrics), else its ``parse_cell``."""
+    own = getattr(adapter, "parse_run", None)
+    if own is not None:
+        return list(own(params, logs, wall_time=wall_time))
+    return list(adapter.parse_cell(logs, wall_time=wall_time))
+
+
 def table_metrics(adapter: Any, params: Mapping[str, Any]) -> tuple[str, ...]:
     """The metrics of the notebook's results table, as :func:`plot_metrics` picks them."""
     pick = getattr(adapter, "table_metrics", None)

@@ -19,7 +19,7 @@ from perfpost.records import DONE, FAILED
 from perfpost.run import hostscript
 from perfpost.run.cell.attempt import SHORT_TIMEOUT, Attempt, iso, tail
 from perfpost.run.cell.record import finish
-from perfpost.tools.base import Fetch, Metric, sync_adjusted
+from perfpost.tools.base import Fetch, Metric, parse, sync_adjusted
 
 # What a dropped page cache leaves as metrics of the run (bytes): Cached before and after,
 # and how much of the cell's own files was still cached when the measurement started.
@@ -98,10 +98,7 @@ def collect(cell: Attempt) -> dict[str, Any]:
         cell.record["metrics"] = [m.__dict__ for m in metrics + fetched]
         return finish(cell, FAILED, reason)
     try:
-        if hasattr(cell.adapter, "parse_run"):
-            parsed = cell.adapter.parse_run(spec.params, texts, wall_time=timing.elapsed)
-        else:
-            parsed = cell.adapter.parse_cell(texts, wall_time=timing.elapsed)
+        parsed = parse(cell.adapter, spec.params, texts, timing.elapsed)
         if hasattr(cell.adapter, "derive"):
             parsed += cell.adapter.derive(spec.params, parsed)
     except ParseError as e:

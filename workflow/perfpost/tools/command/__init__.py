@@ -25,6 +25,7 @@ from perfpost.tools.base import (
     CACHE_PARAMS,
     Plan,
     Proc,
+    env_prefix,
     fill_work,
     never_provisioned,
     params_as_given,
@@ -129,10 +130,8 @@ def _argv(params: Mapping[str, Any], workdir: str) -> tuple[str, ...]:
 def plan(params: Mapping[str, Any], workdir: str) -> Plan:
     """The command, its output (both streams) in one log, and the files its metrics are
     read from, fetched after it."""
-    env = {k: fill_work(v, workdir) for k, v in (params.get("env") or {}).items()}
-    argv = _argv(params, workdir)
-    if env:
-        argv = ("env", *(f"{k}={v}" for k, v in env.items()), *argv)
+    # A command has no java_opts to pass (the schema has none): only its env.
+    argv = (*env_prefix(params, "JAVA_TOOL_OPTIONS", workdir), *_argv(params, workdir))
     return Plan(
         measure=(Proc(argv, LOG),),
         outputs=tuple((name, fill_work(path, workdir)) for name, path in sources(params)),

@@ -28,34 +28,24 @@ from typing import Any
 
 from perfpost.errors import ConfigError, ParseError
 from perfpost.tools.base import Metric
+from perfpost.units import HIGHER_IS_BETTER, HUMAN_UNITS, SECONDS_PER
 
 LOG = "command.log"
 
 # A unit as a user writes it -> (perfpost's base unit, the factor to it).
-_RATES = (
-    ("B/s", 1), ("kB/s", 10**3), ("KB/s", 10**3), ("MB/s", 10**6), ("GB/s", 10**9),
-    ("KiB/s", 2**10), ("MiB/s", 2**20), ("GiB/s", 2**30),
-)  # fmt: skip
 _BITS = (("bit/s", 1), ("kbit/s", 10**3), ("Mbit/s", 10**6), ("Gbit/s", 10**9))
-_SIZES = (
-    ("B", 1), ("kB", 10**3), ("KB", 10**3), ("MB", 10**6), ("GB", 10**9),
-    ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30),
-)  # fmt: skip
-_TIMES = (
-    ("s", Fraction(1)), ("ms", Fraction(1, 10**3)), ("us", Fraction(1, 10**6)),
-    ("ns", Fraction(1, 10**9)), ("min", Fraction(60)),
-)  # fmt: skip
+_TIMES = {"s": "second", "ms": "millisecond", "us": "microsecond", "ns": "nanosecond",
+          "min": "minute"}  # fmt: skip
 UNITS: dict[str, tuple[str, Fraction]] = {
-    **{u: ("B/s", Fraction(f)) for u, f in _RATES},
+    # Sizes and rates as coreutils prints them (kB, MiB, GB/s), bits a second (iperf3's).
+    **{u: ("B", Fraction(f)) for u, f in HUMAN_UNITS.items()},
+    **{f"{u}/s": ("B/s", Fraction(f)) for u, f in HUMAN_UNITS.items()},
     **{u: ("B/s", Fraction(f, 8)) for u, f in _BITS},
-    **{u: ("B", Fraction(f)) for u, f in _SIZES},
-    **{u: ("s", f) for u, f in _TIMES},
+    **{u: ("s", SECONDS_PER[word]) for u, word in _TIMES.items()},
     **{u: ("1/s", Fraction(1)) for u in ("1/s", "ops/s", "op/s", "events/s", "calls/s")},
     "count": ("count", Fraction(1)),
     "": ("", Fraction(1)),
 }
-# More is better of these base units, fewer of these; the others need ``better:``.
-_HIGHER = {"B/s": True, "1/s": True, "s": False}
 PICKS = ("last", "first", "sum", "mean", "min", "max")
 
 METRIC_SCHEMA: dict[str, Any] = {
@@ -89,8 +79,9 @@ METRIC_SCHEMA: dict[str, Any] = {
         },
         "unit": {
             "description": "The number's unit as the command prints it: B/s, kB/s, MB/s, "
-            "GB/s, KiB/s, MiB/s, GiB/s, bit/s, kbit/s, Mbit/s, Gbit/s, B, kB, MB, GB, KiB, "
-            "MiB, GiB, s, ms, us, ns, min, 1/s (ops/s, events/s, calls/s), count, or none.",
+            "GB/s, KiB/s, MiB/s, GiB/s (and on to EB/s, EiB/s), bit/s, kbit/s, Mbit/s, "
+            "Gbit/s, B, kB, MB, GB, KiB, MiB, GiB (and on to EB, EiB), s, ms, us, ns, min, "
+            "1/s (ops/s, events/s, calls/s), count, or none.",
             "enum": list(UNITS),
             "default": "",
         },
@@ -146,7 +137,7 @@ def declared(params: Mapping[str, Any]) -> dict[str, Declared]:
         how = next(k for k in ("regex", "json", "csv") if k in d)
         better = d.get("better")
         unit = str(d.get("unit", ""))
-        higher = (better == "higher") if better else _HIGHER.get(UNITS[unit][0])
+        higher = (better == "higher") if better else HIGHER_IS_BETTER.get(UNITS[unit][0])
         out[name] = Declared(
             name, how, str(d[how]), d.get("file"), d.get("pick", "last"), unit, higher,
             d.get("absent"),
@@ -192,9 +183,9 @@ def check_metrics(metrics: Mapping[str, Any], where: str) -> None:
                 _path(d["json"])
             except ValueError as e:
                 raise ConfigError(f"{place}.json", str(e)) from None
-        if d.get("better") and UNITS[str(d.get("unit", ""))][0] in _HIGHER:
+        if d.get("better") and UNITS[str(d.get("unit", ""))][0] in HIGHER_IS_BETTER:
             base = UNITS[str(d.get("unit", ""))][0]
-            says = "higher" if _HIGHER[base] else "lower"
+            says = "higher" if HIGHER_IS_BETTER[base] else "lower"
             if d["better"] != says:
                 raise ConfigError(
                     f"{place}.better", f"a {d.get('unit')} value is better {says}, as its unit says"
