@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -72,8 +73,11 @@ def test_a_python_step_that_overruns_is_timed_out_as_a_shell_step_is(
     fab = tmp_path / "fab.py"
     fab.write_text("import time\ndef stuck(c):\n    time.sleep(30)\n")
     monkeypatch.setattr(hostsetup, "STEP_TIMEOUT", 0.5)
+    before = sys.stdout, sys.stderr
     (d,) = hostsetup.run_steps(_node(localhost), "setup", [{"python": f"{fab}:stuck"}], None)
     assert (d["exit"], d["timed_out"]) == (None, True)
+    # The stuck function still runs with its output redirected; the run's is back.
+    assert (sys.stdout, sys.stderr) == before
     assert d["seconds"] < 10  # not the 30 s the function sleeps
     assert hostsetup.reason(d).startswith(
         f"the setup of localhost failed at step 1 (`python {fab}:stuck`, timed out after 0.5 s)"
