@@ -1,8 +1,8 @@
 """Any program as a tool: ``tool: command``, its numbers declared by the user.
 
-A lab's own script, ``iperf3``, ``strace -f -c``, Hadoop's ``TestDFSIO``: perfpost runs the
+A lab's own script, ``strace -f -c``, Hadoop's NNThroughputBenchmark: perfpost runs the
 command as written (axes, ``{work}``, ``{run}`` and ``{cluster.field}``s filled in as for every
-tool) wherever a tool runs, and reads the metrics the experiment declares from the command's
+tool) on the experiment's hosts, and reads the metrics the experiment declares from the command's
 output (stdout and stderr, as one log) or from a file it wrote: a regular expression's named
 group, a JSON path, or a CSV column, each with its unit and, where the unit does not say it,
 whether more is better. The run's wall time, timed on the host, is always a metric. A declared
@@ -88,12 +88,6 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "for the post (iperf3 --version); none when not given.",
             "type": "string",
         },
-        "writes": {
-            "description": "Whether the command writes data whose flush the sync after a run "
-            "times (after: [sync]).",
-            "type": "boolean",
-            "default": False,
-        },
         "env": {
             "description": "Environment variables of the command.",
             "type": "object",
@@ -136,7 +130,6 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
         measure=(Proc(argv, LOG),),
         outputs=tuple((name, fill_work(path, workdir)) for name, path in sources(params)),
         drop_cache=bool(params.get("drop_cache", False)),
-        writes=bool(params.get("writes", False)),
         description="command",
     )
 
