@@ -233,6 +233,36 @@ def test_a_count_is_claimed_as_the_two_counts():
     assert verdicts.plain(r) == "A sync on every write: 0 fsync calls against 1 with one at the end"
 
 
+def test_two_starts_of_one_set_up_that_differ_temper_the_sizes_across_clusters():
+    # teragen: Ozone 3.7 times as long as HDFS (one start each), while ozone-block and
+    # ozone-chunk, both FILE_PER_BLOCK, two starts of one set-up, differed by -41.9%.
+    across = row("Ozone vs HDFS", comparison(2.7, 1.9, 3.3, verdict="worse"), unit="s",
+                 metric="elapsed", base_cells=("hdfs",), cand_cells=("blk",))  # fmt: skip
+    same = row(
+        "FILE_PER_CHUNK vs FILE_PER_BLOCK",
+        comparison(-0.419, -0.496, -0.285, verdict="better"),
+        unit="s",
+        metric="elapsed",
+        base_cells=("blk",),
+        cand_cells=("chk",),
+    )
+    ran = Finding(check="A setting that did not take effect", caveat="c", cells=("chk",),
+                  undermines=True, ran={"chk": "FILE_PER_BLOCK"}, short="chk ran it",
+                  headline="whether the layout changes anything")  # fmt: skip
+    said = post.answer([across, same], [ran], [])
+    assert post.conclusion(said, [ran], {}).startswith(
+        "Ozone: 3.7 times as long as HDFS. One set-up measured on two cluster starts differed "
+        "by 42%: a size above that compares clusters may move by as much from one start to "
+        "the next."
+    )
+    # Starts that did not differ measurably say nothing of it.
+    calm = row("FILE_PER_CHUNK vs FILE_PER_BLOCK", comparison(-0.05, -0.2, 0.1,
+               verdict="no significant difference"), unit="s", metric="elapsed",
+               base_cells=("blk",), cand_cells=("chk",))  # fmt: skip
+    said = post.answer([across, calm], [ran], [])
+    assert "two cluster starts" not in post.conclusion(said, [ran], {})
+
+
 def test_claims_come_first_and_the_conclusion_restates_them():
     none = row("a vs b", comparison(0.01, -0.1, 0.12, verdict="no significant difference"))
     yes = row("c vs d", comparison(-0.4, -0.676, -0.148))
@@ -528,7 +558,12 @@ def test_the_conclusion_says_a_comparisons_claimed_groups_once():
     # Every group claimed; a range across a doubling; a lone claim as the headline says it.
     mixed = [grp("x vs y", 0.5, "a=1"), grp("x vs y", 1.5, "a=2")]
     assert verdicts.summed(mixed, mixed) == [
-        "X: 50% faster to 2.5 times as fast as y with a=1 and a=2"
+        "X: 50% faster to 2.5 times as fast as y with a=1 and a=2, respectively"
+    ]
+    # onefile: the config's order (size=1k, 7.5 times; size=1M, +36%) is not the range's.
+    onefile = [grp("x vs y", 7.5, "size=1k"), grp("x vs y", 0.36, "size=1M")]
+    assert verdicts.summed(onefile, onefile) == [
+        "X: 36% faster to 8.5 times as fast as y with size=1M and size=1k, respectively"
     ]
     # The conclusion counts the comparisons left over by groups, not by sentences: 7 of the
     # 10 groups claimed, in 2 sentences, leave 3.

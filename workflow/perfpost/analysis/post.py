@@ -82,6 +82,7 @@ def answer(
     ordered = sorted(rows, key=lambda r: (r.control, not r.result.significant))
     plain_no: list[Row] = []
     claimed: list[Row] = []  # claimed and no design check undermines them
+    spread: list[float] = []  # how far apart one set-up's two cluster starts measured
     for row in ordered:
         f = None if row.control else undermined_by(row, findings, on_disk)
         if row.control:
@@ -91,6 +92,8 @@ def answer(
                 said_findings.append(f)
             if f.ran:  # a setting that did not take effect: the sides ran one set-up
                 weak.append((not_compared(row, f), 1))
+                if row.result.significant:  # two starts of one set-up differed
+                    spread.append(abs(row.result.change))
             else:
                 text = claim(row) if row.result.significant else no_claim(row)
                 weak.append((f"{text}; {f.short or 'see the caveats'}", 1))
@@ -122,6 +125,7 @@ def answer(
         "undermining": said_findings,
         "claims": summed(claimed, compared),
         "claimed": len(claimed),
+        "start_spread": max(spread) if spread else None,
         "compared": len(compared),
         "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
@@ -530,7 +534,14 @@ def conclusion(
             if others > 1
             else ""
         )
-        return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{unanswered}{caveats}"
+        starts = (
+            f" One set-up measured on two cluster starts differed by {said['start_spread']:.0%}"
+            ": a size above that compares clusters may move by as much from one start to the "
+            "next."
+            if said.get("start_spread")
+            else ""
+        )
+        return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{starts}{unanswered}{caveats}"
     if said.get("compared"):
         floors = said.get("floors") or []
         lo, hi = (f"{min(floors):.0%}", f"{max(floors):.0%}") if floors else ("", "")

@@ -244,8 +244,11 @@ def summed(claimed: Sequence[Row], compared: Sequence[Row]) -> list[str]:
             continue
         cand, _base = _sides(rows[0])
         n, k = groups[(name, metric)], len(rows)
+        # Two groups named in the order of the range ("36% faster to 8.5 times as fast ...
+        # with size=1M and size=1k, respectively").
+        by_size = sorted(rows, key=lambda r: abs(r.result.change))
         where = (
-            f"with {rows[0].group} and {rows[1].group}"
+            f"with {by_size[0].group} and {by_size[1].group}, respectively"
             if k == n == 2
             else f"in all {n} settings"
             if k == n
