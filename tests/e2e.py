@@ -22,6 +22,32 @@ WORKFLOW_FILES = ("Snakefile", "workflow/rules", "workflow/report", "profiles", 
 QUICK_DAEMONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+# Every Ozone the tests deploy runs its SCM's container-report executor on one thread, not
+# ten. Each of its threads polls its queue every millisecond (FixedThreadPoolWithAffinity-
+# Executor's ContainerReportProcessTask: queue.poll(1, MILLISECONDS)), so an idle single-host
+# Ozone took 26-29% of a core, 19 points of it in those ten threads, and 12% with one
+# (measured here: 60 s idle in a cpuacct group, after the cluster was ready). Tests hold
+# Ozones up for most of the suite, several at once, on two cores. The key is Ozone's own
+# (ozone.scm.event. + camelize(CONTAINER_REPORT_OR_INCREMENTAL_CONTAINER_REPORT) +
+# .thread.pool.size); the posts of the tests' runs list it as a changed setting. The default
+# config's clusters keep Ozone's defaults.
+QUIET_SCM = {"ozone.scm.event.ContainerReportOrIncrementalContainerReport.thread.pool.size": "1"}
+
+
+def quiet_scm(config: dict) -> dict:
+    """``config`` with :data:`QUIET_SCM` under every Ozone cluster's ``ozone-site`` (a key
+    the config sets itself wins)."""
+    clusters = config.get("clusters")
+    if not isinstance(clusters, dict):
+        return config
+    out = {}
+    for name, c in clusters.items():
+        if isinstance(c, dict) and c.get("kind") == "ozone":
+            c = {**c, "ozone-site": {**QUIET_SCM, **(c.get("ozone-site") or {})}}
+        out[name] = c
+    return {**config, "clusters": out}
+
+
 def quick(clusters: dict) -> dict:
     """``clusters`` (a config's) with :data:`QUICK_DAEMONS` where a cluster sets no JVM."""
     return {name: {"jvm": QUICK_DAEMONS, **c} for name, c in clusters.items()}
@@ -37,7 +63,7 @@ def make_checkout(dest: Path, config: dict | str) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest / rel)
     (dest / "config").mkdir(exist_ok=True)
-    text = config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=False)
+    text = config if isinstance(config, str) else yaml.safe_dump(quiet_scm(config), sort_keys=False)
     (dest / "config" / "config.yaml").write_text(text)
     return dest
 
