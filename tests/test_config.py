@@ -238,3 +238,36 @@ def test_a_config_mistake_names_the_file_and_the_line_of_its_key(tmp_path):
     assert locate("experiments.x.params", [path, later]) == (str(later), 3)
     said = message(ConfigError("experiments.x[default].params", "unknown key"), [path])
     assert said == f"{path}:4: experiments.x[default].params: unknown key"
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "said"),
+    [
+        # A misspelt experiment key: the schema's properties hold "repeats".
+        (
+            lambda c: c["experiments"]["w"].update(repaets=3),
+            "experiments.w",
+            "unknown key 'repaets' (did you mean 'repeats'?)",
+        ),
+        # A misspelt required tool parameter: both unknown and missing; the cause is said.
+        (
+            lambda c: c["experiments"]["w"]["params"].update(
+                dri=c["experiments"]["w"]["params"].pop("dir")
+            ),
+            "experiments.w[storage=disk,conv=fsync].params",
+            "unknown key 'dri' (did you mean 'dir'?)",
+        ),
+        # Two at once, each with its own guess; a key like none gets none.
+        (
+            lambda c: c["experiments"]["w"]["params"].update(cnt=3, colour="red"),
+            "experiments.w[storage=disk,conv=fsync].params",
+            "unknown keys 'cnt' (did you mean 'count'?), 'colour'",
+        ),
+    ],
+    ids=["experiment key", "required param", "two params"],
+)
+def test_a_misspelt_key_is_named_with_the_key_it_is_close_to(change, where, said):
+    with pytest.raises(ConfigError) as e:
+        plan_of(change)
+    assert e.value.where == where, e.value
+    assert e.value.message == said, e.value

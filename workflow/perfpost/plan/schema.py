@@ -47,9 +47,42 @@ def _path(error: Any) -> str:
     return ".".join(parts).replace(".[", "[") or "(top level)"
 
 
+def _unknown(error: Any) -> list[str]:
+    """The keys an object has that its schema does not allow (an additionalProperties
+    error's instance against the schema's properties and patterns)."""
+    import re
+
+    props = error.schema.get("properties", {})
+    patterns = list(error.schema.get("patternProperties", {}))
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    return [k for k in instance if k not in props and not any(re.search(p, k) for p in patterns)]
+
+
+def _close(key: str, known: Any) -> str | None:
+    """The allowed key ``key`` is most likely a misspelling of, if one is close."""
+    import difflib
+
+    found = difflib.get_close_matches(key, [str(k) for k in known], n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
 def _message(error: Any) -> str:
     if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key")
+        unknown = _unknown(error)
+        if not unknown:
+            return error.message.replace("Additional properties are not allowed", "unknown key")
+        said = []
+        for key in unknown:
+            near = _close(key, error.schema.get("properties", {}))
+            said.append(f"{key!r}" + (f" (did you mean {near!r}?)" if near else ""))
+        return ("unknown key " if len(said) == 1 else "unknown keys ") + ", ".join(said)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        props = error.schema.get("properties", {})
+        missing = [k for k in error.validator_value if k not in error.instance]
+        for key in missing:
+            given = [k for k in error.instance if k not in props and _close(k, [key])]
+            if given:
+                return f"{key!r} is a required property ({given[0]!r} is given: a misspelling?)"
     if error.validator == "enum":
         return f"{error.instance!r} is not one of {error.validator_value}"
     if error.validator == "oneOf":
@@ -100,7 +133,8 @@ class _ParamsChecker:
                 else:
                     memo_key = (key, json.dumps(value, sort_keys=True, default=repr))
                 out += self._once(memo_key, self.values[key], value, (key,))
-        return sorted(out)
+        # A misspelt key is both unknown and a required one missing: say the cause first.
+        return sorted(out, key=lambda e: (e[0], not e[1].startswith("unknown key"), e[1]))
 
     def _once(self, memo_key: Any, validator: Any, instance: Any, at: tuple) -> list:
         if memo_key not in self.memo:
