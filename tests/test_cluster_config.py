@@ -422,3 +422,44 @@ def test_the_staging_rule_leaves_other_jobs_alone(change, why):
     assert "fs.defaultFS" not in defines, why
     if why != "given":
         assert "yarn.app.mapreduce.am.staging-dir" not in defines, why
+
+
+def test_two_ozones_beside_one_yarn_run_one_after_the_other():
+    # teragen on one YARN into two Ozone configurations chosen by an axis: the YARN is both
+    # cells' first cluster, yet the cells of one Ozone all come before any of the other's,
+    # so the first Ozone is stopped (after its last cell) before the second starts.
+    def yarn_and_two_ozones(cfg):
+        cfg["experiments"] = {
+            "t": {
+                "tool": "teragen",
+                "cluster": ["yarn", "{layout}"],
+                "params": {
+                    "size": "1M",
+                    "output": "ofs://om/vol1/bucket1",
+                    "resourcemanager": "http://{yarn.web}",
+                    "dir": "/var/tmp/p",
+                },
+                "axes": {"layout": {"block": "ozone", "chunk": "ozone-chunk"}},
+                "repeats": 3,
+            }
+        }
+        cfg["clusters"] = {
+            "yarn": {"kind": "yarn"},
+            "ozone": {"kind": "ozone", "buckets": ["vol1/bucket1"]},
+            "ozone-chunk": {
+                "kind": "ozone",
+                "buckets": ["vol1/bucket1"],
+                "ozone-site": {"ozone.scm.container.layout": "FILE_PER_CHUNK"},
+            },
+        }
+
+    plan = plan_of(yarn_and_two_ozones)
+    priority = glue.cell_priority(plan)
+
+    class W:
+        def __init__(self, cell, repeat):
+            self.experiment, self.cell, self.repeat = "t", cell, str(repeat)
+
+    block = [priority(W("layout=block", r)) for r in (1, 2, 3)]
+    chunk = [priority(W("layout=chunk", r)) for r in (1, 2, 3)]
+    assert min(block) > max(chunk), (block, chunk)

@@ -140,11 +140,29 @@ def cell_priority(plan: Plan) -> Any:
     cell), and an experiment's ``order`` (plan.order) among its own runs: within each
     configuration where its clusters run one at a time, across them where they are kept up
     side by side or restarted for every run; 0 where none of this applies."""
-    order: dict[str, int] = {}
+    # A cell's configuration is the set of clusters it runs on (YARN with one Ozone is not
+    # YARN with another); the sets are ordered by their clusters' first appearance in the
+    # plan, so the sets that share their first cluster come one after another (YARN with
+    # Ozone A, YARN with Ozone B), and each set's cells all come before the next set's: one
+    # Ozone stops before the other starts though YARN serves both.
+    first: dict[str, int] = {}
     for exp in plan.experiments.values():
         for cell in exp.cells:
             for c in exp.cluster_specs.get(cell.id, []):
-                order.setdefault(ClusterSpec.from_dict(c).ident(), len(order))
+                first.setdefault(ClusterSpec.from_dict(c).ident(), len(first))
+
+    def members(specs: list[dict[str, Any]]) -> tuple[int, ...]:
+        return tuple(sorted(first[ClusterSpec.from_dict(c).ident()] for c in specs))
+
+    sets = sorted(
+        {
+            members(specs)
+            for exp in plan.experiments.values()
+            for specs in exp.cluster_specs.values()
+            if specs
+        }
+    )
+    order = {m: i for i, m in enumerate(sets)}
 
     def group(exp: Any, cell: str) -> int | None:
         """The configuration a cell's block belongs to: its own, or the experiment's first
@@ -154,12 +172,8 @@ def cell_priority(plan: Plan) -> Any:
             return None
         mode = (exp.cluster_order or {}).get("mode")
         if exp.order is not None and mode in (order_.SIDE_BY_SIDE, order_.RESTARTS):
-            return min(
-                order[ClusterSpec.from_dict(c).ident()]
-                for specs_ in exp.cluster_specs.values()
-                for c in specs_
-            )
-        return min(order[ClusterSpec.from_dict(c).ident()] for c in specs)
+            return min(order[members(s)] for s in exp.cluster_specs.values() if s)
+        return order[members(specs)]
 
     # (experiment, cell, repeat) -> its rank in its block, the first run the highest.
     # Experiments declared earlier come first, each as one block.
