@@ -146,34 +146,28 @@ def cell_priority(plan: Plan) -> Any:
     # Ozone A, YARN with Ozone B), and each set's cells all come before the next set's: one
     # Ozone stops before the other starts though YARN serves both.
     first: dict[str, int] = {}
-    for exp in plan.experiments.values():
+    members: dict[str, dict[str, tuple[int, ...]]] = {}  # experiment -> cell -> its set
+    for name, exp in plan.experiments.items():
+        sets = members[name] = {}
         for cell in exp.cells:
-            for c in exp.cluster_specs.get(cell.id, []):
-                first.setdefault(ClusterSpec.from_dict(c).ident(), len(first))
+            specs = exp.cluster_specs.get(cell.id) or []
+            idents = [ClusterSpec.from_dict(c).ident() for c in specs]
+            for i in idents:
+                first.setdefault(i, len(first))
+            if idents:
+                sets[cell.id] = tuple(sorted(first[i] for i in idents))
+    order = {m: i for i, m in enumerate(sorted({m for s in members.values() for m in s.values()}))}
 
-    def members(specs: list[dict[str, Any]]) -> tuple[int, ...]:
-        return tuple(sorted(first[ClusterSpec.from_dict(c).ident()] for c in specs))
-
-    sets = sorted(
-        {
-            members(specs)
-            for exp in plan.experiments.values()
-            for specs in exp.cluster_specs.values()
-            if specs
-        }
-    )
-    order = {m: i for i, m in enumerate(sets)}
-
-    def group(exp: Any, cell: str) -> int | None:
-        """The configuration a cell's block belongs to: its own, or the experiment's first
-        where its runs are interleaved across configurations."""
-        specs = exp.cluster_specs.get(cell)
-        if not specs:
-            return None
+    # The configuration each cell's block belongs to: its own, or the experiment's first
+    # where its runs are interleaved across configurations. Decided once, here: Snakemake
+    # asks a job's priority for each of the plan's jobs.
+    groups: dict[tuple[str, str], int] = {}
+    for name, exp in plan.experiments.items():
+        own = {cell: order[m] for cell, m in members[name].items()}
         mode = (exp.cluster_order or {}).get("mode")
-        if exp.order is not None and mode in (order_.SIDE_BY_SIDE, order_.RESTARTS):
-            return min(order[members(s)] for s in exp.cluster_specs.values() if s)
-        return order[members(specs)]
+        if own and exp.order is not None and mode in (order_.SIDE_BY_SIDE, order_.RESTARTS):
+            own = dict.fromkeys(own, min(own.values()))
+        groups.update({(name, cell): g for cell, g in own.items()})
 
     # (experiment, cell, repeat) -> its rank in its block, the first run the highest.
     # Experiments declared earlier come first, each as one block.
@@ -183,7 +177,7 @@ def cell_priority(plan: Plan) -> Any:
             continue
         blocks: dict[int | None, list[str]] = {}
         for c in exp.cells:
-            blocks.setdefault(group(exp, c.id), []).append(c.id)
+            blocks.setdefault(groups.get((name, c.id)), []).append(c.id)
         base = len(runs)
         for cells in blocks.values():
             seq = order_.sequence(exp.order, cells, exp.max_repeats)
@@ -193,9 +187,8 @@ def cell_priority(plan: Plan) -> Any:
         return 0
 
     def priority(wildcards: Any) -> int:
-        exp = plan.experiments[wildcards.experiment]
         rank = runs.get((wildcards.experiment, wildcards.cell, int(wildcards.repeat)), 0)
-        g = group(exp, wildcards.cell)
+        g = groups.get((wildcards.experiment, wildcards.cell))
         if g is None:
             return rank
         return CLUSTER_PRIORITY + (len(order) - g) * CONFIGURATION_STRIDE + rank
