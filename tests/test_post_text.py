@@ -574,3 +574,19 @@ def test_the_conclusion_says_a_comparisons_claimed_groups_once():
     assert verdicts.summed(rd[:1], compared) == [
         "6 readers: 52% faster than 1 with bs=4k, cache=hot"
     ]
+
+
+def test_one_cell_has_a_median_not_a_highest_and_one_run_is_a_run():
+    from perfpost.analysis.post import axis_effects
+
+    one = pd.DataFrame([{"metric": "rate", "unit": "1/s", "median": 318.0, "n": 1}])
+    assert axis_effects(one, [], "rate") == ["The median rate was 318 ops/s (1 run)"]
+    two = pd.DataFrame(
+        [
+            {"metric": "rate", "unit": "1/s", "median": 100.0, "n": 3, "clients": "1"},
+            {"metric": "rate", "unit": "1/s", "median": 250.0, "n": 3, "clients": "4"},
+        ]
+    )
+    got = axis_effects(two, ["clients"], "rate")
+    assert got[0] == "The highest median rate was 250 ops/s (clients=4, 3 runs)"
+    assert got[1] == "From clients=1 to clients=4, the median rate changed x2.5"

@@ -34,7 +34,15 @@ from perfpost.analysis.verdicts import (
     plain,
     summed,
 )
-from perfpost.units import format_bytes, format_value, listed, metric_label, rate_scale, sig
+from perfpost.units import (
+    counted,
+    format_bytes,
+    format_value,
+    listed,
+    metric_label,
+    rate_scale,
+    sig,
+)
 
 MAX_ANSWERS = 4  # comparison sentences the answer gives; the table has them all
 
@@ -190,10 +198,14 @@ def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> lis
     name = ", ".join(f"{a}={hi[a]}" for a in varied or axes)
     scale = rate_scale([float(hi["median"])]) if unit == "B/s" else None
     word = "shortest" if unit == "s" else "highest"
+    runs = counted(int(hi["n"]), "run")
+    value = format_value(float(hi["median"]), unit, scale)
     out.insert(
         0,
-        f"The {word} median {label} was {format_value(float(hi['median']), unit, scale)} "
-        f"({name}, {int(hi['n'])} runs)",
+        # One cell has no highest, and a cell of no axes no name.
+        f"The median {label} was {value} ({runs})"
+        if len(sub) == 1
+        else f"The {word} median {label} was {value} ({name}, {runs})",
     )
     return out
 

@@ -24,6 +24,7 @@ import pandas as pd
 from perfpost import __version__, records
 from perfpost import tools as adapters
 from perfpost.analysis import (
+    clients,
     compare,
     design,
     instrumented,
@@ -435,5 +436,6 @@ def _post_context(
         "settings_line": ", ".join(post.changed_settings(clusters)),
         "runs": runorder.design_sentence(experiment, cells, checked.up, full["overlap"]["most"]),
         "conclusion": post.conclusion(said, findings, experiment),
+        "clients": clients.section(cells, metric, names),
         "metric": metric_label(metric).lower() if metric else "",
     }

@@ -62,9 +62,10 @@ SHELL_OPERATORS = frozenset({"&", "&&", "||", ";", "|", ">", ">>", "<", "2>&1", 
 def wrap_raw(text: str) -> str:
     """A shell line as its author wrote it, continued with backslashes at spaces outside
     quotes where it would pass :data:`WIDTH`; nothing in it re-quoted, so ``$i`` and
-    ``'lib/*'`` mean what they meant."""
+    ``'lib/*'`` mean what they meant; its indentation (a loop's body) kept."""
+    indent = text[: len(text) - len(text.lstrip(" "))]
     parts, current, quote = [], "", ""
-    for ch in text:
+    for ch in text.lstrip(" "):
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "'\"":
@@ -75,7 +76,7 @@ def wrap_raw(text: str) -> str:
             continue
         current += ch
     parts.append(current)
-    return _pack([p for p in parts if p])
+    return indent + _pack([p for p in parts if p]).replace("\n  ", "\n  " + indent)
 
 
 def _pack(units: Sequence[str]) -> str:
@@ -163,7 +164,14 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     if params.get("drop_cache"):
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
     lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]
-    lines += typed(_commands(rec.get("command") or ""))
+    each = (rec.get("clients") or {}).get("each") or []
+    if len(each) > 1:
+        # Several clients ran the same command at one moment, each in a directory of its
+        # own: the first one's, said once.
+        lines.append(f"# {len(each)} clients at once, each in a directory of its own; each ran:")
+        lines += typed(_commands(each[0].get("command") or ""))
+    else:
+        lines += typed(_commands(rec.get("command") or ""))
     if "sync" in after:
         lines.append("time sync")
     # The environment once, first: a reader exports it once for every command.

@@ -15,6 +15,9 @@ import re
 from perfpost.tools.base import Metric
 
 FILE = "gc.log"
+# Each of several JVMs of one run logs to its own file: the JVM puts its pid for %p.
+EACH = "gc-%p.log"
+EACH_GLOB = "gc-*.log"
 _SCALE = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _UNIFIED = re.compile(
     r"GC\(\d+\) Pause .*?(\d+)([BKMG])->(\d+)([BKMG])\((\d+)([BKMG])\) ([\d.]+)ms\s*$"

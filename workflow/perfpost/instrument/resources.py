@@ -10,6 +10,7 @@ progress series counts from there too). What the loops printed is kept in ``raw/
 
 from __future__ import annotations
 
+import shlex
 import threading
 import uuid
 from collections.abc import Mapping
@@ -78,7 +79,9 @@ class Telemetry(Beside):
 
         var = getattr(tools.get(cell.spec.tool), "JVM_OPTS_VAR", None)
         if var is not None:
-            self.gc_log = f"{cell.logdir}/{gclog.FILE}"
+            # Several client JVMs (clients: N) each log to a file of their own (%p: its pid).
+            many = int(cell.spec.params.get("clients") or 1) > 1
+            self.gc_log = f"{cell.logdir}/{gclog.EACH if many else gclog.FILE}"
             cell.measure_params = instrument.attach(
                 cell.measure_params, var, gclog.option(self.gc_log)
             )
@@ -160,7 +163,20 @@ class Telemetry(Beside):
         """The tool's JVM's collections, from its GC log: evidence, never a reason to fail."""
         if self.gc_log is None:
             return [], None
-        text = cell.read_log(self.gc_log, gclog.FILE)
+        if self.gc_log.endswith(gclog.EACH):
+            # Every client JVM's log, one after another: their pauses and pause time summed,
+            # the largest heap any of them had in use.
+            got = cell.run_step(
+                "gc_logs",
+                f"cat -- {shlex.quote(cell.logdir)}/{gclog.EACH_GLOB} 2>/dev/null; exit 0",
+                60.0,
+            )
+            text = got.stdout or None
+            if text is not None:
+                cell.keep(gclog.FILE, text)
+                cell.record["logs"].append(f"raw/{gclog.FILE}")
+        else:
+            text = cell.read_log(self.gc_log, gclog.FILE)
         return (gclog.parse(text) if text is not None else []), None
 
     def cleanup(self, cell: Cell) -> None:

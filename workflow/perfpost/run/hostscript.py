@@ -197,19 +197,40 @@ def parse_ahead(stdout: str) -> float | None:
     return None
 
 
+PROC_MARKER = "@perfpost-proc"
+
+
+def parse_procs(stdout: str) -> dict[int, tuple[float, float, int]]:
+    """Each process's own start, end and exit code on the host (1-based, in the order given
+    to :func:`measure_script` with ``each=True``); a process whose line is missing is
+    left out."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) != 5 or parts[0] != PROC_MARKER:
+            continue
+        try:
+            out[int(parts[1])] = (float(parts[2]), float(parts[3]), int(parts[4]))
+        except ValueError:
+            continue
+    return out
+
+
 def measure_script(
     step: str,
     logdir: str,
     procs: Sequence[Proc],
     background: Sequence[Proc] = (),
     start_at: float | None = None,
+    each: bool = False,
 ) -> str:
     """Run ``procs`` concurrently (one runs in the foreground), timed on the host.
 
     With ``start_at`` (epoch seconds) the host sleeps until that moment first, so several
     hosts can start one measurement together, and says how long before it it was ready
-    (:func:`parse_ahead`). The script runs under bash where the host has one (see
-    ``_CLOCK``), else under sh as it is.
+    (:func:`parse_ahead`). With ``each``, every process is also timed by itself
+    (:func:`parse_procs`: several clients' own windows). The script runs under bash where
+    the host has one (see ``_CLOCK``), else under sh as it is.
     """
     if not procs:
         raise ValueError("a measured step needs at least one process")
@@ -229,7 +250,17 @@ def measure_script(
     def redirect(proc: Proc) -> str:
         return f">{shlex.quote(proc.log)} 2>&1" if proc.log else ">/dev/null 2>&1"
 
-    if len(procs) == 1:
+    if each:
+        # A subshell per process: its own start and end, stamped as close to it as the
+        # shell can; its exit code is the process's.
+        for i, proc in enumerate(procs, start=1):
+            lines.append(
+                f"{{ now; s=$t; {quote(proc.argv)} {redirect(proc)}; r=$?; now; "
+                f'echo "{PROC_MARKER} {i} $s $t $r"; exit $r; }} & p{i}=$!'
+            )
+        for i in range(1, len(procs) + 1):
+            lines.append(f"wait $p{i}; r{i}=$?")
+    elif len(procs) == 1:
         lines.append(f"{quote(procs[0].argv)} {redirect(procs[0])}; r1=$?")
     else:
         for i, proc in enumerate(procs, start=1):

@@ -31,6 +31,10 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   (a reader's bytes: its reads times the size its files were written with): more metrics;
 - ``refuse(params)`` where the tool can tell on this machine, before any host is touched,
   that a cell cannot run (fio's ``--parse-only`` of a job file): the reason, or None;
+- ``CLIENT_WINDOW`` where the tool reports its progress over time (``parse_series`` rows
+  with ``at``, ``completed``, ``total``): the metrics of its rate, its time and its operations,
+  which with several clients in a run are their sum over the window all were measuring
+  (:mod:`perfpost.run.cell.clients`);
 - ``TIME_LAG`` where the tool's clock for a run can stop late: (the metric of the time a
   run's rate is over, the metric of how late it can stop, the lag of a run recorded without
   that metric, why); the post's validity section flags runs where it passes
@@ -53,6 +57,7 @@ What the post's design checks (:mod:`perfpost.analysis.design`) read of a tool, 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -77,6 +82,22 @@ CACHE_PARAMS: dict[str, Any] = {
         "fail the cell, or skip it (recorded as skipped, never measured hot in its place).",
         "enum": ["fail", "skip"],
         "default": "fail",
+    },
+}
+
+
+# Several processes of the tool at once on each host of a cell (:mod:`perfpost.run.cell.clients`):
+# every tool that runs as processes of its own has it (teragen's job is one, on YARN).
+CLIENT_PARAMS: dict[str, Any] = {
+    "clients": {
+        "description": "Start this many processes of the tool at one moment on each host of the "
+        "cell (1 when left out), each in its own scratch directory ({work}, {run}) with its own "
+        "log and numbers. A run's rates are the clients' sum over the window all of them were "
+        "measuring (where the tool reports its progress; over each client's own run where it "
+        "does not), its times the slowest client's, its counts and bytes their sum.",
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 256,
     },
 }
 
@@ -142,6 +163,16 @@ class Fetch:
     cancel_urls: tuple[str, ...] = ()
     cancel_body: str = ""
     cancel_what: str = "the run"
+
+
+def count_at(points: list[tuple[float, float]], at: float) -> float | None:
+    """A progress count at the moment ``at``, on the line between the two progress points
+    (time, count; in time order) around it; None outside them. Several clients' common
+    window and a background load's share of a measured step are read so."""
+    for (t0, c0), (t1, c1) in itertools.pairwise(points):
+        if t0 <= at <= t1:
+            return c0 if t1 == t0 else c0 + (c1 - c0) * (at - t0) / (t1 - t0)
+    return None
 
 
 def primary_metric(adapter: Any, params: Mapping[str, Any]) -> str:

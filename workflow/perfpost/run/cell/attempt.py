@@ -140,6 +140,8 @@ class Attempt:
         # What the phases find: the tool's plan of steps (prepare), the measured step's
         # result and its timing on the host (measure).
         self.plan: Any = None
+        # With ``clients`` above 1, each client's part of the plan (run.cell.clients).
+        self.clients: list[Any] = []
         self.measured: CommandResult | None = None
         self.timing: Any = None
         env = getattr(host, "env", {})

@@ -17,6 +17,7 @@ from perfpost import paths
 from perfpost.errors import ParseError
 from perfpost.records import DONE, FAILED
 from perfpost.run import hostscript
+from perfpost.run.cell import clients
 from perfpost.run.cell.attempt import SHORT_TIMEOUT, Attempt, iso, tail
 from perfpost.run.cell.record import finish
 from perfpost.tools.base import Fetch, Metric, parse, sync_adjusted
@@ -82,7 +83,7 @@ def collect(cell: Attempt) -> dict[str, Any]:
         }
 
     if cell.record["exit_code"] != 0:
-        reason = cell.adapter.error_reason(texts) or f"exit code {cell.record['exit_code']}"
+        reason = _error_reason(cell, texts)
         for b in cell.set_up:  # an agent, or its rule, may be why the JVM failed
             said = b.explain(cell, texts)
             if said:
@@ -98,9 +99,15 @@ def collect(cell: Attempt) -> dict[str, Any]:
         cell.record["metrics"] = [m.__dict__ for m in metrics + fetched]
         return finish(cell, FAILED, reason)
     try:
-        parsed = parse(cell.adapter, spec.params, texts, timing.elapsed)
-        if hasattr(cell.adapter, "derive"):
-            parsed += cell.adapter.derive(spec.params, parsed)
+        if cell.clients:
+            parsed, why = _parse_clients(cell, texts, timing.elapsed)
+            if why is not None:
+                cell.record["metrics"] = [m.__dict__ for m in metrics]
+                return finish(cell, FAILED, why)
+        else:
+            parsed = parse(cell.adapter, spec.params, texts, timing.elapsed)
+            if hasattr(cell.adapter, "derive"):
+                parsed += cell.adapter.derive(spec.params, parsed)
     except ParseError as e:
         # Named as it lies in the attempt directory, where the log is kept.
         where = f"{paths.RAW}/{e.source}" if (cell.raw / e.source).exists() else e.source
@@ -122,7 +129,12 @@ def collect(cell: Attempt) -> dict[str, Any]:
         cell.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched + counted]
         return finish(cell, FAILED, why)
     metrics += parsed + fetched + counted
-    if hasattr(cell.adapter, "parse_series"):
+    if hasattr(cell.adapter, "parse_series") and cell.clients:
+        cell.record["series"] = {
+            f"{clients.PREFIX}{c.index}": cell.adapter.parse_series(c.texts(texts))
+            for c in cell.clients
+        }
+    elif hasattr(cell.adapter, "parse_series"):
         cell.record["series"] = {"progress": cell.adapter.parse_series(texts)}
     if "sync" in spec.after and plan.writes:
         metrics += sync_adjusted(parsed, cell.record["sync"]["seconds"], cell.adapter.SYNC_ADJUST)
@@ -130,6 +142,71 @@ def collect(cell: Attempt) -> dict[str, Any]:
         metrics.append(Metric("sync_time", cell.record["sync"]["seconds"], "s"))
     cell.record["metrics"] = [m.__dict__ for m in metrics]
     return finish(cell, DONE)
+
+
+def _error_reason(cell: Attempt, texts: dict[str, str]) -> str:
+    """Why the measured step failed, from the tool's logs; with several clients, the first
+    that failed, named."""
+    if not cell.clients:
+        return cell.adapter.error_reason(texts) or f"exit code {cell.record['exit_code']}"
+    each = cell.record.get("clients", {}).get("each", [])
+    for c, info in zip(cell.clients, each, strict=False):
+        bad = [rc for rc in info.get("exit_codes", []) if rc != 0]
+        if bad:
+            said = cell.adapter.error_reason(c.texts(texts)) or f"exit code {bad[0]}"
+            return f"client {c.index} of {len(cell.clients)}: {said}"
+    return f"exit code {cell.record['exit_code']}"
+
+
+def _parse_clients(
+    cell: Attempt, texts: dict[str, str], elapsed: float
+) -> tuple[list[Metric], str | None]:
+    """Each client's logs parsed as a run of its own (kept in the record with its numbers),
+    and the run's numbers from theirs (:func:`perfpost.run.cell.clients.combine`); or why
+    they add up to no run. A log that does not parse raises, named as raw/ keeps it."""
+    adapter, params = cell.adapter, cell.spec.params
+    info = cell.record["clients"]
+    each: list[list[Metric]] = []
+    spans = []
+    for c, mine in zip(cell.clients, info["each"], strict=True):
+        start, end = mine.get("start_epoch"), mine.get("end_epoch")
+        wall = end - start if start is not None and end is not None else elapsed
+        spans.append((start, end) if start is not None and end is not None else None)
+        try:
+            got = parse(adapter, params, c.texts(texts), wall)
+            if hasattr(adapter, "derive"):
+                got += adapter.derive(params, got)
+        except ParseError as e:
+            raise ParseError(c.kept(e.source), f"client {c.index}: {e.message}", e.line) from None
+        mine["wall_time"] = wall
+        mine["metrics"] = [m.__dict__ for m in got]
+        each.append(got)
+    extra = []
+    if all(spans):
+        info["overlap"] = clients.overlap([s for s in spans if s])
+        extra.append(Metric("client_start_spread", info["overlap"]["start_spread"], "s"))
+    names = getattr(adapter, "CLIENT_WINDOW", None)
+    window = None
+    if names and hasattr(adapter, "parse_series"):
+        got_window = clients.common_window(
+            [adapter.parse_series(c.texts(texts)) for c in cell.clients]
+        )
+        if isinstance(got_window, str):
+            return extra, got_window
+        window = got_window
+        info["rule"] = "common window"
+        info["window"] = {
+            "start": window.start,
+            "end": window.end,
+            "seconds": window.seconds,
+            "metric": names[0],
+        }
+        for mine, rate, ops in zip(info["each"], window.rates(), window.operations, strict=True):
+            mine["window_rate"] = rate
+            mine["window_operations"] = ops
+    else:
+        info["rule"] = "own runs"
+    return clients.combine(each, window, names) + extra, None
 
 
 def fetch_records(cell: Attempt, texts: dict[str, str]) -> tuple[list[Metric], str | None]:

@@ -45,11 +45,24 @@ def _measure(cell: Attempt, start_at: float | None) -> dict[str, Any] | None:
     cell.measured = cell.run_step(
         "measure",
         hostscript.measure_script(
-            "measure", cell.logdir, plan.measure, plan.background, start_at=start_at
+            "measure",
+            cell.logdir,
+            plan.measure,
+            plan.background,
+            start_at=start_at,
+            each=bool(cell.clients),
         ),
         spec.timeout + (max(start_at - time.time(), 0) if start_at else 0),
     )
     cell.timing = timing = hostscript.parse_markers(cell.measured.stdout).get("measure")
+    if cell.clients:
+        # Each client's own start and end on the host: the span of its processes.
+        procs = hostscript.parse_procs(cell.measured.stdout)
+        for c, info in zip(cell.clients, cell.record["clients"]["each"], strict=True):
+            its = [procs[i] for i in c.procs if i in procs]
+            info["start_epoch"] = min(s for s, _, _ in its) if its else None
+            info["end_epoch"] = max(e for _, e, _ in its) if its else None
+            info["exit_codes"] = [rc for _, _, rc in its]
     if start_at is not None:
         cell.record["start_ready_ahead"] = hostscript.parse_ahead(cell.measured.stdout)
     if timing:

@@ -20,6 +20,7 @@ from perfpost import deliver, paths, shell
 from perfpost.clusters.base import site_xml
 from perfpost.records import FAILED, SKIPPED
 from perfpost.run import hostscript
+from perfpost.run.cell import clients
 from perfpost.run.cell.attempt import (
     CONF_VARS,
     LOG_VARS,
@@ -47,7 +48,7 @@ def prepare(cell: Attempt) -> dict[str, Any] | None:
     _deliver(cell)
     spec = cell.spec
     cell.measure_params = spec.params
-    cell.plan = plan = cell.adapter.plan(spec.params, cell.workdir)
+    cell.plan = plan = _plan(cell, spec.params)
     # What runs beside the measured step is set up first: an agent's rule that does not
     # compile fails the cell before anything of it runs, and what a beside adds to the
     # measured step (an agent's JVM options) is in the command the record keeps.
@@ -58,8 +59,14 @@ def prepare(cell: Attempt) -> dict[str, Any] | None:
             return finish(cell, FAILED, why)
     if cell.measure_params is not spec.params:
         # Only the measured step carries it: not teragen's removal of its output.
-        measured = cell.adapter.plan(cell.measure_params, cell.workdir)
+        before = cell.clients
+        measured = _plan(cell, cell.measure_params)
         cell.plan = plan = dataclasses.replace(plan, measure=measured.measure)
+        # Each client's removal and preparation stay as planned from the spec's parameters.
+        cell.clients = [
+            dataclasses.replace(b, plan=dataclasses.replace(b.plan, measure=a.plan.measure))
+            for a, b in zip(cell.clients, before, strict=True)
+        ]
     _show_command(cell)
     cell.record["prepare_commands"] = [shown(p.argv) for p in plan.prepare]
     cell.record["remove_commands"] = [shown(p.argv) for p in plan.remove]
@@ -100,7 +107,9 @@ def prepare(cell: Attempt) -> dict[str, Any] | None:
 
     prep = cell.run_step(
         "prepare",
-        hostscript.prepare_script(cell.workdir, cell.logdir, plan.prepare, plan.files),
+        clients.prepare_script(cell.clients, cell.logdir)
+        if cell.clients
+        else hostscript.prepare_script(cell.workdir, cell.logdir, plan.prepare, plan.files),
         spec.timeout,
     )
     for name, text in plan.files:  # what ran, as it ran (a job file)
@@ -159,7 +168,33 @@ def _deliver(cell: Attempt) -> None:
     )
 
 
+def _plan(cell: Attempt, params: dict[str, Any]) -> Any:
+    """The tool's plan for these parameters: with ``clients`` above 1, every client's at
+    once (each client's part kept in ``cell.clients``)."""
+    n = clients.count(params)
+    if n == 1:
+        return cell.adapter.plan(params, cell.workdir)
+    combined, cell.clients = clients.plan(cell.adapter, params, cell.workdir, n)
+    return combined
+
+
 def _show_command(cell: Attempt) -> None:
-    cell.record["command"] = "\n".join(
-        shown(p.argv) + (" &" if len(cell.plan.measure) > 1 else "") for p in cell.plan.measure
-    )
+    cell.record["command"] = _command(cell.plan.measure)
+    if cell.clients:
+        # Each client's own command, logs and scratch (the measured step fills in its times).
+        cell.record["clients"] = {
+            "count": len(cell.clients),
+            "each": [
+                {
+                    "client": c.index,
+                    "command": _command(c.plan.measure),
+                    "workdir": c.workdir,
+                    "logs": sorted(c.names),
+                }
+                for c in cell.clients
+            ],
+        }
+
+
+def _command(procs: Any) -> str:
+    return "\n".join(shown(p.argv) + (" &" if len(procs) > 1 else "") for p in procs)

@@ -23,6 +23,7 @@ from typing import Any
 from perfpost.errors import ConfigError
 from perfpost.tools.base import (
     CACHE_PARAMS,
+    CLIENT_PARAMS,
     Plan,
     Proc,
     env_prefix,
@@ -95,6 +96,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "default": {},
         },
         **CACHE_PARAMS,
+        **CLIENT_PARAMS,
     },
 }
 

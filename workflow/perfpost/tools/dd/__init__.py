@@ -23,6 +23,7 @@ from typing import Any
 from perfpost.errors import ConfigError, ParseError
 from perfpost.tools.base import (
     CACHE_PARAMS,
+    CLIENT_PARAMS,
     Metric,
     Plan,
     Proc,
@@ -92,6 +93,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "type": ["string", "integer"],
         },
         **CACHE_PARAMS,
+        **CLIENT_PARAMS,
         "background_writer": {
             "description": "Write this many bytes per second to a file beside the readers while "
             "they run (0: none).",

@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfpost.errors import ConfigError
-from perfpost.tools.base import CACHE_PARAMS, Plan, Proc, fill_work, never_provisioned
+from perfpost.tools.base import (
+    CACHE_PARAMS,
+    CLIENT_PARAMS,
+    Plan,
+    Proc,
+    fill_work,
+    never_provisioned,
+)
 from perfpost.tools.fio import jobfile
 from perfpost.tools.fio.defaults import LOG, RW_MODES, WRITING
 
@@ -121,6 +128,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "default": "fio",
         },
         **CACHE_PARAMS,
+        **CLIENT_PARAMS,
     },
 }
 

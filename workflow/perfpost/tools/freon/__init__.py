@@ -19,6 +19,7 @@ from perfpost.tools.freon.command import (
     version_argv,
 )
 from perfpost.tools.freon.defaults import (
+    CLIENT_WINDOW,
     HOST_KEY,
     JVM_OPTS_VAR,
     LOG,
@@ -50,6 +51,7 @@ from perfpost.tools.freon.parser import (
 )
 
 __all__ = [
+    "CLIENT_WINDOW",
     "CLOCKS",
     "COVERS",
     "CROSS",

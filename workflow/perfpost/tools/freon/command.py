@@ -10,7 +10,15 @@ from typing import Any
 
 from perfpost.errors import ConfigError
 from perfpost.tools import base
-from perfpost.tools.base import CACHE_PARAMS, Metric, Plan, Proc, env_prefix, fill_work
+from perfpost.tools.base import (
+    CACHE_PARAMS,
+    CLIENT_PARAMS,
+    Metric,
+    Plan,
+    Proc,
+    env_prefix,
+    fill_work,
+)
 from perfpost.tools.freon.defaults import HOST_KEY, JVM_OPTS_VAR, LOG, READERS, RUNTIME
 
 PARAMS_SCHEMA: dict[str, Any] = {
@@ -76,6 +84,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
             },
         },
         **CACHE_PARAMS,
+        **CLIENT_PARAMS,
         "java_opts": {
             "description": "JVM options for a provisioned launcher (OZONE_OPTS)",
             "type": "string",

@@ -56,5 +56,8 @@ TIME_LAG = (
     "after the last operation",
 )
 LOG = "freon.log"
+# With several clients in a run (run.cell.clients): the rate that is their sum over the window
+# all of them were measuring (from each one's progress lines), its time and its operations.
+CLIENT_WINDOW = ("rate", "rate_time", "rate_operations")
 # Generators that only read or validate: the sync rule (write time + slow sync) does not apply.
 READERS = frozenset({"dfsv", "ockv", "ocokr", "ommg", "obrd", "ozone-client-key-validator"})

@@ -1,0 +1,151 @@
+"""Four freon JVMs in one run against a real single-host Ozone (clients: 4): omkg creating keys
+in the Ozone Manager, as the OM posts summed "30 freon JVMs" into one rate.
+
+Expected values come from the four freon logs themselves, read here with this file's own
+regular expressions: each client's progress lines (millisecond stamps, operations completed),
+the window all four were measuring (the latest first progress line inside a client's run to
+the earliest last one), each client's count at its ends on the line between the two progress
+lines around it (numpy.interp), and the sum of the four rates over it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.e2e import QUICK_DAEMONS, make_checkout, records, snakemake
+from tests.test_clusters_e2e import (
+    OZONE_VERSION,
+    RUN_TIMEOUT,
+    cluster_dir,  # noqa: F401  (a fixture: kills whatever this test's clusters left)
+)
+
+pytestmark = pytest.mark.e2e
+
+CLIENTS = 4
+_PROGRESS = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*Progress: [\d.]+ % \((\d+) out of (\d+)\)"
+)
+_PREFIX = re.compile(r"Executing test with prefix (\S+)")
+
+
+def progress(text: str) -> list[tuple[float, int]]:
+    """(seconds, completed) of the progress lines inside the run: 0 < completed < total."""
+    out = []
+    for line in text.splitlines():
+        m = _PROGRESS.match(line)
+        if m and 0 < int(m.group(2)) < int(m.group(3)):
+            at = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            out.append((at, int(m.group(2))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def run(ozone_cache, tmp_path_factory):
+    cache, _ = ozone_cache
+    work = tmp_path_factory.mktemp("clients")
+    clusters_at = work / "clusters"
+    config = {
+        "tools": {"ozone": {"version": OZONE_VERSION, "cache": str(cache)}},
+        "clusters": {
+            "oz": {
+                "kind": "ozone",
+                "dir": str(clusters_at),
+                "jvm": QUICK_DAEMONS,
+                "buckets": ["vol1/bucket1"],
+            }
+        },
+        "experiments": {
+            "omkg": {
+                "title": "Keys created in the Ozone Manager by four freon JVMs at once",
+                "tool": "freon",
+                "cluster": "oz",
+                "params": {
+                    "subcommand": "omkg",
+                    "dir": str(work / "scratch"),
+                    "clients": CLIENTS,
+                    # Enough keys that every JVM still creates them once all four are up
+                    # (their start-up takes seconds each on two busy cores).
+                    "options": {"n": 2500, "t": 2, "v": "vol1", "b": "bucket1"},
+                },
+                "repeats": 1,
+            }
+        },
+    }
+    make_checkout(work, config)
+    result = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return work
+
+
+def test_four_jvms_started_together_each_with_its_own_log(run):
+    (rec,) = records(run, "omkg")
+    assert rec["status"] == "done", rec["reason"]
+    each = rec["clients"]["each"]
+    assert len(each) == CLIENTS
+    raw = rec["path"].parent / "raw"
+    prefixes = set()
+    for i, c in enumerate(each, start=1):
+        text = (raw / f"client-{i}.freon.log").read_text()
+        (prefix,) = _PREFIX.findall(text)  # one freon run in each log
+        prefixes.add(prefix)
+        assert "Successful executions: 2500" in text
+        assert c["workdir"].endswith(f"-c{i}")
+    assert len(prefixes) == CLIENTS  # four JVMs, not one log copied
+    starts = [c["start_epoch"] for c in each]
+    assert max(starts) - min(starts) < 1.0
+    # Each JVM's first log line is after its start and before the run's end.
+    for i, c in enumerate(each, start=1):
+        lines = (raw / f"client-{i}.freon.log").read_text().splitlines()
+        first = next(ln for ln in lines if re.match(r"\d{4}-\d\d-\d\d ", ln))[:23]
+        at = dt.datetime.strptime(first, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        assert c["start_epoch"] - 1 < at < rec["end_epoch"]
+
+
+def test_the_rate_is_the_four_logs_sum_over_their_common_window(run):
+    (rec,) = records(run, "omkg")
+    raw = rec["path"].parent / "raw"
+    points = [progress((raw / f"client-{i}.freon.log").read_text()) for i in range(1, 5)]
+    assert all(len(p) >= 2 for p in points), "every client printed progress inside its run"
+    start = max(p[0][0] for p in points)
+    end = min(p[-1][0] for p in points)
+    assert end > start, "the four were measuring at once"
+    rates = []
+    for p in points:
+        t, c = np.array([x for x, _ in p]), np.array([y for _, y in p], dtype=float)
+        rates.append((np.interp(end, t, c) - np.interp(start, t, c)) / (end - start))
+    tidy = pd.read_csv(run / "results" / "omkg" / "tidy.csv")
+    got = dict(zip(tidy["metric"], tidy["value"], strict=True))
+    assert got["rate"] == pytest.approx(sum(rates), rel=1e-9)
+    assert got["rate_time"] == pytest.approx(end - start, abs=1e-6)
+    assert got["operations"] == CLIENTS * 2500
+    assert got["successful_executions"] == CLIENTS * 2500
+    for c, r in zip(rec["clients"]["each"], rates, strict=True):
+        assert c["window_rate"] == pytest.approx(r, rel=1e-9)
+
+
+def test_the_post_shows_each_client_and_the_sum(run):
+    (rec,) = records(run, "omkg")
+    post = (run / "reports" / "omkg" / "index.md").read_text()
+    header = "| cell | run | client 1 | client 2 | client 3 | client 4 | sum (ops/s) | spread |"
+    assert header in post
+    below = post[post.index(header) :].splitlines()
+    row = below[2]  # the header, its rule, the one run
+    cols = [c.strip() for c in row.strip("|").split("|")]
+    shares = [c["window_rate"] for c in rec["clients"]["each"]]
+    shown = [float(x.replace(",", "")) for x in cols[2:6]]
+    for s, v in zip(shown, shares, strict=True):
+        assert s == pytest.approx(v, rel=0.01)  # three significant figures
+    total = next(m["value"] for m in rec["metrics"] if m["name"] == "rate")
+    assert float(cols[6].replace(",", "")) == pytest.approx(total, rel=0.01)
+    assert "sum over the window all of them were measuring" in post
+    # The listing says how many ran, and one client's command as typed.
+    assert "# 4 clients at once, each in a directory of its own; each ran:" in post
+    assert "ozone freon omkg" in post
+    # The GC log of every JVM, not one overwritten by the others: each names its collector.
+    gc = (rec["path"].parent / "raw" / "gc.log").read_text()
+    assert gc.count("[gc] Using ") == CLIENTS
