@@ -151,3 +151,20 @@ def test_clients_is_a_parameter_of_every_tool_that_runs_processes_of_its_own():
         assert "clients" in tools.get(name).PARAMS_SCHEMA["properties"], name
     # teragen's run is a job on YARN, not processes on the host.
     assert "clients" not in tools.get("teragen").PARAMS_SCHEMA["properties"]
+
+
+def test_several_clients_with_an_agent_are_refused_naming_the_key():
+    from perfpost.errors import ConfigError
+    from perfpost.plan.build import build_plan
+
+    config = {
+        "experiments": {
+            "a": {
+                "tool": "freon",
+                "params": {"subcommand": "ockg", "dir": "/var/tmp/x", "clients": 2},
+                "profile": True,
+            }
+        }
+    }
+    with pytest.raises(ConfigError, match=r"experiments\.a\[default\]\.params\.clients"):
+        build_plan(config)

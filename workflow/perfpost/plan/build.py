@@ -110,6 +110,7 @@ def _experiment(
         exp.resolved[cell.id] = schema.check_tool_params(
             exp.tool, params, f"{where}[{cell.id}]", checker
         )
+        checks.check_clients(exp, exp.resolved[cell.id], f"{where}[{cell.id}]")
         if exp.setup or exp.teardown:
             exp.setups[cell.id] = host_steps(exp, cell.value_map, where)
         if exp.cluster or cluster_fields(params):

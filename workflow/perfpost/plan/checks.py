@@ -99,6 +99,21 @@ def check_comparisons(exp: Experiment, where: str) -> None:
                 )
 
 
+def check_clients(exp: Experiment, params: dict[str, Any], where: str) -> None:
+    """Several clients in a run share the cell's agent and recording settings, and each of
+    their JVMs would write the same counts or recording file: refused until each has its own."""
+    if int(params.get("clients") or 1) == 1:
+        return
+    for key in ("instrument", "profile"):
+        if getattr(exp, key, None):
+            raise ConfigError(
+                f"{where}.params.clients",
+                f"several clients with `{key}`: each client JVM would write the same "
+                f"{'counts' if key == 'instrument' else 'recording'} file; run one client "
+                f"with `{key}`, or several without it",
+            )
+
+
 def check_controls(exp: Experiment, where: str) -> None:
     """An A/A control (``control: true``) compares one configuration with itself: each
     baseline cell has a candidate cell with the same other labels and the same command."""
