@@ -30,6 +30,11 @@ EXAMPLE = ROOT / "config" / "examples" / "lab-teragen-crosscheck.yaml"
 SIZE = 20_000_000  # teragen's size in the miniature: 200,000 rows of 100 bytes
 MAPS = 3
 FILES = 50  # freon dfsg files a run
+LOAD_LEAD = 25  # seconds the load's JVM gets to start on a busy h4 before teragen does
+_PROGRESS = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*Progress: [\d.]+ % \((\d+) out of \d+\)",
+    re.M,
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +58,20 @@ def lab(tmp_path_factory, ozone_cache):
         tera["params"]["defines"]["mapreduce.job.maps"] = MAPS
         # The agent in every map task, on NodeManager hosts that are not the client's.
         tera["instrument"] = {"rules": ["output"], "tasks": True, "without": "none"}
+        # freon ockg beside every teragen run, as the teragen post ran it: from h4 (freon
+        # delivered there) into the Ozone on h1-h3. Keys of no bytes: the datanodes' block
+        # files stay teragen's and freon dfsg's alone.
+        cfg["hosts"]["h4"]["ozone"] = "provisioned"
+        tera["background"] = {
+            "tool": "freon",
+            "params": {
+                "subcommand": "ockg",
+                "dir": "/var/tmp/perfpost",
+                "env": {"HADOOP_USER_NAME": "perfpost"},
+                "options": {"n": 10_000_000, "t": 1, "s": 0, "v": "vol1", "b": "bucket1"},
+            },
+            "lead": LOAD_LEAD,
+        }
         hcfs = cfg["experiments"]["lab-hcfs"]
         hcfs["repeats"] = 1
         hcfs["timeout"] = 600
@@ -213,3 +232,37 @@ def test_every_map_task_on_every_nodemanager_host_counted_its_writes(lab):
         assert 2 * rows <= metrics["map-write.call"] <= 2 * rows + 1000, metrics["map-write.call"]
         shipped = {d["host"] for d in rec["delivered"] if d["what"].startswith("byteman")}
         assert {"h5", "h6"} <= shipped <= {"h4", "h5", "h6"}, shipped
+
+
+def test_freon_ockg_beside_teragen_did_what_its_own_progress_lines_say(lab):
+    """The load's rate over each teragen job is its operations between the job's start and
+    end as its own progress lines count them, read here with this file's regular expression
+    and numpy's interpolation between the two lines around each moment."""
+    import datetime as dt
+
+    import numpy as np
+
+    work, _ = lab
+    for where, rec in records(work, "lab-teragen"):
+        assert rec["status"] == "done", rec["reason"]
+        info = rec["background"]
+        assert (info["tool"], info["measured_by"]) == ("freon", "progress")
+        assert "freon ockg" in info["command"]
+        text = (where / "raw" / "background.log").read_text()
+        pts = [
+            (dt.datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp(), int(c))
+            for t, c in _PROGRESS.findall(text)
+        ]
+        t, c = np.array([x for x, _ in pts]), np.array([y for _, y in pts], dtype=float)
+        start, end = rec["start_epoch"], rec["end_epoch"]
+        assert t[0] <= start, "its lines bracket the job"
+        assert t[-1] >= end, "its lines bracket the job"
+        ops = np.interp(end, t, c) - np.interp(start, t, c)
+        metrics = {m["name"]: m["value"] for m in rec["metrics"]}
+        assert metrics["background.operations"] == pytest.approx(ops, rel=1e-9)
+        assert metrics["background.rate"] == pytest.approx(ops / (end - start), rel=1e-9)
+        assert metrics["background.rate"] > 0
+        # The load came to h4 from this machine, as the client did.
+        assert "h4" in {d["host"] for d in rec["delivered"] if d["what"].startswith("ozone-")}
+    post = (work / "reports" / "lab-teragen" / "index.md").read_text()
+    assert re.search(r"- Beside every run: freon as a background load, [\d.,]+ ops/s to", post)

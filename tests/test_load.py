@@ -42,8 +42,23 @@ def test_fio_gets_the_rate_and_one_process_and_a_bad_load_is_refused_by_its_key(
         )
     with pytest.raises(ConfigError, match=r"e\.background\.params: dd in read mode needs"):
         load.settings({"tool": "dd", "params": {"dir": "/d", "mode": "read"}}, "e.background")
-    with pytest.raises(ConfigError, match=r"e\.background\.tool"):
-        load.settings({"tool": "freon", "params": {}}, "e.background")
+    with pytest.raises(ConfigError, match=r"e\.background\.tool: .*a job on YARN"):
+        load.settings({"tool": "teragen", "params": {}}, "e.background")
+    with pytest.raises(ConfigError, match=r"e\.background\.rate: freon has no byte rate"):
+        load.settings(
+            {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/d"}, "rate": 1000},
+            "e.background",
+        )
+    with pytest.raises(ConfigError, match=r"e\.background\.params\.clients"):
+        load.settings(
+            {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/d", "clients": 2}},
+            "e.background",
+        )
+    got = load.settings(
+        {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/d"}, "lead": 8},
+        "e.background",
+    )
+    assert (got["tool"], got["rate"], got["lead"]) == ("freon", None, 8.0)
     assert load.settings(None, "e.background") == {}
 
 
@@ -89,3 +104,56 @@ def test_the_scripts_start_count_and_stop_a_real_dd_and_leave_nothing(tmp_path):
     assert copied >= after[2] - before[2]
     assert not work.exists()  # its scratch is gone
     assert "gone" in sh(load.counters_script(state))
+
+
+def rows(points):
+    return [{"at": at, "completed": c, "total": 10**6} for at, c in points]
+
+
+def test_a_loads_operations_over_the_step_are_read_between_its_progress_lines():
+    # Progress at t=10 (100), 11 (300), 12 (500), 13 (700); the step ran 10.5 .. 12.75.
+    # Counts: 200 at 10.5 (halfway 100..300), 650 at 12.75 (three quarters 500..700).
+    pts = [(9.0, 0), (10.0, 100), (11.0, 300), (12.0, 500), (13.0, 700)]
+    got = load.progressed(rows(pts), 10.5, 12.75)
+    assert got == pytest.approx({"seconds": 2.25, "operations": 450.0, "rate": 200.0})
+    # Stamps read an hour off the host's clock (another time zone) are the same moments.
+    hour = rows([(t + 3600, c) for t, c in pts])
+    assert load.progressed(hour, 10.5, 12.75) == pytest.approx(got)
+    # A step shorter than a reporting interval: the rate of the interval around it.
+    assert load.progressed(rows(pts), 11.2, 11.5) == pytest.approx(
+        {"seconds": 0.3, "operations": 60.0, "rate": 200.0}
+    )
+
+
+def test_a_load_not_yet_operating_or_ended_early_fails_with_the_numbers():
+    late = load.progressed(rows([(10.0, 0), (12.0, 0), (13.0, 40), (20.0, 900)]), 11.0, 19.0)
+    assert isinstance(late, str)
+    assert "first operation came +2.0 s from the measured step's start" in late
+    early = load.progressed(rows([(10.0, 10), (12.0, 200)]), 11.0, 21.0)
+    assert isinstance(early, str)
+    assert "last progress line came 9.0 s before the measured step's end" in early
+
+
+def test_a_freon_load_waits_for_freon_to_be_provisioned_and_gets_its_launcher():
+    from perfpost.plan.build import build_plan
+
+    plan = build_plan(
+        {
+            "tools": {"ozone": {"version": "2.2.0", "cache": "/var/tmp/cache-x"}},
+            "experiments": {
+                "a": {
+                    "tool": "dd",
+                    "params": {"dir": "/d", "bs": "1M", "count": 4},
+                    "background": {
+                        "tool": "freon",
+                        "params": {"subcommand": "ockg", "dir": "/d"},
+                        "lead": 10,
+                    },
+                }
+            },
+        }
+    )
+    (marker,) = plan.instrument_markers("a")
+    assert marker.startswith("/var/tmp/cache-x/ozone-2.2.0/COMPLETE")
+    spec = plan.spec("a", "default", "localhost", 1)
+    assert spec.background["params"]["launcher"] == "/var/tmp/cache-x/ozone-2.2.0/bin/ozone"

@@ -271,10 +271,11 @@ def background_load(
     raw = experiment.get("background")
     if not raw:
         return None
-    command = None
+    command, progress = None, False
     for row in cell_rows.itertuples(index=False):
         rec = records.read_record(row.record)
         command = (rec.get("background") or {}).get("command")
+        progress = (rec.get("background") or {}).get("measured_by") == "progress"
         if command:
             break
     rates = tidy_df[(tidy_df["status"] == records.DONE) & (tidy_df["metric"] == "background.rate")]
@@ -283,19 +284,22 @@ def background_load(
         for cell, v in rates.groupby("cell", sort=False)["value"]
     ]
     target = raw.get("rate")
+    # Bytes a second from its I/O counters, or operations a second from its progress lines.
+    unit = str(rates["unit"].iloc[0]) if len(rates) else "B/s"
     return {
         "tool": raw.get("tool"),
         "command": command,
+        "progress": progress,
         "lead": raw.get("lead", 1),
         "target": format_value(load.parse_rate(target, "background.rate"), "B/s")
         if target is not None
         else None,
         "cells": [
-            f"`{c}` {format_value(m, 'B/s')} (median of {n} run{'s' if n != 1 else ''})"
+            f"`{c}` {format_value(m, unit)} (median of {n} run{'s' if n != 1 else ''})"
             for c, m, n in per_cell
         ],
-        "low": format_value(float(rates["value"].min()), "B/s") if len(rates) else None,
-        "high": format_value(float(rates["value"].max()), "B/s") if len(rates) else None,
+        "low": format_value(float(rates["value"].min()), unit) if len(rates) else None,
+        "high": format_value(float(rates["value"].max()), unit) if len(rates) else None,
     }
 
 

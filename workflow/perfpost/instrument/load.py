@@ -1,13 +1,20 @@
-"""A background load beside the measured step (``background:`` on an experiment): another
-tool perfpost runs (fio with its ``rate=``, dd), started on the cell's host before each
-measured run and stopped right after it, as the *Cluster I/O performance* post read "with
-~10MB/s write" going on.
+"""A background load beside the measured step (``background:`` on an experiment): any tool
+perfpost runs as a process on the host (fio with its ``rate=``, dd, freon, a command), started
+on the cell's host before each measured run and stopped right after it, as the *Cluster I/O
+performance* post read "with ~10MB/s write" going on, or the teragen post ran freon ockg
+beside the job.
 
-What it did is measured, not assumed: the load's process's I/O counters (``/proc/<pid>/io``:
-``wchar``, ``rchar``, the bytes it passed to write and read calls) are read right before the
-measured step starts and right after it ends, so its rate is over the measured step. A load
-that exits before the step ends, or whose rate misses its target by more than
-:data:`TOLERANCE`, fails the run with the numbers.
+What it did is measured, not assumed, over the measured step itself:
+
+- a tool that reports its progress over time (freon): its operations between the step's
+  start and end, each read on the line between the two progress lines around it (ops/s);
+- any other: the load's process's I/O counters (``/proc/<pid>/io``: ``wchar``, ``rchar``,
+  the bytes it passed to write and read calls; a process's counters hold its children's once
+  it has reaped them), read right before the step starts and right after it ends (B/s).
+
+A load that is not running (or for freon, not yet operating) when the step starts, that
+exits before it ends, or whose rate misses its target by more than :data:`TOLERANCE`, fails
+the run with the numbers.
 """
 
 from __future__ import annotations
@@ -31,7 +38,14 @@ SHORT_TIMEOUT = 30.0
 STOP_WAIT = 30.0
 RAW = "background.log"
 MARK = "@perfpost-load"
-TOOLS = ("fio", "dd")
+# Tools whose run is one process on the host: teragen's is a job on YARN.
+TOOLS = ("command", "dd", "fio", "freon")
+# Tools a byte rate can be asked of: fio paces itself (rate=); dd's rate is what it is.
+RATED = ("fio", "dd")
+# A load with progress lines runs this long past the measured step before it is stopped,
+# so that a line after the step's end brackets it (freon prints one a second).
+PROGRESS_TAIL = 1.5
+_ZONE_STEP = 900.0  # log stamps read in the controller's time zone: see tidy.step_time
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]i?)?([bB])?(?:/s)?\s*$")
 _FACTORS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
 
@@ -65,7 +79,23 @@ def settings(raw: Any, where: str) -> dict[str, Any]:
         raise ConfigError(where, "a mapping: {tool: fio, params: {...}, rate: 10MB/s}")
     tool = raw.get("tool")
     if tool not in TOOLS:
-        raise ConfigError(f"{where}.tool", f"one of {', '.join(TOOLS)}")
+        raise ConfigError(
+            f"{where}.tool",
+            f"one of {', '.join(TOOLS)}"
+            + (
+                ": teragen's run is a job on YARN, not a process beside"
+                if tool == "teragen"
+                else ""
+            ),
+        )
+    if raw.get("rate") is not None and tool not in RATED:
+        raise ConfigError(
+            f"{where}.rate",
+            f"{tool} has no byte rate to hold: leave rate out, and the post says what it did "
+            "over each measured step",
+        )
+    if int((raw.get("params") or {}).get("clients") or 1) > 1:
+        raise ConfigError(f"{where}.params.clients", "a load is one process")
     adapter = tools.get(tool)
     params = {
         k: v["default"] for k, v in adapter.PARAMS_SCHEMA["properties"].items() if "default" in v
@@ -101,6 +131,26 @@ def settings(raw: Any, where: str) -> dict[str, Any]:
     if lead < 0:
         raise ConfigError(f"{where}.lead", "seconds, 0 or more")
     return {"tool": tool, "params": params, "rate": rate, "lead": lead}
+
+
+def for_host(
+    settings: Mapping[str, Any],
+    clusters: list[dict[str, Any]],
+    host: Mapping[str, Any],
+    configured: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A cell's load settings with what its host and clusters add to the load's params, as
+    a cell's own tool gets them (freon's provisioned launcher, the build its Ozone runs)."""
+    from perfpost import tools
+
+    if not settings:
+        return {}
+    adapter = tools.get(settings["tool"])
+    params = dict(settings["params"])
+    pick = getattr(adapter, "for_clusters", None)
+    if pick is not None:
+        params = pick(params, clusters, host["name"])
+    return {**settings, "params": adapter.complete_params(params, dict(host), configured)}
 
 
 def run_script(
@@ -174,6 +224,46 @@ def parse_counters(text: str) -> tuple[float, int, int] | None:
     return None
 
 
+def progressed(
+    rows: Sequence[Mapping[str, Any]], start: float, end: float
+) -> dict[str, float] | str:
+    """What a load with progress lines (``rows``: ``at``, ``completed``, ``total``) did
+    between the host's ``start`` and ``end`` of the measured step: its operations, the
+    seconds they are over and its rate; or why that cannot be read. Its stamps are read in
+    this machine's time zone: an offset of whole quarter hours from the host's clock is
+    taken as the zone's."""
+    from perfpost.tools.base import count_at
+
+    pts = [(float(r["at"]), float(r["completed"])) for r in rows if r.get("at") is not None]
+    if len(pts) < 2:
+        return "it printed fewer than two progress lines"
+    offset = pts[0][0] - start
+    zone = round(offset / _ZONE_STEP) * _ZONE_STEP if abs(offset) >= _ZONE_STEP / 2 else 0.0
+    pts = sorted((t - zone, c) for t, c in pts)
+    begun = next((t for t, c in pts if c > 0), None)
+    if begun is None or begun > start:
+        when = f"{begun - start:+.1f} s from" if begun is not None else "at no time during"
+        return (
+            f"its first operation came {when} the measured step's start: it was not yet "
+            "operating (give it a longer lead)"
+        )
+    last = pts[-1][0]
+    if last < end:
+        return (
+            f"its last progress line came {end - last:.1f} s before the measured step's end: "
+            "it ended, or stopped reporting, before the step did"
+        )
+    a, b = count_at(pts, start), count_at(pts, end)
+    if a is None or b is None:
+        return "its progress lines do not reach over the measured step"
+    seconds = end - start
+    return {
+        "seconds": seconds,
+        "operations": b - a,
+        "rate": (b - a) / seconds if seconds > 0 else float("nan"),
+    }
+
+
 def achieved(
     before: tuple[float, int, int], after: tuple[float, int, int], writes: bool
 ) -> dict[str, float]:
@@ -202,6 +292,8 @@ class Load(Beside):
         self.after: tuple[float, int, int] | None = None
         self.state = ""
         self.writes = True
+        self.progress: Any = None
+        self.log = RAW
 
     def start(self, cell: Cell) -> None:
         """Start the load, give it its lead, and read its counters last, right before the
@@ -209,13 +301,16 @@ class Load(Beside):
         from perfpost import tools
 
         adapter = tools.get(self.settings["tool"])
-        params = self.settings["params"]
+        # The cell's own copy: its clusters' fields filled in, its launcher delivered.
+        params = (getattr(cell.spec, "background", None) or self.settings)["params"]
         token = uuid.uuid4().hex[:12]
         self.state = f"/tmp/perfpost-load-{token}"
         workdir = f"{str(params['dir']).rstrip('/')}/perfpost-load-{token}"
         plan = adapter.plan(params, workdir)
         (proc,) = plan.measure  # one process: its counters are the load's (settings checks)
         self.writes = plan.writes
+        self.progress = getattr(adapter, "parse_series", None)
+        self.log = proc.log or RAW
         argv = list(proc.argv)
         cell.record["background"] = {
             "tool": self.settings["tool"],
@@ -223,6 +318,7 @@ class Load(Beside):
             "target_rate": self.settings.get("rate"),
             "lead": self.settings["lead"],
             "writes": self.writes,
+            "measured_by": "progress" if self.progress else "io counters",
         }
         timeout = float(cell.spec.timeout) + self.settings["lead"] + 120.0
         script = run_script(
@@ -249,6 +345,8 @@ class Load(Beside):
         try:
             got = cell.host.run(counters_script(self.state), SHORT_TIMEOUT, force=True)
             self.after = parse_counters(got.stdout)
+            if self.progress is not None and self.after is not None:
+                time.sleep(PROGRESS_TAIL)  # a progress line after the step's end
             cell.host.run(stop_script(self.state), SHORT_TIMEOUT, force=True)
         except Exception as e:
             self.error = self.error or e
@@ -276,6 +374,8 @@ class Load(Beside):
             return [], f"background load ({info.get('command')}): {why}" + (
                 f": {tail[:300]}" if tail else ""
             )
+        if self.progress is not None:
+            return self._progressed(cell, info)
         got = achieved(self.before, self.after, self.writes)
         info.update(got)
         metrics = [
@@ -292,6 +392,24 @@ class Load(Beside):
                 f"{format_value(target, 'B/s')} (more than {TOLERANCE:.0%} off)"
             )
         return metrics, None
+
+    def _progressed(self, cell: Cell, info: dict[str, Any]) -> tuple[list[Metric], str | None]:
+        """The load's operations over the measured step, from its own progress lines."""
+        assert self.before is not None
+        assert self.after is not None
+        out = getattr(self.result, "stdout", "") or ""
+        text = out.split("\n", 1)[1] if out.startswith(MARK) else out
+        start = cell.record.get("start_epoch") or self.before[0]
+        end = cell.record.get("end_epoch") or self.after[0]
+        got = progressed(self.progress({self.log: text}), start, end)
+        if isinstance(got, str):
+            return [], f"background load ({info.get('command')}): {got}"
+        info.update(got)
+        return [
+            Metric("background.rate", got["rate"], "1/s"),
+            Metric("background.operations", got["operations"], "count"),
+            Metric("background.seconds", got["seconds"], "s"),
+        ], None
 
     def cleanup(self, cell: Cell) -> None:
         if self.thread is not None and self.thread.is_alive():

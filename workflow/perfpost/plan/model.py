@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import clusters, hostenv, instrument, paths, provision, tools
-from perfpost.instrument import jfr
+from perfpost.instrument import jfr, load
 from perfpost.instrument import resources as telemetry
 from perfpost.plan import matrix, schemacache
 from perfpost.plan.specs import CellSpec
@@ -165,12 +165,22 @@ class Plan:
         return sorted(out)
 
     def instrument_markers(self, experiment: str) -> list[str]:
-        """What an instrumented experiment's cells need first: Byteman provisioned here (its
-        rules are checked here), and the tool's provisioned jars they are checked against."""
+        """What runs beside an experiment's cells needs first: a background load's provisioned
+        runtime (freon beside teragen), and for an instrumented experiment Byteman provisioned
+        here (its rules are checked here) and the tool's provisioned jars they are checked
+        against."""
         exp = self.experiments[experiment]
+        out = []
+        if exp.load:
+            adapter = tools.get(exp.load["tool"])
+            for host in exp.hosts:
+                host_spec = {"name": host, **self.hosts[host]}
+                marker = adapter.install_marker(exp.load["params"], host_spec, self.tools)
+                if marker and marker not in out:
+                    out.append(marker)
         if not any(exp.rules.values()):
-            return []
-        out = [instrument.marker(self.tools)]
+            return out
+        out.append(instrument.marker(self.tools))
         runtime = tools.get(exp.tool).RUNTIME
         if runtime is not None:
             out.append(str(provision.configured_marker(runtime, self.tools)))
@@ -221,7 +231,11 @@ class Plan:
             instrument=self._instrument(exp, cell, host_spec),
             resources=telemetry.settings(exp.resources),
             profile=jfr.settings(exp.profile),
-            background=copy.deepcopy(exp.load),
+            # The load's params with what this host and the cell's clusters add, as the
+            # cell's own tool's (a provisioned launcher, the build its Ozone runs).
+            background=load.for_host(
+                copy.deepcopy(exp.load), exp.cluster_specs.get(cell, []), host_spec, self.tools
+            ),
             setup=copy.deepcopy(exp.setups.get(cell, {})),
         )
 

@@ -161,6 +161,10 @@ class Attempt:
             # Every step sees the cluster's addresses; the record keeps the params as planned
             # (its measurement), with the values beside them (cluster_fields).
             self.spec = dataclasses.replace(spec, params=fill_fields(spec.params, self.fields))
+            if spec.background:  # a load against the cell's cluster (freon ockg beside)
+                self.spec = dataclasses.replace(
+                    self.spec, background=fill_fields(spec.background, self.fields)
+                )
 
     @property
     def scratch_cleanup(self) -> str:

@@ -155,9 +155,15 @@ def _deliver(cell: Attempt) -> None:
     agent) on a remote host that lacks it, and point the params at the host's copy. The
     record keeps the params as planned (its measurement) and says what was shipped."""
     spec, inst = cell.spec, dict(cell.spec.instrument or {})
-    mapping, done = deliver.deliver_for(cell.host, [spec.params, inst.get("home")])
+    load = dict(spec.background or {})
+    mapping, done = deliver.deliver_for(
+        cell.host, [spec.params, inst.get("home"), load.get("params")]
+    )
     if not mapping:
         return
+    if load:  # the load's launcher too (freon beside teragen)
+        load["params"] = deliver.localize(load["params"], mapping)
+        spec = dataclasses.replace(spec, background=load)
     cell.record["delivered"] = [d.record() for d in done]
     if inst:
         # This machine's path too: the agent may go on to other hosts (NodeManagers).
