@@ -463,3 +463,56 @@ def test_two_ozones_beside_one_yarn_run_one_after_the_other():
     block = [priority(W("layout=block", r)) for r in (1, 2, 3)]
     chunk = [priority(W("layout=chunk", r)) for r in (1, 2, 3)]
     assert min(block) > max(chunk), (block, chunk)
+
+
+def test_a_key_for_one_side_alone_reaches_that_side_and_a_client_key_for_daemons_is_refused():
+    def sided(cfg):
+        hdfs = cfg["clusters"]["hdfs"]
+        hdfs["hdfs-site"] = {"dfs.checksum.type": "NULL"}
+        hdfs["daemons_only"] = {"hdfs-site": {"dfs.datanode.handler.count": 7}}
+        hdfs["clients_only"] = {"hdfs-site": {"dfs.client.socket-timeout": 45000}}
+
+    (spec,) = specs(plan_of(sided), "e", "storage=hdfs,buffer=default")
+    assert spec.side_site("daemons") == {
+        "hdfs-site": {"dfs.checksum.type": "NULL", "dfs.datanode.handler.count": "7"}
+    }
+    assert spec.side_site("clients") == {
+        "hdfs-site": {"dfs.checksum.type": "NULL", "dfs.client.socket-timeout": "45000"}
+    }
+
+    # A side's key is part of what the configuration is.
+    def both(cfg):
+        cfg["clusters"]["hdfs"]["hdfs-site"] = {"dfs.checksum.type": "NULL"}
+
+    (plain,) = specs(plan_of(both), "e", "storage=hdfs,buffer=default")
+    assert spec.ident() != plain.ident()
+
+    for key in ("dfs.checksum.type", "dfs.client.read.shortcircuit", "fs.trash.interval"):
+
+        def to_daemons(cfg, key=key):
+            del cfg["clusters"]["hdfs"]["hdfs-site"]
+            cfg["clusters"]["hdfs"]["daemons_only"] = {"hdfs-site": {key: "x"}}
+
+        with pytest.raises(ConfigError, match=rf"clusters\.hdfs\.daemons_only\.hdfs-site\.{key}"):
+            plan_of(to_daemons)
+
+
+def test_the_changed_keys_say_the_side_each_reached():
+    from perfpost.clusters.base import changed_keys
+
+    site = {"hdfs-site": {"dfs.checksum.type": "NULL", "dfs.datanode.handler.count": "7"}}
+    sides = {
+        "daemons": {"hdfs-site": {"dfs.datanode.handler.count": "7"}},
+        "clients": {"hdfs-site": {"dfs.client.socket-timeout": "45000"}},
+    }
+    defaults = {
+        "dfs.checksum.type": "CRC32C",
+        "dfs.datanode.handler.count": "10",
+        "dfs.client.socket-timeout": "60000",
+    }
+    got = {(k["key"], k.get("side")) for k in changed_keys(site, defaults, sides)}
+    assert got == {
+        ("dfs.checksum.type", None),
+        ("dfs.datanode.handler.count", "daemons"),
+        ("dfs.client.socket-timeout", "clients"),
+    }

@@ -125,6 +125,9 @@ def hdfs_config(cache: Path, cluster_dir: Path, scratch: Path) -> dict:
                 "jvm": QUICK_DAEMONS,
                 # Read by the HDFS client, not the daemons: it must reach the client.
                 "hdfs-site": {"dfs.checksum.type": "NULL"},
+                # One key for each side alone.
+                "daemons_only": {"hdfs-site": {"dfs.datanode.handler.count": "7"}},
+                "clients_only": {"hdfs-site": {"dfs.client.socket-timeout": "45000"}},
             }
         },
     }
@@ -264,8 +267,17 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
         assert c["version"] == HDFS_VERSION
         m = {x["name"]: x["value"] for x in rec["metrics"]}
         assert m["successful_executions"] == 20  # n: 20 of the config
-        # The client's configuration the cell was given holds the config's client-side key.
-        assert rec["client_conf"]["hdfs-site"]["dfs.checksum.type"] == "NULL"
+        # The client's configuration the cell was given holds the config's client-side key,
+        # and its clients-only key, not the daemons-only one.
+        client = rec["client_conf"]["hdfs-site"]
+        assert client["dfs.checksum.type"] == "NULL"
+        assert client["dfs.client.socket-timeout"] == "45000"
+        assert "dfs.datanode.handler.count" not in client
+    # The daemons' hdfs-site as perfpost wrote it: the daemons-only key, not the clients'.
+    daemons = st["deployment"]["site"]["hdfs-site"]
+    assert daemons["dfs.datanode.handler.count"] == "7"
+    assert daemons["dfs.checksum.type"] == "NULL"
+    assert "dfs.client.socket-timeout" not in daemons
     # One at a time: the measured windows do not overlap, though the host allowed two.
     windows = sorted((r["start_epoch"], r["end_epoch"]) for r in recs.values())
     for (_, end), (start, _) in itertools.pairwise(windows):
@@ -280,11 +292,18 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
     assert "| hdfs-site | `dfs.replication` | `1` | `3` |" in table, table
     # Hadoop's default checksum is CRC32C; the post says the key went to clients too.
     assert "| hdfs-site | `dfs.checksum.type` | `NULL` | `CRC32C` |" in table, table
+    # Each key for one side says which, with Hadoop's own defaults (hdfs-default.xml).
+    assert "| hdfs-site (daemons only) | `dfs.datanode.handler.count` | `7` | `10` |" in table
+    assert "| hdfs-site (clients only) | `dfs.client.socket-timeout` | `45000` | `60000` |" in table
     own = (work / "reports" / "hcfs" / "index.md").read_text()
-    assert (
-        "Settings changed from the defaults, for the daemons and their clients alike: "
-        "`dfs.checksum.type=NULL` (`hdfs`)"
-    ) in own
+    line = next(ln for ln in own.splitlines() if ln.startswith("- Settings changed"))
+    assert line.startswith(
+        "- Settings changed from the defaults, for the daemons and their clients alike unless "
+        "one says otherwise: "
+    ), line
+    assert "`dfs.checksum.type=NULL` (`hdfs`)" in line
+    assert "`dfs.datanode.handler.count=7` (`hdfs`, daemons only)" in line
+    assert "`dfs.client.socket-timeout=45000` (`hdfs`, clients only)" in line
 
     # The daemons' own logs, kept after their directories went.
     logs = work / "results" / "clusters" / ident / "start-1" / "logs" / "localhost"

@@ -157,3 +157,26 @@ def test_clusters_without_a_set_up_keep_the_ids_earlier_runs_made():
         "ozone-ebafe6e2fe",
         "ozone-fd602c5119",
     }
+
+
+def test_a_step_on_another_host_is_that_hosts_set_up_and_the_own_hosts_keeps_its_id():
+    from perfpost.clusters.base import setup_spec, setup_specs
+
+    own = {"setup": [{"run": "mount x", "sudo": True}], "teardown": [{"run": "umount x"}]}
+    # Without a step naming a host: the one set-up, the same as before, the same id.
+    (alone,) = setup_specs(own, "h2")
+    assert alone.ident() == setup_spec(own, "h2").ident()
+    both = {
+        "setup": [*own["setup"], {"run": "iperf3 -s -D", "sudo": False, "host": "h1"}],
+        "teardown": [*own["teardown"], {"run": "kill it", "sudo": False, "host": "h1"}],
+    }
+    mine, server = setup_specs(both, "h2")
+    assert (mine.roles, server.roles) == ({"host": ["h2"]}, {"host": ["h1"]})
+    assert mine.ident() == alone.ident()
+    assert server.steps == {
+        "setup": [{"run": "iperf3 -s -D", "sudo": False}],
+        "teardown": [{"run": "kill it", "sudo": False}],
+    }
+    # Cells on two hosts that need the same server hold one set-up of h1.
+    (server3,) = setup_specs({"setup": [both["setup"][1]], "teardown": [both["teardown"][1]]}, "h3")
+    assert server3.ident() == server.ident()

@@ -304,18 +304,21 @@ def setup_lines(setups: Sequence[Mapping[str, Any]]) -> list[str]:
 def changed_settings(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
     """The settings the config changed from the release's defaults, each key once: one
     value, or "set per cell" where the clusters' values differ (an axis fills them)."""
-    values: dict[tuple[str, str], list[str]] = {}
+    values: dict[tuple[str, str, str], list[str]] = {}
     for c in clusters:
         for k in c.get("changed") or []:
             if k.get("configured"):
-                values.setdefault((str(k["key"]), str(c.get("name"))), []).append(str(k["value"]))
+                where = (str(k["key"]), str(c.get("name")), str(k.get("side") or ""))
+                values.setdefault(where, []).append(str(k["value"]))
     out = []
-    for (key, name), vals in values.items():
+    for (key, name, side), vals in values.items():
         distinct = list(dict.fromkeys(vals))
+        # A key the config gave one side alone says which: the rest reached both.
+        whose = f"`{name}`, {side} only" if side else f"`{name}`"
         if len(distinct) == 1:
-            out.append(f"`{key}={distinct[0]}` (`{name}`)")
+            out.append(f"`{key}={distinct[0]}` ({whose})")
         else:
-            out.append(f"`{key}`, set per cell from its axes (`{name}`)")
+            out.append(f"`{key}`, set per cell from its axes ({whose})")
     return out
 
 

@@ -174,6 +174,12 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
             if (m := _SERVED.search(str(p))) and m.group(1) not in mine
         )
         configured = {k for keys in spec.get("site", {}).values() for k in keys}
+        configured |= {
+            k
+            for files in (spec.get("sides") or {}).values()
+            for keys in files.values()
+            for k in keys
+        }
         settings, placement = _split_changed(dep.get("changed", []), configured)
         out.append(
             {

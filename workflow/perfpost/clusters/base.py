@@ -106,6 +106,13 @@ class ClusterSpec:
     shared: bool = False  # cells of this cluster may run at the same time
     # A host's set-up (perfpost.run.hostsetup): its "setup" and "teardown" steps.
     steps: dict[str, list[Any]] = field(default_factory=dict)
+    # Site keys for one side alone: "daemons" (their files only) or "clients" (the cells'
+    # client configuration only) -> file -> keys. ``site`` reaches both.
+    sides: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+
+    def side_site(self, side: str) -> dict[str, dict[str, str]]:
+        """The site keys that reach one side: those of both, then that side's own."""
+        return merge_site(self.site, self.sides.get(side, {}))
 
     def identity(self) -> dict[str, Any]:
         """What makes two clusters the same: everything but the config's name for it, how
@@ -113,7 +120,7 @@ class ClusterSpec:
         data = asdict(self)
         for k in ("name", "fresh", "shared", "cache"):
             data.pop(k)
-        for k in ("build", "steps"):  # as before they existed, where unused: the same ids
+        for k in ("build", "steps", "sides"):  # as before they existed, where unused
             if not data.get(k):
                 data.pop(k, None)
         return data
@@ -139,6 +146,22 @@ class ClusterSpec:
 
 
 SETUP = "setup"  # the kind of a host's set-up (perfpost.run.hostsetup), held as a cluster
+
+
+def setup_specs(steps: dict[str, Any], host: str) -> list[ClusterSpec]:
+    """The set-ups a cell's ``steps`` make: its own host's, and one for each other host a
+    step names with ``host`` (an iperf3 server on the machine its client measures against),
+    each held as its host's own set-up (:func:`setup_spec`), in the order first named."""
+    by_host: dict[str, dict[str, list[Any]]] = {}
+    for phase in ("setup", "teardown"):
+        for step in steps.get(phase, []):
+            target = step.get("host") or host
+            mine = by_host.setdefault(target, {"setup": [], "teardown": []})
+            mine[phase].append({k: v for k, v in step.items() if k != "host"})
+    if host in by_host or not by_host:  # the cell's own host first, as before steps named one
+        own = by_host.pop(host, {k: list(v) for k, v in steps.items()})
+        return [setup_spec(own, host), *(setup_spec(v, h) for h, v in by_host.items())]
+    return [setup_spec(v, h) for h, v in by_host.items()]
 
 
 def setup_spec(steps: dict[str, Any], host: str) -> ClusterSpec:
@@ -277,15 +300,42 @@ def site_defaults(home: str) -> dict[str, str]:
     return out
 
 
-def changed_keys(site: dict[str, dict[str, str]], defaults: dict[str, str]) -> list[dict[str, Any]]:
+def changed_keys(
+    site: dict[str, dict[str, str]],
+    defaults: dict[str, str],
+    sides: dict[str, dict[str, dict[str, str]]] | None = None,
+) -> list[dict[str, Any]]:
     """The site keys whose value is not the release's default: the post's "Default settings
-    used except" list (file, key, value, default or None when the release has none)."""
+    used except" list (file, key, value, default or None when the release has none). With
+    ``sides`` (the config's keys for one side alone), each says the side it reached: a key
+    for the daemons alone is ``daemons``, one for the clients alone (not in ``site``, the
+    daemons' files) is added as ``clients``; the rest reached ``both``."""
+    sides = sides or {}
+    daemons = {(f, k) for f, keys in sides.get("daemons", {}).items() for k in keys}
     out = []
     for name, keys in site.items():
         for key, value in sorted(keys.items()):
             if defaults.get(key) != str(value):
                 out.append(
-                    {"file": name, "key": key, "value": str(value), "default": defaults.get(key)}
+                    {
+                        "file": name,
+                        "key": key,
+                        "value": str(value),
+                        "default": defaults.get(key),
+                        **({"side": "daemons"} if (name, key) in daemons else {}),
+                    }
+                )
+    for name, keys in sides.get("clients", {}).items():
+        for key, value in sorted(keys.items()):
+            if defaults.get(key) != str(value):
+                out.append(
+                    {
+                        "file": name,
+                        "key": key,
+                        "value": str(value),
+                        "default": defaults.get(key),
+                        "side": "clients",
+                    }
                 )
     return out
 

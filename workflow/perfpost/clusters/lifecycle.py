@@ -54,9 +54,11 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
                 f"rm -rf {root} && mkdir -p {root}/logs {root}/conf {root}/tmp",
                 what="fresh directories",
             )
-        dep.site = merge_site(kind.configure(), fill_id(dep.spec.site, dep.scope))
+        dep.site = merge_site(kind.configure(), fill_id(dep.spec.side_site("daemons"), dep.scope))
         for host in dep.spec.hosts():
-            site = merge_site(dep.site, kind.host_site(host), fill_id(dep.spec.site, dep.scope))
+            site = merge_site(
+                dep.site, kind.host_site(host), fill_id(dep.spec.side_site("daemons"), dep.scope)
+            )
             files = {f"{dep.conf_dir(host)}/{n}.xml": site_xml(keys) for n, keys in site.items()}
             log4j = kind_cls.RUNTIME.files / "log4j.properties"
             own = Path(__file__).parent / kind_cls.KIND / "log4j.properties"
@@ -93,13 +95,19 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             )
         say(f"ready after {time.monotonic() - t0:.1f} s")
         kind.prepare()
-        dep.client = client_site(kind.client_site(), fill_id(dep.spec.site, dep.scope))
+        dep.client = client_site(
+            kind.client_site(), fill_id(dep.spec.side_site("clients"), dep.scope)
+        )
         first = dep.spec.hosts()[0]
         dep.values = {"home": dep.home[first], **kind.fields()}
         dep.version = kind.version_text(
             dep.node(first).sh(kind.version_command(dep.home[first]), what="version")
         )
-        dep.changed = changed_keys(dep.site, site_defaults(local[first]))
+        dep.changed = changed_keys(
+            dep.site,
+            site_defaults(local[first]),
+            {side: fill_id(keys, dep.scope) for side, keys in dep.spec.sides.items()},
+        )
         if kind_cls.NOTES:
             dep.read_notes(kind_cls.NOTES, dep.daemon_logs())
     except BaseException:

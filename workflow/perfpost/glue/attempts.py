@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfpost import paths, records
-from perfpost.clusters.base import ClusterSpec, setup_spec
+from perfpost.clusters.base import ClusterSpec, setup_specs
 from perfpost.errors import PerfpostError
 from perfpost.plan.model import Plan, read_round
 from perfpost.plan.specs import CellSpec
@@ -199,7 +199,7 @@ def round_settings(plan: Plan, wildcards: Any) -> str:
     specs = exp.cluster_specs.get(wildcards.cell, [])
     idents = sorted({ClusterSpec.from_dict(c).ident() for c in specs})
     if exp.setups.get(wildcards.cell):  # the host's set-up: restored once the rounds decide
-        idents.append(setup_spec(exp.setups[wildcards.cell], wildcards.host).ident())
+        idents += [s.ident() for s in setup_specs(exp.setups[wildcards.cell], wildcards.host)]
     extra = {"previous": before[-1] if before else 0, "clusters": idents}
     return json.dumps({**settings, **extra}, sort_keys=True)
 
@@ -218,7 +218,7 @@ def cluster_pending(plan: Plan) -> dict[str, list[str]]:
             cell, host = Path(record).parents[3].name, Path(record).parents[2].name
             idents = [ClusterSpec.from_dict(c).ident() for c in exp.cluster_specs.get(cell, [])]
             if exp.setups.get(cell):  # its host's set-up, restored after its last cell
-                idents.append(setup_spec(exp.setups[cell], host).ident())
+                idents += [s.ident() for s in setup_specs(exp.setups[cell], host)]
             for ident in idents:
                 out.setdefault(ident, []).append(record)
     return out

@@ -113,6 +113,13 @@ def _experiment(
         checks.check_clients(exp, exp.resolved[cell.id], f"{where}[{cell.id}]")
         if exp.setup or exp.teardown:
             exp.setups[cell.id] = host_steps(exp, cell.value_map, where)
+            for phase, steps in exp.setups[cell.id].items():
+                for i, step in enumerate(steps):
+                    if step.get("host") and step["host"] not in hosts:
+                        raise ConfigError(
+                            f"{where}.{phase}[{i}].host",
+                            f"unknown host {step['host']!r} (known: {sorted(hosts)})",
+                        )
         if exp.cluster or cluster_fields(params):
             exp.cluster_specs[cell.id] = cell_clusters(
                 config.get("clusters", {}),
@@ -162,8 +169,9 @@ def host_steps(exp: Experiment, values: Mapping[str, Any], where: str) -> dict[s
                 step = {"run": step}
             if ("run" in step) == ("python" in step):
                 raise ConfigError(here, "give `run: <command>` or `python: file.py:function`")
+            on = {"host": str(step["host"])} if step.get("host") else {}
             if "run" in step:
-                steps.append({"run": str(step["run"]), "sudo": bool(step.get("sudo", False))})
+                steps.append({"run": str(step["run"]), "sudo": bool(step.get("sudo", False)), **on})
                 continue
             if "sudo" in step:
                 raise ConfigError(
@@ -174,7 +182,7 @@ def host_steps(exp: Experiment, values: Mapping[str, Any], where: str) -> dict[s
                 raise ConfigError(f"{here}.python", "give it as file.py:function")
             if not Path(path).is_file():
                 raise ConfigError(f"{here}.python", f"no file {path!r} (relative to {Path.cwd()})")
-            steps.append({"python": str(step["python"])})
+            steps.append({"python": str(step["python"]), **on})
         out[phase] = steps
     return out
 

@@ -4,6 +4,7 @@ for interleaved runs, whether their configurations fit up side by side (:func:`c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +69,21 @@ def cluster_spec(
         if role != "all" and role not in kind.ROLES:
             raise ConfigError(f"{here}.jvm.{role}", f"{raw['kind']} has no role {role!r}")
     site = {f: {k: str(v) for k, v in filled[f].items()} for f in SITE_KEYS if filled.get(f)}
+    sides = {}
+    for side in ("daemons", "clients"):
+        given = filled.get(f"{side}_only") or {}
+        keys = {f: {k: str(v) for k, v in given[f].items()} for f in SITE_KEYS if given.get(f)}
+        if keys:
+            sides[side] = keys
+    for f, keys in sides.get("daemons", {}).items():
+        for key in keys:
+            if CLIENT_READS.match(key):
+                raise ConfigError(
+                    f"{here}.daemons_only.{f}.{key}",
+                    "a key the clients read: given to the daemons alone, the cells' clients "
+                    f"would run with its default while the post listed it; put it in {f} "
+                    "(both sides) or clients_only",
+                )
     if filled.get("buckets") and raw["kind"] != "ozone":
         raise ConfigError(f"{here}.buckets", "only Ozone has buckets")
     version = str(
@@ -100,12 +116,20 @@ def cluster_spec(
         buckets=list(filled.get("buckets", [])),
         fresh=filled.get("fresh", "configuration"),
         shared=bool(filled.get("shared", False)),
+        sides=sides,
     )
     del where
     return spec
 
 
 SITE_KEYS = ("core-site", "hdfs-site", "ozone-site", "yarn-site", "mapred-site")
+# Keys a Hadoop or Ozone client reads for what it does itself: its checksums, block size and
+# replication of what it writes, its buffers and its own settings.
+CLIENT_READS = re.compile(
+    r"^(dfs\.client\.|ozone\.client\.|dfs\.checksum\.|fs\.|dfs\.bytes-per-checksum$"
+    r"|dfs\.blocksize$|dfs\.replication$|ozone\.replication(\.type)?$"
+    r"|io\.file\.buffer\.size$)"
+)
 
 
 def cell_clusters(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from perfpost import hostenv, instrument
-from perfpost.clusters.base import ClusterSpec, setup_spec
+from perfpost.clusters.base import ClusterSpec, setup_specs
 from perfpost.errors import ConfigError
 
 # CellSpec fields left out of its JSON when empty (most cells have none of them).
@@ -108,7 +108,7 @@ class CellSpec:
         """The clusters the cell runs against, and its host's set-up (held as one)."""
         specs = [ClusterSpec.from_dict(c) for c in self.clusters]
         if self.setup:
-            specs.append(setup_spec(self.setup, self.host["name"]))
+            specs += setup_specs(self.setup, self.host["name"])
         return specs
 
     def measurement_id(self) -> str:
