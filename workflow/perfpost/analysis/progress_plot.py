@@ -71,7 +71,10 @@ def series_figure(
             colours[cell], styles[cell] = fallback[i % len(fallback)], ("-", "o")
     for cell, sub in data.groupby("cell", sort=False):
         colour, (ls, marker) = colours[cell], styles[cell]
-        for (host, repeat), run in sub.groupby(["host", "repeat"], sort=False):
+        # One line a run, and a run of several clients one line a client (its own series).
+        keys = ["host", "repeat", *(["series"] if "series" in sub else [])]
+        for key, run in sub.groupby(keys, sort=False):
+            host, repeat = key[0], key[1]
             ax.plot(
                 run["t"],
                 run["rate"],
@@ -105,7 +108,14 @@ def series_figure(
     fig.suptitle(fit_title(fig, title, 11), fontsize=11)
     ax.grid(alpha=0.3)
     if len(names) <= SERIES_LEGEND_MAX:
-        legend = legend_below(fig, handles, names, "one line per run")
+        legend = legend_below(
+            fig,
+            handles,
+            names,
+            "one line per run, one per client in runs of several"
+            if data.get("series", pd.Series(dtype=str)).astype(str).str.startswith("client-").any()
+            else "one line per run",
+        )
         bottom = legend.get_window_extent().height / fig.dpi + 0.05
     else:
         fig.text(

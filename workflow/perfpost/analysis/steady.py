@@ -507,6 +507,8 @@ def section(df: pd.DataFrame | None) -> dict[str, Any] | None:
     rows, never, short = [], [], []
     for r in df.to_dict("records"):
         name = f"`{r['cell']}` on {r['host']}, repeat {r['repeat']}"
+        if str(r.get("series", "")).startswith("client-"):  # one of a run's several clients
+            name += f", client {str(r['series']).split('-', 1)[1]}"
         said = describe(r)
         warm = r.get("warmup_samples")
         if pd.isna(warm):
