@@ -546,6 +546,10 @@ def section(df: pd.DataFrame | None) -> dict[str, Any] | None:
         ],
         "rows": rows,
         "n": len(rows),
+        # Runs of several clients have a series each client: then the count is of series.
+        "noun": "progress series"
+        if "series" in df and df["series"].astype(str).str.startswith("client-").any()
+        else "runs with a progress series",
         "n_steady": sum(v in STEADY_VERDICTS for v in df["verdict"]),
         "never": never,
         "short": short,
