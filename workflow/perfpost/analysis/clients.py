@@ -8,14 +8,13 @@ It reads the runs' records (:mod:`perfpost.run.cell.clients` wrote what each cli
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from perfpost import records
 from perfpost.units import format_seconds, format_value, metric_label, rate_scale
 
 # A post lists every run's clients up to this many rows; the notebook has them all.
@@ -25,10 +24,10 @@ POST_ROWS = 12
 def _records(cells: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for row in cells.itertuples(index=False):
-        if getattr(row, "status", None) != "done" or not isinstance(row.record, str):
+        if row.status != records.DONE or not isinstance(row.record, str):
             continue
         try:
-            rec = json.loads(Path(row.record).read_text())
+            rec = records.read_record(row.record)
         except (OSError, ValueError):
             continue
         if (rec.get("clients") or {}).get("count", 1) > 1:

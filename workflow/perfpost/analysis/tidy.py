@@ -24,6 +24,7 @@ import pandas as pd
 from perfpost.columns import FIXED_COLUMNS, TAIL_COLUMNS
 from perfpost.plan.matrix import label
 from perfpost.records import write_json_atomic
+from perfpost.tools import log4j
 from perfpost.units import BASE_UNITS
 
 # 2: freon timers in s (were ms), YARN memory-seconds in B*s (were MB*s), unit list named.
@@ -187,10 +188,6 @@ SERIES_COLUMNS = (
     "t_step",
 )
 
-# Log stamps are read in the controller's time zone; a host in another is off by whole
-# quarter hours: an offset of at least half of one from the measured step is taken as that.
-_ZONE_STEP = 900.0
-
 
 def step_time(at: float | None, start_epoch: float | None) -> float | None:
     """Seconds from the measured step's start (the host's clock) to a log stamp ``at``,
@@ -198,8 +195,7 @@ def step_time(at: float | None, start_epoch: float | None) -> float | None:
     if at is None or start_epoch is None:
         return None
     offset = at - start_epoch
-    zone = round(offset / _ZONE_STEP) * _ZONE_STEP if abs(offset) >= _ZONE_STEP / 2 else 0.0
-    return offset - zone
+    return offset - log4j.zone_offset(offset)
 
 
 def series_table(records: Iterable[dict[str, Any]], axes: list[str]) -> pd.DataFrame:

@@ -312,29 +312,23 @@ def changed_keys(
     daemons' files) is added as ``clients``; the rest reached ``both``."""
     sides = sides or {}
     daemons = {(f, k) for f, keys in sides.get("daemons", {}).items() for k in keys}
+    # The daemons' files (each key both sides' unless the daemons' alone), then the clients'.
+    layers = [(site, lambda f, k: "daemons" if (f, k) in daemons else None)]
+    layers.append((sides.get("clients", {}), lambda f, k: "clients"))
     out = []
-    for name, keys in site.items():
-        for key, value in sorted(keys.items()):
-            if defaults.get(key) != str(value):
+    for files, side_of in layers:
+        for name, keys in files.items():
+            for key, value in sorted(keys.items()):
+                if defaults.get(key) == str(value):
+                    continue
+                side = side_of(name, key)
                 out.append(
                     {
                         "file": name,
                         "key": key,
                         "value": str(value),
                         "default": defaults.get(key),
-                        **({"side": "daemons"} if (name, key) in daemons else {}),
-                    }
-                )
-    for name, keys in sides.get("clients", {}).items():
-        for key, value in sorted(keys.items()):
-            if defaults.get(key) != str(value):
-                out.append(
-                    {
-                        "file": name,
-                        "key": key,
-                        "value": str(value),
-                        "default": defaults.get(key),
-                        "side": "clients",
+                        **({"side": side} if side else {}),
                     }
                 )
     return out

@@ -45,7 +45,6 @@ RATED = ("fio", "dd")
 # A load with progress lines runs this long past the measured step before it is stopped,
 # so that a line after the step's end brackets it (freon prints one a second).
 PROGRESS_TAIL = 1.5
-_ZONE_STEP = 900.0  # log stamps read in the controller's time zone: see tidy.step_time
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]i?)?([bB])?(?:/s)?\s*$")
 _FACTORS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
 
@@ -232,13 +231,13 @@ def progressed(
     seconds they are over and its rate; or why that cannot be read. Its stamps are read in
     this machine's time zone: an offset of whole quarter hours from the host's clock is
     taken as the zone's."""
+    from perfpost.tools import log4j
     from perfpost.tools.base import count_at
 
     pts = [(float(r["at"]), float(r["completed"])) for r in rows if r.get("at") is not None]
     if len(pts) < 2:
         return "it printed fewer than two progress lines"
-    offset = pts[0][0] - start
-    zone = round(offset / _ZONE_STEP) * _ZONE_STEP if abs(offset) >= _ZONE_STEP / 2 else 0.0
+    zone = log4j.zone_offset(pts[0][0] - start)
     pts = sorted((t - zone, c) for t, c in pts)
     begun = next((t for t, c in pts if c > 0), None)
     if begun is None or begun > start:

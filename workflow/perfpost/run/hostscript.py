@@ -197,23 +197,18 @@ def parse_ahead(stdout: str) -> float | None:
     return None
 
 
-PROC_MARKER = "@perfpost-proc"
+PROC_STEP = "proc-"  # a process timed by itself: its own timing marker, step "proc-<i>"
 
 
 def parse_procs(stdout: str) -> dict[int, tuple[float, float, int]]:
     """Each process's own start, end and exit code on the host (1-based, in the order given
-    to :func:`measure_script` with ``each=True``); a process whose line is missing is
-    left out."""
-    out = {}
-    for line in stdout.splitlines():
-        parts = line.split()
-        if len(parts) != 5 or parts[0] != PROC_MARKER:
-            continue
-        try:
-            out[int(parts[1])] = (float(parts[2]), float(parts[3]), int(parts[4]))
-        except ValueError:
-            continue
-    return out
+    to :func:`measure_script` with ``each=True``), from its timing marker; a process whose
+    line is missing is left out."""
+    return {
+        int(name[len(PROC_STEP) :]): (t.start, t.end, t.exit_codes[0])
+        for name, t in parse_markers(stdout).items()
+        if name.startswith(PROC_STEP) and name[len(PROC_STEP) :].isdigit()
+    }
 
 
 def measure_script(
@@ -256,7 +251,7 @@ def measure_script(
         for i, proc in enumerate(procs, start=1):
             lines.append(
                 f"{{ now; s=$t; {quote(proc.argv)} {redirect(proc)}; r=$?; now; "
-                f'echo "{PROC_MARKER} {i} $s $t $r"; exit $r; }} & p{i}=$!'
+                f'echo "{MARKER} {PROC_STEP}{i} $s $t $r"; exit $r; }} & p{i}=$!'
             )
         for i in range(1, len(procs) + 1):
             lines.append(f"wait $p{i}; r{i}=$?")

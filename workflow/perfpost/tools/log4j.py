@@ -30,3 +30,14 @@ def timestamp(line: str, digits: int | None = None) -> float | None:
     except (ValueError, OverflowError):  # a date that does not exist (month 13) is no time
         return None
     return stamp + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+# Log stamps are read in the controller's time zone; a host in another is off by whole
+# quarter hours: an offset of at least half of one from the host's clock is taken as that.
+ZONE_STEP = 900.0
+
+
+def zone_offset(offset: float) -> float:
+    """The part of ``offset`` (a log stamp minus the host's clock for the same moment, in
+    seconds) that is a time zone's: whole quarter hours, or 0 for less than half of one."""
+    return round(offset / ZONE_STEP) * ZONE_STEP if abs(offset) >= ZONE_STEP / 2 else 0.0

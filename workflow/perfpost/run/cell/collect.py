@@ -98,9 +98,10 @@ def collect(cell: Attempt) -> dict[str, Any]:
                 reason += f" ({info['status']})"
         cell.record["metrics"] = [m.__dict__ for m in metrics + fetched]
         return finish(cell, FAILED, reason)
+    series = _client_series(cell, texts)
     try:
         if cell.clients:
-            parsed, why = _parse_clients(cell, texts, timing.elapsed)
+            parsed, why = _parse_clients(cell, texts, timing.elapsed, series)
             if why is not None:
                 cell.record["metrics"] = [m.__dict__ for m in metrics]
                 return finish(cell, FAILED, why)
@@ -129,11 +130,8 @@ def collect(cell: Attempt) -> dict[str, Any]:
         cell.record["metrics"] = [m.__dict__ for m in metrics + parsed + fetched + counted]
         return finish(cell, FAILED, why)
     metrics += parsed + fetched + counted
-    if hasattr(cell.adapter, "parse_series") and cell.clients:
-        cell.record["series"] = {
-            f"{clients.PREFIX}{c.index}": cell.adapter.parse_series(c.texts(texts))
-            for c in cell.clients
-        }
+    if series is not None:
+        cell.record["series"] = series
     elif hasattr(cell.adapter, "parse_series"):
         cell.record["series"] = {"progress": cell.adapter.parse_series(texts)}
     if "sync" in spec.after and plan.writes:
@@ -158,8 +156,22 @@ def _error_reason(cell: Attempt, texts: dict[str, str]) -> str:
     return f"exit code {cell.record['exit_code']}"
 
 
+def _client_series(cell: Attempt, texts: dict[str, str]) -> dict[str, list[Any]] | None:
+    """Each client's progress series by its name (``client-<i>``), where the tool reports
+    one: read once, for the common window and for the record."""
+    if not cell.clients or not hasattr(cell.adapter, "parse_series"):
+        return None
+    return {
+        f"{clients.PREFIX}{c.index}": cell.adapter.parse_series(c.texts(texts))
+        for c in cell.clients
+    }
+
+
 def _parse_clients(
-    cell: Attempt, texts: dict[str, str], elapsed: float
+    cell: Attempt,
+    texts: dict[str, str],
+    elapsed: float,
+    series: dict[str, list[Any]] | None,
 ) -> tuple[list[Metric], str | None]:
     """Each client's logs parsed as a run of its own (kept in the record with its numbers),
     and the run's numbers from theirs (:func:`perfpost.run.cell.clients.combine`); or why
@@ -187,10 +199,8 @@ def _parse_clients(
         extra.append(Metric("client_start_spread", info["overlap"]["start_spread"], "s"))
     names = getattr(adapter, "CLIENT_WINDOW", None)
     window = None
-    if names and hasattr(adapter, "parse_series"):
-        got_window = clients.common_window(
-            [adapter.parse_series(c.texts(texts)) for c in cell.clients]
-        )
+    if names and series is not None:
+        got_window = clients.common_window(list(series.values()))
         if isinstance(got_window, str):
             return extra, got_window
         window = got_window
