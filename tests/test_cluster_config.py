@@ -164,6 +164,31 @@ def test_mistakes_name_their_key(change, where, said):
     assert said in str(e.value)
 
 
+def test_a_commands_own_braces_beside_cluster_fields_plan_and_stay_one_brace():
+    # A shell function in a command (f() {{ ...; }}): rendering the axes makes each {{ the
+    # command's own brace; the cluster fields beside it are still found and checked.
+    def command(c):
+        c["experiments"]["e"] = {
+            "tool": "command",
+            "cluster": "hdfs",
+            "params": {"run": "f() {{ ls {hdfs.fs}/{files}; }}; f", "dir": "/var/tmp/p"},
+            "axes": {"files": [1]},
+        }
+        c["clusters"]["hdfs"].pop("hdfs-site")
+
+    plan = plan_of(command)
+    (cell,) = plan.experiments["e"].resolved
+    assert plan.experiments["e"].resolved[cell]["run"] == "f() { ls {hdfs.fs}/1; }; f"
+    assert [s.kind for s in specs(plan, "e", cell)] == ["hdfs"]
+    with pytest.raises(ConfigError, match="a hdfs cluster has no field 'nope'"):
+        plan_of(
+            lambda c: (
+                command(c),
+                c["experiments"]["e"]["params"].update(run="f() {{ ls {hdfs.nope}; }}; f"),
+            )
+        )
+
+
 def test_an_unknown_kind_is_refused_by_the_schema():
     def bad(cfg):
         cfg["clusters"]["hdfs"] = {"kind": "cassandra"}

@@ -98,10 +98,16 @@ def resolve_params(exp: Experiment, cell: matrix.Cell, where: str) -> dict[str, 
     return params
 
 
+# A cluster field in rendered params, where a brace the command has (``{{``) is one brace.
+_CLUSTER_FIELD_IN = re.compile(r"\{([A-Za-z][A-Za-z0-9_-]*\.[a-z0-9_]+)\}")
+
+
 def cluster_fields(value: Any) -> list[str]:
-    """``{name.field}`` templates in a params value, anywhere inside it."""
+    """``{name.field}`` templates in rendered params, anywhere inside them: found by pattern,
+    as the run fills them (fill_fields), since rendering made ``{{`` a brace of the command's
+    own and the text is no longer a template."""
     if isinstance(value, str):
-        return [f for f in _template_fields(value, "") if _CLUSTER_FIELD.match(f)]
+        return _CLUSTER_FIELD_IN.findall(value)
     if isinstance(value, list):
         return [f for v in value for f in cluster_fields(v)]
     if isinstance(value, dict):
