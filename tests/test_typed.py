@@ -86,3 +86,28 @@ def test_a_long_script_line_wraps_outside_its_quotes_and_keeps_them():
     # The lines, joined back, are the script: the shell reads the same words.
     assert shlex.split(got.replace("\\\n", " ")) == shlex.split(script)
     assert all(len(x) <= typed.WIDTH + 2 for x in lines)
+
+
+def test_a_clusters_install_reads_as_its_programs_on_the_path_and_its_home_variable():
+    # TestDFSIO through the YARN install's launcher and NNThroughputBenchmark through the
+    # HDFS install's jars: the cache paths ({yarn.home}, {hdfs.home}) are not what a person
+    # types; `yarn ...` and $HADOOP_HOME are. An Ozone install is $OZONE_HOME.
+    yarn = "/root/.cache/perfpost/yarn-3.4.2-8c39595dcafbf78e"
+    hdfs = "/root/.cache/perfpost/hdfs-3.4.2-624e576dabc990ed"
+    ozone = "/root/.cache/perfpost/ozone-2.2.0-0a1b2c3d4e5f6a7b"
+    record = {
+        "workdir": WORK,
+        "params": {"dir": "/var/tmp/perfpost"},
+        "clusters": [{"name": "hdfs", "kind": "hdfs"}, {"name": "y", "kind": "yarn"},
+                     {"name": "o", "kind": "ozone"}],
+        "cluster_fields": {"cluster.home": hdfs, "hdfs.home": hdfs, "y.home": yarn,
+                           "o.home": ozone, "hdfs.fs": "hdfs://127.0.0.1:1"},
+        "command": shlex.join(["sh", "-c", (
+            f"{yarn}/bin/yarn org.apache.hadoop.fs.TestDFSIO -write; "
+            f"java -cp '{hdfs}/lib/*' Nn; ls {ozone}/lib"
+        )]),
+    }  # fmt: skip
+    assert typed.cell_listing(record, []) == [
+        "yarn org.apache.hadoop.fs.TestDFSIO -write; java -cp '$HADOOP_HOME/lib/*' Nn; ls \\\n"
+        "  $OZONE_HOME/lib"
+    ]

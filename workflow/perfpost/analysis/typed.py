@@ -6,9 +6,10 @@ cell's scratch directory. A reader wants what they would type on their own host:
 ``ozone freon dfsg -n 200 ...``, ``yarn jar hadoop-mapreduce-examples-3.4.2.jar teragen
 ...``, ``dd ... of=/var/tmp/perfpost/dd.out``. So: the environment the experiment itself
 set stays (``export HADOOP_USER_NAME=...``), the JVM options variables perfpost fills go,
-a program or jar in perfpost's cache is named by its file name, the scratch directory is
-the directory the config gave (``dir``), and a run's own name (``perfpost-<hex>``) reads
-``test``. Everything else is as it ran.
+a program or jar in perfpost's cache is named by its file name, a cluster's install
+(``{cluster.home}``) by its ``bin/`` on the PATH and ``$HADOOP_HOME`` or ``$OZONE_HOME``, the
+scratch directory is the directory the config gave (``dir``), and a run's own name
+(``perfpost-<hex>``) reads ``test``. Everything else is as it ran.
 """
 
 from __future__ import annotations
@@ -136,6 +137,28 @@ def _commands(text: str) -> list[str]:
     return text.splitlines()
 
 
+# How a person names a cluster's install ({cluster.home}) in a command they type.
+HOME_VARS = {"ozone": "$OZONE_HOME"}
+HADOOP_HOME = "$HADOOP_HOME"
+
+
+def installs(rec: Mapping[str, Any]) -> dict[str, str]:
+    """Each cluster install a run's command named (``{<cluster>.home}``, a path in perfpost's
+    cache) -> how a person names it: its ``bin/`` on their PATH (``yarn ...``), the rest
+    as ``$HADOOP_HOME`` or ``$OZONE_HOME``. Longest first, so no path eats a longer one."""
+    kinds = {c.get("name"): c.get("kind") for c in rec.get("clusters") or []}
+    named: dict[str, str] = {}
+    # {cluster.home} is the first cluster's, named by its own name too: those first.
+    fields = sorted(
+        (rec.get("cluster_fields") or {}).items(), key=lambda kv: kv[0].startswith("cluster.")
+    )
+    for key, value in fields:
+        name, _, field = key.partition(".")
+        if field == "home" and isinstance(value, str) and value.startswith("/"):
+            named.setdefault(value.rstrip("/"), HOME_VARS.get(kinds.get(name) or "", HADOOP_HOME))
+    return dict(sorted(named.items(), key=lambda kv: -len(kv[0])))
+
+
 def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     """What a person types for one run of a cell, from its record: prepare steps, a dropped
     page cache, a background load, the measured command, and ``time sync`` after it."""
@@ -148,6 +171,7 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     }
     workdir = rec.get("workdir")
     where = params.get("dir")
+    homes = installs(rec)
 
     def typed(lines: Sequence[str]) -> list[str]:
         out: list[str] = []
@@ -155,6 +179,8 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
             text = raw
             if workdir and where:
                 text = text.replace(workdir, where.rstrip("/"))
+            for home, var in homes.items():
+                text = text.replace(home + "/bin/", "").replace(home, var)
             text = _RUN.sub("test", text)
             out += line(text, env, programs)
         return out
