@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -238,3 +240,41 @@ def test_start_together_runs_each_cell_on_all_hosts_at_one_moment(testbed, tmp_p
             assert b["start_epoch"] < a["end_epoch"]
     tidy = (work / "results" / "together" / "tidy.csv").read_text()
     assert ",start_skew," in tidy
+
+
+def test_several_clients_on_every_host_start_together_across_hosts(testbed, tmp_path):
+    # "3 clients on each of 3 hosts at one moment": 9 dd processes of one cell, each in a
+    # directory of its own, started by each host's shell at the group's common start.
+    work = tmp_path / "clients"
+    work.mkdir()
+    exp = experiment(axes={"count": [100000]}, repeats=1, start_together=True)
+    exp["params"]["clients"] = 3
+    make_checkout(work, {**inventory(testbed), "experiments": {"clients": exp}})
+    result = snakemake(work, "--cores", "6", "report")
+    assert result.returncode == 0, result.stderr[-4000:]
+    recs = records(work, "clients")
+    assert sorted(r["host"] for r in recs) == HOSTS
+    assert {r["status"] for r in recs} == {"done"}
+    (planned,) = {r["planned_start"] for r in recs}
+    starts, ends = [], []
+    for r in recs:
+        each = r["clients"]["each"]
+        assert len(each) == 3
+        assert len({c["workdir"] for c in each}) == 3  # a directory a client
+        raw = Path(r["_path"]).parent / "raw"
+        copied = []
+        for i, c in enumerate(each, start=1):
+            # Each process's own start, on its host, is at or after the common start.
+            assert c["start_epoch"] >= planned - 0.001
+            starts.append(c["start_epoch"])
+            ends.append(c["end_epoch"])
+            said = (raw / f"client-{i}.dd.log").read_text()
+            copied.append(int(re.search(r"^(\d+) bytes .* copied", said, re.M)[1]))
+        assert copied == [100000 * 512] * 3  # dd's own count, each client's
+        tidy = pd.read_csv(work / "results" / "clients" / "tidy.csv")
+        mine = tidy[(tidy["host"] == r["host"]) & (tidy["metric"] == "bytes")]
+        assert mine["value"].tolist() == [sum(copied)]  # the run's bytes: the clients' sum
+    # All nine processes on the three hosts started within a fraction of a second of each
+    # other, each writing 51 MB with an fsync: the start spread is well inside any one's run.
+    assert max(starts) - min(starts) < 0.5
+    assert max(starts) < min(ends)
