@@ -178,6 +178,19 @@ def test_validity_flags_a_cpu_bound_system_under_test_and_writes_on_another_disk
     assert "every second on 3 hosts (c1, d1, h1)" in got["facts"][0]
 
 
+def test_a_cpu_bound_command_is_not_said_to_have_measured_the_storage():
+    # The same CPU-bound run, once from dd (its subject is the disk) and once from a command
+    # (iperf3's subject is the network; perfpost cannot know a command's).
+    w = table(rows("d", 1, "h1", "client", 0.95, 0.6, [("sda", 0.1, 0.0, 1e7)]))
+    for tool, said in (("dd", "the storage"), ("command", "what they set out to measure")):
+        tidy = pd.DataFrame([{"cell": "d", "host": "h1", "repeat": 1, "tool": tool,
+                              "metric": "wall_time", "value": 1.0, "status": "done"}])  # fmt: skip
+        got = resource_checks.check(w, [], tidy)
+        (cpu,) = got["flags"]
+        assert cpu.endswith(f"at least as much as {said}.")
+        assert got["headline"].endswith(f"at least as much as {said}")
+
+
 def test_a_device_stacked_on_another_is_not_flagged():
     # A loop file system on vda: its writes are counted on loop0 and again on vda.
     w = table(

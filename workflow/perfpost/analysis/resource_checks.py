@@ -35,6 +35,17 @@ def _sut_nodes(d: pd.DataFrame) -> list[str]:
     return daemons or [n for n, r in roles.items() if "client" in r]
 
 
+# Tools whose subject is the storage; a command's (iperf3, a lab's script) is its own.
+STORAGE_TOOLS = frozenset({"dd", "fio", "freon", "teragen"})
+
+
+def measured(tidy_df: pd.DataFrame | None) -> str:
+    """What the runs set out to measure, for the CPU-bound flag: the storage, unless a tool
+    without a subject perfpost knows ran (a command: iperf3 measures the network)."""
+    tools = set() if tidy_df is None or "tool" not in tidy_df else set(tidy_df["tool"].dropna())
+    return "the storage" if tools and tools <= STORAGE_TOOLS else "what they set out to measure"
+
+
 def check(
     window: pd.DataFrame | None, axes: list[str], tidy_df: pd.DataFrame | None = None
 ) -> dict[str, Any] | None:
@@ -45,6 +56,7 @@ def check(
     if window is None or window.empty:
         return None
     tool_cores = _run_tool_cores(tidy_df)
+    subject = measured(tidy_df)
     done = window[window["status"] == "done"]
     if done.empty:
         return None
@@ -136,7 +148,7 @@ def check(
         flags.append(
             f"`{cell}`: the system under test's host was CPU-bound ({'; '.join(said)}): "
             "these runs measured the CPU (theirs, or what other work left them) at least as "
-            "much as the storage."
+            f"much as {subject}."
         )
     for cell, said in wrong_disk.items():
         flags.append(
@@ -148,8 +160,8 @@ def check(
         others = [c for c, said in cpu_bound.items() if any("other work" in x for x in said)]
         headline = (
             f"the host of the system under test was CPU-bound in {len(cpu_bound)} of "
-            f"{done['cell'].nunique()} cells, so they measured the CPU at least as much as the "
-            "storage"
+            f"{done['cell'].nunique()} cells, so they measured the CPU at least as much as "
+            f"{subject}"
             + (
                 f"; in {len(others)} of them the CPU went mostly to other work on the host"
                 if others
