@@ -69,3 +69,53 @@ def test_parse_freon_prints_timer_and_summary_rows():
     bad = run("parse", "freon", killed)
     assert bad.returncode == 2
     assert f"{killed}:14: log ends before freon's summary" in bad.stderr
+
+
+# A TestDFSIO result file as published (two writes), in its own words.
+DFSIO_RESULTS = """\
+----- TestDFSIO ----- : write
+            Date & time: Fri Sep 27 13:01:56 CEST 2019
+        Number of files: 10
+ Total MBytes processed: 20480
+      Throughput mb/sec: 102.13
+ Average IO rate mb/sec: 131.86
+  IO rate std deviation: 112.7
+     Test exec time sec: 56.09
+
+----- TestDFSIO ----- : write
+            Date & time: Fri Sep 27 13:04:01 CEST 2019
+        Number of files: 20
+ Total MBytes processed: 40960
+      Throughput mb/sec: 84.02
+ Average IO rate mb/sec: 87.96
+  IO rate std deviation: 26.31
+     Test exec time sec: 94.96
+"""
+
+
+def test_parse_command_reads_the_numbers_declared_on_the_command_line(tmp_path):
+    log = tmp_path / "TestDFSIO_results.log"
+    log.write_text(DFSIO_RESULTS)
+    declared = (
+        "{first: {regex: 'Throughput mb/sec: (?P<value>[0-9.]+)', pick: first, unit: MiB/s},"
+        " exec: {regex: 'Test exec time sec: (?P<value>[0-9.]+)', pick: sum, unit: s}}"
+    )
+    result = run("parse", "command", str(log), "--metrics", declared)
+    assert result.returncode == 0, result.stderr
+    rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    # TestDFSIO's mb is a MiB; perfpost keeps bytes a second. Both runs' exec times summed.
+    assert float(rows["first"]["value"]) == 102.13 * 1048576
+    assert rows["first"]["unit"] == "B/s"
+    assert float(rows["exec"]["value"]) == 56.09 + 94.96
+    # Without declarations a command's log says nothing; a unit perfpost does not know, a
+    # file to read and a pattern that matches nothing are each named.
+    said = run("parse", "command", str(log))
+    assert said.returncode == 2
+    assert "give them with --metrics" in said.stderr
+    bad = run("parse", "command", str(log), "--metrics", "{x: {regex: '(\\d+)', unit: furlongs}}")
+    assert "--metrics.x.unit: 'furlongs' is not one of" in bad.stderr
+    bad = run("parse", "command", str(log), "--metrics", "{x: {regex: '(\\d+)', file: a.log}}")
+    assert "--metrics.x: reads a.log; give that file as a log" in bad.stderr
+    bad = run("parse", "command", str(log), "--metrics", "{x: {regex: 'speed (\\d+)'}}")
+    assert bad.returncode == 2
+    assert "metric x: /speed (\\d+)/ matched no line" in bad.stderr

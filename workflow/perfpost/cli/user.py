@@ -31,11 +31,55 @@ def _parser_for(name: str) -> Any:
         ) from None
 
 
+def _declarations(args: argparse.Namespace) -> dict[str, Any] | None:
+    """A command's metric declarations (``--metrics``, as its experiment's ``params.metrics``
+    has them), checked; None for a tool that knows its own numbers."""
+    import yaml
+
+    from perfpost.tools import command
+
+    given = getattr(args, "metrics", None)
+    if args.tool != command.NAME:
+        if given:
+            raise PerfpostError(f"--metrics: only for the command tool, not {args.tool}")
+        return None
+    if not given:
+        raise PerfpostError(
+            "perfpost parse command: a command's numbers are the ones its experiment declares; "
+            "give them with --metrics, as in params.metrics: "
+            "--metrics \"{rate: {regex: 'rate (?P<value>[0-9.]+)', unit: ops/s}}\""
+        )
+    try:
+        metrics = yaml.safe_load(given)
+    except yaml.YAMLError as e:
+        raise PerfpostError(f"--metrics: not YAML: {e}") from None
+    if not isinstance(metrics, dict) or not metrics:
+        raise PerfpostError("--metrics: a mapping of metric names to declarations")
+    import jsonschema
+
+    for name, d in metrics.items():
+        # The config's schema for one declaration: its keys, its unit among those perfpost
+        # knows.
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft7Validator(command.METRIC_SCHEMA).iter_errors(d)
+        )
+        if error is not None:
+            where = "".join(f".{x}" for x in error.absolute_path)
+            raise PerfpostError(f"--metrics.{name}{where}: {error.message}")
+        if d.get("file"):
+            raise PerfpostError(
+                f"--metrics.{name}: reads {d['file']}; give that file as a log and drop file:"
+            )
+    command.check_metrics(metrics, "--metrics")
+    return metrics
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     """Rows of every log; with the job (or application) id and status where the tool has
     them. A log that does not parse is reported with its reason and makes the exit code 2,
     after the others are printed."""
     parser = _parser_for(args.tool)
+    declared = _declarations(args)
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(["source", "tool", "id", "status", "metric", "value", "unit"])
     failed = 0
@@ -51,7 +95,10 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             except ParseError:
                 pass
         try:
-            metrics = parser.parse_text(text, path)
+            if declared is not None:  # a command: its numbers are the ones declared
+                metrics = parser.parse_run({"metrics": declared}, {parser.LOG: text})
+            else:
+                metrics = parser.parse_text(text, path)
         except ParseError as e:
             failed += 1
             print(f"perfpost: {e}", file=sys.stderr)
@@ -284,8 +331,15 @@ def add_commands(sub: Any) -> None:
     """The user commands, as subcommands of ``perfpost``. Building them imports nothing
     more: every perfpost step (one per cell) builds this parser."""
     s = sub.add_parser("parse", help="print tidy rows (CSV) parsed from tool logs")
-    s.add_argument("tool", help="dd, freon, teragen, or yarn-app (a ResourceManager record)")
+    s.add_argument(
+        "tool", help="dd, fio, freon, teragen, command, or yarn-app (a ResourceManager record)"
+    )
     s.add_argument("logs", nargs="+")
+    s.add_argument(
+        "--metrics",
+        help="for command: the numbers to read, as an experiment's params.metrics declares "
+        "them (YAML: \"{rate: {regex: 'rate (?P<value>[0-9.]+)', unit: ops/s}}\")",
+    )
     s.set_defaults(func=_cmd_parse)
 
     s = sub.add_parser(
