@@ -116,7 +116,7 @@ def test_rates_and_counts_add_up_times_are_the_slowest():
             Metric("ratio", 0.4, ""),
         ],
     ]
-    got = {m.name: m.value for m in clients.combine(each, None, None)}
+    got = {m.name: m.value for m in clients.combine(each, None, None, ("rate_source_",))}
     assert got == pytest.approx(
         {
             "rate": 22.5,

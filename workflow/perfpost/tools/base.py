@@ -35,6 +35,8 @@ A tool is a package ``perfpost/tools/<name>/`` whose module has:
   with ``at``, ``completed``, ``total``): the metrics of its rate, its time and its operations,
   which with several clients in a run are their sum over the window all were measuring
   (:mod:`perfpost.run.cell.clients`);
+- ``CLIENT_FLAGS`` where some metrics are flags (a 1 that says how a number was made, freon's
+  ``rate_source_*``): name prefixes of metrics that several clients' runs keep as one;
 - ``TIME_LAG`` where the tool's clock for a run can stop late: (the metric of the time a
   run's rate is over, the metric of how late it can stop, the lag of a run recorded without
   that metric, why); the post's validity section flags runs where it passes

@@ -32,8 +32,6 @@ from perfpost.tools.base import Metric, Plan, Proc, count_at
 
 # Units whose values add up across clients: rates, amounts, counts.
 ADDITIVE = frozenset({"1/s", "B/s", "count", "B", "B*s", "vcore*s"})
-# Metrics that say which clock a run's rate came from (value 1): one, not a sum of them.
-FLAGS = ("rate_source_",)
 PREFIX = "client-"
 
 
@@ -171,10 +169,15 @@ def common_window(series: Sequence[Sequence[Mapping[str, Any]]]) -> Window | str
 
 
 def combine(
-    each: Sequence[Sequence[Metric]], window: Window | None, names: tuple[str, str, str] | None
+    each: Sequence[Sequence[Metric]],
+    window: Window | None,
+    names: tuple[str, str, str] | None,
+    flags: tuple[str, ...] = (),
 ) -> list[Metric]:
     """The run's numbers from its clients' (see the module's docstring). With ``window``,
-    the metrics ``names`` (rate, its time, its operations) are the common window's."""
+    the metrics ``names`` (rate, its time, its operations) are the common window's. Metrics
+    whose names start with one of the tool's ``flags`` (CLIENT_FLAGS: a 1 that says how a
+    number was made) are one, not a sum of them."""
     common: dict[str, list[Metric]] = {}
     for metrics in each:
         for m in metrics:
@@ -185,7 +188,7 @@ def combine(
             continue  # not every client has it: a sum of some would pass for all
         values = [m.value for m in ms]
         unit = ms[0].unit
-        if metric.startswith(FLAGS):
+        if flags and metric.startswith(flags):
             value = max(values)
         elif unit in ADDITIVE:
             value = math.fsum(values)

@@ -216,7 +216,8 @@ def _parse_clients(
             mine["window_operations"] = ops
     else:
         info["rule"] = "own runs"
-    return clients.combine(each, window, names) + extra, None
+    flags = tuple(getattr(adapter, "CLIENT_FLAGS", ()))
+    return clients.combine(each, window, names, flags) + extra, None
 
 
 def fetch_records(cell: Attempt, texts: dict[str, str]) -> tuple[list[Metric], str | None]:

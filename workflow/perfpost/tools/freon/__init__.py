@@ -19,6 +19,7 @@ from perfpost.tools.freon.command import (
     version_argv,
 )
 from perfpost.tools.freon.defaults import (
+    CLIENT_FLAGS,
     CLIENT_WINDOW,
     HOST_KEY,
     JVM_OPTS_VAR,
@@ -51,6 +52,7 @@ from perfpost.tools.freon.parser import (
 )
 
 __all__ = [
+    "CLIENT_FLAGS",
     "CLIENT_WINDOW",
     "CLOCKS",
     "COVERS",

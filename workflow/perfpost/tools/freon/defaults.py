@@ -59,5 +59,7 @@ LOG = "freon.log"
 # With several clients in a run (run.cell.clients): the rate that is their sum over the window
 # all of them were measuring (from each one's progress lines), its time and its operations.
 CLIENT_WINDOW = ("rate", "rate_time", "rate_operations")
+# Metrics that say which clock a run's rate came from (value 1): one, not a sum of clients'.
+CLIENT_FLAGS = ("rate_source_",)
 # Generators that only read or validate: the sync rule (write time + slow sync) does not apply.
 READERS = frozenset({"dfsv", "ockv", "ocokr", "ommg", "obrd", "ozone-client-key-validator"})
