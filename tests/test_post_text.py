@@ -590,3 +590,21 @@ def test_one_cell_has_a_median_not_a_highest_and_one_run_is_a_run():
     got = axis_effects(two, ["clients"], "rate")
     assert got[0] == "The highest median rate was 250 ops/s (clients=4, 3 runs)"
     assert got[1] == "From clients=1 to clients=4, the median rate changed x2.5"
+
+
+def test_the_settings_line_says_which_keys_reached_one_side_only():
+    from perfpost.analysis import post
+
+    both = {"key": "dfs.checksum.type", "value": "NULL", "configured": True}
+    daemons = {"key": "dfs.datanode.handler.count", "value": "20", "configured": True,
+               "side": "daemons"}  # fmt: skip
+    unset = {"key": "dfs.replication", "value": "1", "configured": False, "side": "daemons"}
+    plain = [{"name": "hdfs", "changed": [both, unset]}]
+    assert post.changed_settings(plain) == ["`dfs.checksum.type=NULL` (`hdfs`)"]
+    # perfpost's own key for one side is not the config's: the line says nothing of sides.
+    assert not post.one_side_only(plain)
+    sided = [{"name": "hdfs", "changed": [both, daemons]}]
+    assert post.changed_settings(sided)[1] == (
+        "`dfs.datanode.handler.count=20` (`hdfs`, daemons only)"
+    )
+    assert post.one_side_only(sided)

@@ -322,6 +322,13 @@ def changed_settings(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def one_side_only(clusters: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the config gave any changed key to one side alone (daemons or clients)."""
+    return any(
+        k.get("configured") and k.get("side") for c in clusters for k in c.get("changed") or []
+    )
+
+
 TERSE_OVER = 8  # lines of listing past which listings alike are shown by what they change
 TERSE_WORDS = 6  # words of change past which a listing is shown in full
 

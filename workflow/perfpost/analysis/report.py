@@ -434,6 +434,7 @@ def _post_context(
         "flagged": [c for c in full["validity"] if c["flags"]],
         "tools": ", ".join(f"`{v}`" for v in full["tool_versions"]),
         "settings_line": ", ".join(post.changed_settings(clusters)),
+        "settings_sided": post.one_side_only(clusters),
         "runs": runorder.design_sentence(experiment, cells, checked.up, full["overlap"]["most"]),
         "conclusion": post.conclusion(said, findings, experiment),
         "clients": clients.section(cells, metric, names),
