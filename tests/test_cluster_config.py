@@ -541,3 +541,34 @@ def test_the_changed_keys_say_the_side_each_reached():
         ("dfs.datanode.handler.count", "daemons"),
         ("dfs.client.socket-timeout", "clients"),
     }
+
+
+def test_two_ozones_beside_one_yarn_are_up_one_after_the_other_across_experiments():
+    # Teragen-like cells on YARN with Ozone A or B (an axis), and an experiment on Ozone A
+    # alone declared after them: every run on A, in either experiment, before any on B.
+    dfsg = {"subcommand": "dfsg", "dir": "/var/tmp/p", "options": {"n": 10}}
+    cfg = {
+        "experiments": {
+            "t": {"tool": "freon", "cluster": ["yarn", "{storage}"], "params": dfsg,
+                  "axes": {"storage": ["oza", "ozb"]}, "repeats": 2},
+            "h": {"tool": "freon", "cluster": "oza", "params": dfsg, "repeats": 2},
+        },
+        "clusters": {
+            "oza": {"kind": "ozone"},
+            "ozb": {"kind": "ozone", "ozone-site": {"ozone.scm.container.size": "1GB"}},
+            "yarn": {"kind": "yarn"},
+        },
+    }  # fmt: skip
+    plan = build_plan(cfg)
+    priority = glue.cell_priority(plan)
+
+    class W:
+        def __init__(self, experiment, cell, repeat):
+            self.experiment, self.cell, self.repeat = experiment, cell, str(repeat)
+
+    runs = [(e, c.id, r) for e, x in plan.experiments.items() for c in x.cells for r in (1, 2)]
+    made = sorted(runs, key=lambda x: -priority(W(*x)))
+    on_b = [i for i, (e, c, _) in enumerate(made) if c == "storage=ozb"]
+    assert on_b == [4, 5]  # the last two of six
+    # Ozone A alone first, then YARN with A: YARN, which B needs next, is not up idle.
+    assert [(e, c) for e, c, _ in made[:4]] == [("h", "default")] * 2 + [("t", "storage=oza")] * 2

@@ -148,3 +148,24 @@ def test_what_restarts_cost_is_the_starts_median_time_to_ready():
     assert "3 starts, median 20 s (from 12 to 38 s) from start to ready" in said
     assert "each 12 s" in runorder.restart_cost(starts[1:2])
     assert runorder.restart_cost([]) == ""
+
+
+def test_one_kinds_configurations_come_one_after_another_whatever_shares_them():
+    # Teragen on YARN with Ozone A, then with Ozone B (an axis), and an HCFS experiment on
+    # Ozone A alone declared after it: A must be done before B starts (a configuration is
+    # stopped after its last set), and A alone runs before YARN with A, so YARN, which B
+    # needs next, is not kept up idle beside it.
+    y, a, b = "yarn-1111", "ozone-aaaa", "ozone-bbbb"
+    assert order.configuration_order([(y, a), (y, b), (a,)]) == [(a,), (y, a), (y, b)]
+    # A set of no Ozone at all comes before the first Ozone's; one kind of one configuration
+    # (YARN, HDFS) orders no blocks.
+    h = "hdfs-cccc"
+    assert order.configuration_order([(y, a), (h,), (y, b)]) == [(h,), (y, a), (y, b)]
+    # Sets that share a cluster run side by side: Ozone A's two sets before the HDFS one,
+    # so A is not up idle beside it.
+    assert order.configuration_order([(y, a), (h,), (a,)]) == [(y, a), (a,), (h,)]
+    # Two kinds of two configurations each (a cross product): the first kind's blocks, and
+    # within each the second kind's configurations in order.
+    h2 = "hdfs-dddd"
+    got = order.configuration_order([(a, h), (b, h), (a, h2), (b, h2)])
+    assert got == [(a, h), (a, h2), (b, h), (b, h2)]

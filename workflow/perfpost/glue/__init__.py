@@ -141,12 +141,11 @@ def cell_priority(plan: Plan) -> Any:
     configuration where its clusters run one at a time, across them where they are kept up
     side by side or restarted for every run; 0 where none of this applies."""
     # A cell's configuration is the set of clusters it runs on (YARN with one Ozone is not
-    # YARN with another); the sets are ordered by their clusters' first appearance in the
-    # plan, so the sets that share their first cluster come one after another (YARN with
-    # Ozone A, YARN with Ozone B), and each set's cells all come before the next set's: one
-    # Ozone stops before the other starts though YARN serves both.
+    # YARN with another); each set's cells all come before the next set's, and the sets are
+    # ordered so that one Ozone has stopped before another starts, across experiments too,
+    # though YARN serves both (order_.configuration_order).
     first: dict[str, int] = {}
-    members: dict[str, dict[str, tuple[int, ...]]] = {}  # experiment -> cell -> its set
+    members: dict[str, dict[str, tuple[str, ...]]] = {}  # experiment -> cell -> its set
     for name, exp in plan.experiments.items():
         sets = members[name] = {}
         for cell in exp.cells:
@@ -155,8 +154,11 @@ def cell_priority(plan: Plan) -> Any:
             for i in idents:
                 first.setdefault(i, len(first))
             if idents:
-                sets[cell.id] = tuple(sorted(first[i] for i in idents))
-    order = {m: i for i, m in enumerate(sorted({m for s in members.values() for m in s.values()}))}
+                sets[cell.id] = tuple(sorted(set(idents), key=first.__getitem__))
+    appearing = sorted(
+        {m for s in members.values() for m in s.values()}, key=lambda m: [first[i] for i in m]
+    )
+    order = {m: i for i, m in enumerate(order_.configuration_order(appearing))}
 
     # The configuration each cell's block belongs to: its own, or the experiment's first
     # where its runs are interleaved across configurations. Decided once, here: Snakemake

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from perfpost.errors import ConfigError
@@ -178,3 +178,52 @@ def followed(planned: list[tuple[str, int]], made: list[tuple[str, int]]) -> int
     kept = [x for x in planned if x in made_set]
     came = [x for x in made if x in planned_set]
     return sum(a == b for a, b in zip(kept, came, strict=True))
+
+
+def configuration_order(sets: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """The order cells' sets of clusters (idents ``<kind>-<hash>``, the sets by first
+    appearance) run in, so that no two configurations of one kind are up at once where the
+    sets allow it: a configuration stays up until its last set has run, so every set that
+    holds one Ozone comes before any that holds the next Ozone, whichever experiment it is
+    in (an HCFS experiment on Ozone A after a teragen one on YARN with Ozone A and B would
+    otherwise keep A up beside B). Kinds with one configuration (a YARN both Ozones use)
+    do not order the blocks. Within a block, a set that shares no cluster with the next
+    block runs first, so a cluster the next block needs is not kept up idle, and the sets
+    that share a cluster run side by side."""
+    distinct = [tuple(dict.fromkeys(s)) for s in dict.fromkeys(tuple(s) for s in sets)]
+    seen: dict[str, dict[str, int]] = {}  # kind -> ident -> its rank among the kind's
+    for s in distinct:
+        for ident in s:
+            kind = ident.rsplit("-", 1)[0]
+            seen.setdefault(kind, {}).setdefault(ident, len(seen[kind]))
+    several = [k for k, idents in seen.items() if len(idents) > 1]
+
+    def block(s: tuple[str, ...]) -> tuple[int, ...]:
+        # A set without a configuration of the kind comes before the kind's first.
+        mine = {i.rsplit("-", 1)[0]: seen[i.rsplit("-", 1)[0]][i] for i in s}
+        return tuple(mine.get(k, -1) for k in several)
+
+    blocks: dict[tuple[int, ...], list[tuple[str, ...]]] = {}
+    for s in distinct:
+        blocks.setdefault(block(s), []).append(s)
+    keys = sorted(blocks)
+    out: list[tuple[str, ...]] = []
+    for i, key in enumerate(keys):
+        after = {c for s in blocks[keys[i + 1]] for c in s} if i + 1 < len(keys) else set()
+        out += _chain(blocks[key], after)
+    return out
+
+
+def _chain(sets: list[tuple[str, ...]], after: set[str]) -> list[tuple[str, ...]]:
+    """One block's sets: first one that shares nothing with the next block, then each time
+    the set sharing most clusters with the last one (a cluster's sets side by side, so it
+    stops before the next starts); ties by first appearance."""
+    left = list(sets)
+    now = min(left, key=lambda s: bool(after.intersection(s)))  # min is the first of ties
+    out = [now]
+    left.remove(now)
+    while left:
+        now = max(left, key=lambda s: (len(set(now) & set(s)), -left.index(s)))
+        out.append(now)
+        left.remove(now)
+    return out
