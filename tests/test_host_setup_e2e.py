@@ -164,12 +164,19 @@ def test_a_set_up_that_fails_fails_that_hosts_cells_with_its_output(prepared_run
 
 
 def test_ctrl_c_mid_run_restores_every_host_that_was_set_up(testbed, tmp_path):
-    # 30 runs a host of 51 MB each, inside the 64 MiB memdisk (a larger dd fails at once,
-    # and a run of quick failures may end before the Ctrl-C): the first record comes long
-    # before the last.
-    work = checkout(
-        testbed, tmp_path / "w", {"memdisk": experiment(axes={"count": [100000]}, repeats=30)}
+    # 30 runs a host, each writing 32 MiB into the 64 MiB memdisk and then waiting a second:
+    # the first record comes at least 29 s before the last, however busy the machine (dd
+    # alone, 51 MB a run, finished all 90 runs between two looks of a loaded test).
+    writes = experiment(
+        tool="command",
+        params={
+            "dir": f"{MEMDISK}/dd",
+            "run": "dd if=/dev/zero of={work}/x bs=1M count=32 conv=fsync && sleep 1",
+        },
+        axes={},
+        repeats=30,
     )
+    work = checkout(testbed, tmp_path / "w", {"memdisk": writes})
     proc = subprocess.Popen(
         [snakemake_bin(), "--cores", "6", "report"],
         cwd=work,
