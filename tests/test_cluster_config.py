@@ -572,3 +572,27 @@ def test_two_ozones_beside_one_yarn_are_up_one_after_the_other_across_experiment
     assert on_b == [4, 5]  # the last two of six
     # Ozone A alone first, then YARN with A: YARN, which B needs next, is not up idle.
     assert [(e, c) for e, c, _ in made[:4]] == [("h", "default")] * 2 + [("t", "storage=oza")] * 2
+
+
+def test_a_rounds_decision_comes_before_any_cell_of_the_next_configuration():
+    # With a precision target, configuration A's later runs exist only once its round is
+    # decided: a decision below the cells' priorities waited behind B's ready cells, and A
+    # stayed up (its undecided runs pending) while B started. Every cell of a plan of two
+    # configurations, up to its largest number of runs, is below the steps' priority.
+    def precise(cfg):
+        del cfg["clusters"]["hdfs"]["hdfs-site"]
+        cfg["experiments"]["e"]["repeats"] = {"min": 3, "max": 20, "precision": "5%"}
+
+    plan = plan_of(precise)
+    priority = glue.cell_priority(plan)
+
+    class W:
+        def __init__(self, cell, repeat):
+            self.experiment, self.cell, self.repeat = "e", cell, str(repeat)
+
+    cells = [c.id for c in plan.experiments["e"].cells]
+    highest = max(priority(W(c, r)) for c in cells for r in range(1, 21))
+    assert highest > glue.CLUSTER_PRIORITY  # cells on clusters, ranked by configuration
+    assert glue.STEP_PRIORITY > highest
+    rules = (ROOT / "workflow" / "rules" / "cells.smk").read_text()
+    assert rules.count("priority: glue.STEP_PRIORITY") == 2  # the round and provisioning

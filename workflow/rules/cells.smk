@@ -41,8 +41,9 @@ checkpoint round:
     wildcard_constraints:
         experiment=glue.precision_experiments(PLAN),
     # Decided as soon as its runs are made: a decision waiting behind another cell's runs
-    # let that cell take every later round first (no interleaving).
-    priority: 1000
+    # let that cell take every later round first (no interleaving), and behind the next
+    # cluster configuration's cells it kept two configurations up at once.
+    priority: glue.STEP_PRIORITY
     conda:
         "../../envs/perfpost.yaml"
     resources:
@@ -124,7 +125,7 @@ for i, (pattern, cache) in enumerate(provisioning.provision_rules(PLAN)):
             pom="[0-9a-f]{16}",
         # Before any cell: cells are ordered by cluster, and one waiting for its tool would
         # let another cluster's cells in between (two clusters up at once).
-        priority: 1000
+        priority: glue.STEP_PRIORITY
         localrule: True
         conda:
             "../../envs/perfpost.yaml"

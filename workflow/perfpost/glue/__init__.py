@@ -131,6 +131,10 @@ def end_run(plan: Plan, ok: bool) -> None:
 # highest ready jobs of their host, so no other run measures beside it (the quiet host).
 CLUSTER_PRIORITY = 10_000_000
 CONFIGURATION_STRIDE = 100_000  # more runs than this in one configuration would overlap
+# Steps that come before any ready cell: a round's decision (else one configuration's later
+# rounds wait behind the next configuration's cells, and both are up at once) and a tool's
+# provisioning. Above every cell's priority while a plan has fewer than 9,900 configurations.
+STEP_PRIORITY = 1_000_000_000
 
 
 def cell_priority(plan: Plan) -> Any:
