@@ -1,6 +1,9 @@
 """Four freon JVMs in one run against a real single-host Ozone (clients: 4): omkg creating keys
 in the Ozone Manager, as the OM posts summed "30 freon JVMs" into one rate.
 
+The same Ozone serves config/examples/strace-freon.yaml (freon ockg under strace -f -c, 1 and
+4 threads): each count is checked against strace's own table, read here by its columns.
+
 Expected values come from the four freon logs themselves, read here with this file's own
 regular expressions: each client's progress lines (millisecond stamps, operations completed),
 the window all four were measuring (the latest first progress line inside a client's run to
@@ -16,7 +19,9 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
+from tests.conftest import ROOT
 from tests.e2e import QUICK_DAEMONS, make_checkout, records, snakemake
 from tests.test_clusters_e2e import (
     OZONE_VERSION,
@@ -27,6 +32,7 @@ from tests.test_clusters_e2e import (
 pytestmark = pytest.mark.e2e
 
 CLIENTS = 4
+STRACE_KEYS = 50
 _PROGRESS = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*Progress: [\d.]+ % \((\d+) out of (\d+)\)"
 )
@@ -76,6 +82,12 @@ def run(ozone_cache, tmp_path_factory):
             }
         },
     }
+    example = yaml.safe_load((ROOT / "config" / "examples" / "strace-freon.yaml").read_text())
+    strace = example["experiments"]["strace-ockg"]
+    strace.update(cluster="oz", repeats=1)
+    strace["params"]["dir"] = str(work / "scratch")
+    strace["params"]["run"] = strace["params"]["run"].replace("-n 200", f"-n {STRACE_KEYS}")
+    config["experiments"]["strace-ockg"] = strace
     make_checkout(work, config)
     result = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -149,3 +161,39 @@ def test_the_post_shows_each_client_and_the_sum(run):
     # The GC log of every JVM, not one overwritten by the others: each names its collector.
     gc = (rec["path"].parent / "raw" / "gc.log").read_text()
     assert gc.count("[gc] Using ") == CLIENTS
+
+
+def strace_table(text: str) -> dict[str, int]:
+    """strace -c's summary by its header's columns (right-aligned under their names): each
+    syscall's calls, and the total's."""
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("% time"))
+    end = lines[head].index("calls") + len("calls")
+    calls = {}
+    for ln in lines[head + 2 :]:
+        if not ln.strip() or ln.startswith("---"):
+            continue
+        calls[ln.split()[-1]] = int(ln[:end].split()[-1])
+    return calls
+
+
+def test_straces_own_table_gives_every_count_of_the_freon_run_it_wrapped(run):
+    tidy = pd.read_csv(run / "results" / "strace-ockg" / "tidy.csv")
+    recs = records(run, "strace-ockg")
+    assert sorted(r["cell"] for r in recs) == ["threads=1", "threads=4"]
+    for rec in recs:
+        assert rec["status"] == "done", rec["reason"]
+        raw = rec["path"].parent / "raw"
+        (table,) = raw.glob("output-*strace.txt")
+        calls = strace_table(table.read_text())
+        # freon under strace did its work: its own summary counts every key.
+        assert f"Successful executions: {STRACE_KEYS}" in (raw / "command.log").read_text()
+        rows = tidy[tidy["cell"] == rec["cell"]]
+        v = dict(zip(rows["metric"], rows["value"], strict=True))
+        assert v["syscalls"] == calls["total"]
+        assert v["write_calls"] == calls.get("write", 0)
+        assert v["fsync_calls"] == calls.get("fsync", 0) + calls.get("fdatasync", 0)
+        assert v["syscalls"] > 0
+    post = (run / "reports" / "strace-ockg" / "index.md").read_text()
+    joined = " ".join(post.replace("\\\n", " ").split())
+    assert "-e trace=write,writev,sendmsg,sendto,fsync,fdatasync ozone freon ockg" in joined
