@@ -98,6 +98,7 @@ def snakemake(
         env={**env_with_venv(), **(env or {})},
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=interruptible,
     )
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -107,6 +108,16 @@ def snakemake(
             raise
         raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err) from None
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def interruptible() -> None:
+    """In a run's process (``preexec_fn``): Ctrl-C works even where pytest was started with
+    it ignored (a background job of a script: ``pytest &`` ignores SIGINT, and so would every
+    run it starts), and the run gets it should pytest itself die."""
+    import ctypes
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    ctypes.CDLL(None).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
 
 
 def stop_run(proc: subprocess.Popen) -> tuple[str, str]:

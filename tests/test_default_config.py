@@ -7,7 +7,6 @@ and this test, the session's last, waits for it and reads what it made."""
 import json
 import os
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -20,6 +19,7 @@ from tests.conftest import BACKGROUND, ROOT, default_run_dir, env_with_venv, sna
 from tests.e2e import (
     front_matter,
     image_links,
+    interruptible,
     make_checkout,
     notebook_of,
     prose_words,
@@ -29,15 +29,6 @@ from tests.e2e import (
 )
 
 pytestmark = pytest.mark.e2e
-
-
-def _interruptible() -> None:
-    """In the run's process: Ctrl-C works even where pytest was started with it ignored (a
-    background job), and the run gets it should pytest itself die."""
-    import ctypes
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    ctypes.CDLL(None).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
 
 
 class DefaultRun:
@@ -60,7 +51,7 @@ class DefaultRun:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,  # its own process group, for Ctrl-C below
-                preexec_fn=_interruptible,
+                preexec_fn=interruptible,
             )
         threading.Thread(target=self._keep_exit_code, daemon=True).start()
 

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import FAULTS, ROOT, env_with_venv, put_on_host, snakemake_bin
-from tests.e2e import make_checkout, notebook_of, planned_records, snakemake
+from tests.e2e import interruptible, make_checkout, notebook_of, planned_records, snakemake
 from tests.mistakes import GOOD, MISTAKES, config_text
 
 pytestmark = pytest.mark.e2e
@@ -101,6 +101,7 @@ def start(work: Path, *args: str) -> subprocess.Popen:
         stdin=subprocess.DEVNULL,
         text=True,
         start_new_session=True,
+        preexec_fn=interruptible,  # Ctrl-C reaches it even where pytest's start ignored it
     )
 
 

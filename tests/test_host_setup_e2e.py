@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import env_with_venv, host_spec, snakemake_bin
-from tests.e2e import make_checkout, notebook_of, records, stop_run
+from tests.e2e import interruptible, make_checkout, notebook_of, records, stop_run
 
 pytestmark = pytest.mark.e2e
 HOSTS = ["h1", "h2", "h3"]
@@ -186,6 +186,7 @@ def test_ctrl_c_mid_run_restores_every_host_that_was_set_up(testbed, tmp_path):
         env=env_with_venv(),
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=interruptible,  # a Ctrl-C that pytest's own start may have ignored
     )
     try:
         deadline = time.monotonic() + 600
