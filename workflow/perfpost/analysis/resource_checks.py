@@ -35,15 +35,14 @@ def _sut_nodes(d: pd.DataFrame) -> list[str]:
     return daemons or [n for n, r in roles.items() if "client" in r]
 
 
-# Tools whose subject is the storage; a command's (iperf3, a lab's script) is its own.
-STORAGE_TOOLS = frozenset({"dd", "fio", "freon", "teragen"})
-
-
 def measured(tidy_df: pd.DataFrame | None) -> str:
-    """What the runs set out to measure, for the CPU-bound flag: the storage, unless a tool
-    without a subject perfpost knows ran (a command: iperf3 measures the network)."""
-    tools = set() if tidy_df is None or "tool" not in tidy_df else set(tidy_df["tool"].dropna())
-    return "the storage" if tools and tools <= STORAGE_TOOLS else "what they set out to measure"
+    """What the runs set out to measure, for the CPU-bound flag: their tools' ``SUBJECT``
+    where all agree (the storage), else no name (a command: iperf3 measures the network)."""
+    from perfpost import tools
+
+    names = set() if tidy_df is None or "tool" not in tidy_df else set(tidy_df["tool"].dropna())
+    said = {getattr(tools.get(n), "SUBJECT", None) if n in tools.NAMES else None for n in names}
+    return said.pop() if len(said) == 1 and None not in said else "what they set out to measure"
 
 
 def check(

@@ -256,37 +256,35 @@ def _medians(df: pd.DataFrame) -> dict[tuple[str, str], float]:
 def node_profile(d: pd.DataFrame, node: str) -> dict[str, Any]:
     """One node's medians over a cell's finished runs (``d``: the node's window rows)."""
     medians = _medians(d)
-
-    def _median(_: Any, resource: str, metric: str) -> float | None:
-        return medians.get((resource, metric))
+    med = lambda resource, metric: medians.get((resource, metric))  # noqa: E731
 
     roles = next((r for r in d["roles"] if r), "")
-    cores = _median(d, "cpu", "cores")
+    cores = med("cpu", "cores")
     out: dict[str, Any] = {
         "node": node,
         "roles": roles,
         "cores": int(cores) if cores else None,
-        "busy": _median(d, "cpu", "busy"),
-        "busy_share": _median(d, "cpu", "busy_time_share"),
-        "iowait": _median(d, "cpu", "iowait"),
-        "steal": _median(d, "cpu", "steal"),
-        "cpu_pressure": _median(d, "pressure", "cpu_some"),
-        "io_pressure": _median(d, "pressure", "io_some"),
+        "busy": med("cpu", "busy"),
+        "busy_share": med("cpu", "busy_time_share"),
+        "iowait": med("cpu", "iowait"),
+        "steal": med("cpu", "steal"),
+        "cpu_pressure": med("pressure", "cpu_some"),
+        "io_pressure": med("pressure", "io_some"),
         "runs": int(d[["cell", "host", "repeat"]].drop_duplicates().shape[0]),
-        "step": _median(d, "window", "seconds"),
-        "interval": _median(d, "window", "interval"),
+        "step": med("window", "seconds"),
+        "interval": med("window", "interval"),
     }
     disks = []
     for res in sorted({r for r in d["resource"] if r.startswith("disk:")}):
         disks.append(
             {
                 "name": res[5:],
-                "util": _median(d, res, "util"),
-                "busy_share": _median(d, res, "busy_time_share"),
-                "write": _median(d, res, "write_bytes"),
-                "read": _median(d, res, "read_bytes"),
-                "await": _median(d, res, "await"),
-                "written": _median(d, res, "write_total"),
+                "util": med(res, "util"),
+                "busy_share": med(res, "busy_time_share"),
+                "write": med(res, "write_bytes"),
+                "read": med(res, "read_bytes"),
+                "await": med(res, "await"),
+                "written": med(res, "write_total"),
             }
         )
     disks.sort(key=lambda x: -(x["util"] or 0.0))
@@ -294,7 +292,7 @@ def node_profile(d: pd.DataFrame, node: str) -> dict[str, Any]:
     out["disk"] = disks[0] if disks else None
     procs = {}
     for res in sorted({r for r in d["resource"] if r.startswith("process:")}):
-        procs[res[8:]] = _median(d, res, "cpu")
+        procs[res[8:]] = med(res, "cpu")
     out["processes"] = procs
     daemons: dict[str, dict[str, float]] = {}
     for res, metric in medians:  # in the rows' order, as each daemon's metrics came

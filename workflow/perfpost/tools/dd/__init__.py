@@ -42,6 +42,8 @@ RUNTIME = None  # the host's own dd: nothing to fetch
 HOST_KEY = None  # and no inventory key naming its command
 VERSION_ARGV = ("dd", "--version")
 PLOT_METRICS = ("throughput", "throughput_adjusted")
+# What its runs measure, for the post's sentences (a command's is its own).
+SUBJECT = "the storage"
 TABLE_METRICS = ("throughput", "throughput_adjusted", "elapsed", "bytes", "sync_time")
 # (amount, time, rate): how the sync step adjusts a write cell's throughput.
 SYNC_ADJUST = (("bytes", "elapsed", "throughput"),)

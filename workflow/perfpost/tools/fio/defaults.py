@@ -9,6 +9,8 @@ LOG = "fio.log"
 # The first plotted metric leads the summary and is what a comparison compares by default.
 # Figures are named after their metric, so plotted names have no dots.
 PLOT_METRICS = ("iops", "throughput", "clat_p99", "lat_mean")
+# What its runs measure, for the post's sentences (a command's is its own).
+SUBJECT = "the storage"
 TABLE_METRICS = (
     "iops",
     "throughput",

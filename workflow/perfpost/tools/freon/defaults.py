@@ -26,6 +26,8 @@ JVM_OPTS_VAR = "OZONE_OPTS"
 # throughput: a reader's, from the size its `prepare` run wrote its files with; where a run
 # has it, it is the run's headline (the first of these present), else its rate.
 PLOT_METRICS = ("throughput", "rate", "rate_adjusted")
+# What its runs measure, for the post's sentences (a command's is its own).
+SUBJECT = "the storage"
 TABLE_METRICS = (
     "throughput",
     "rate",

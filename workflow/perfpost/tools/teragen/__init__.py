@@ -47,6 +47,8 @@ HOST_KEY = "yarn"
 # The variable that carries JVM options to the client's JVM (local mode: the maps' too).
 JVM_OPTS_VAR = "HADOOP_CLIENT_OPTS"
 PLOT_METRICS = ("elapsed", "throughput", "app_elapsed", "app_vcore_seconds")
+# What its runs measure, for the post's sentences (a command's is its own).
+SUBJECT = "the storage"
 TABLE_METRICS = (
     "elapsed",
     "job_time",
