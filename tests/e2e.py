@@ -68,6 +68,34 @@ def make_checkout(dest: Path, config: dict | str) -> Path:
     return dest
 
 
+def shrunk_example(
+    name: str,
+    experiment: str,
+    tmp_path: Path,
+    cluster_dir: Path,
+    tools: dict,
+    repeats: int,
+    edits: dict[str, str],
+    quick_daemons: bool = False,
+) -> dict:
+    """A config example as a test runs it on one machine: its experiment's command shrunk by
+    ``edits`` (text -> text), its scratch and every cluster's directories under this test's,
+    ``repeats`` runs a cell, its tools provisioned as ``tools`` says."""
+    config = yaml.safe_load((ROOT / "config" / "examples" / name).read_text())
+    exp = config["experiments"][experiment]
+    for old, new in edits.items():
+        assert old in exp["params"]["run"], (name, old)
+        exp["params"]["run"] = exp["params"]["run"].replace(old, new)
+    exp["params"]["dir"] = str(tmp_path / "scratch")
+    exp["repeats"] = repeats
+    if quick_daemons:
+        config["clusters"] = quick(config["clusters"])
+    for cluster in config["clusters"].values():
+        cluster["dir"] = str(cluster_dir)
+    config["tools"] = tools
+    return config
+
+
 def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
     """A config example as the README's command runs it with the testbed's inventory merged
     in (its hosts' keys over the inventory's), every tool provisioned into ``cache``."""

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import yaml
 
-from tests.conftest import ROOT
-from tests.e2e import make_checkout, records, snakemake
+from tests.e2e import make_checkout, records, shrunk_example, snakemake
 from tests.test_clusters_e2e import cluster_dir, java_daemons  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
@@ -20,13 +18,9 @@ FILES = 500
 
 @pytest.fixture
 def run(hdfs_cache, cluster_dir, tmp_path):  # noqa: F811 (the fixture)
-    config = yaml.safe_load((ROOT / "config" / "examples" / "nnbench.yaml").read_text())
-    exp = config["experiments"]["nn-create"]
-    exp["params"]["run"] = exp["params"]["run"].replace("-files 2000", f"-files {FILES}")
-    exp["params"]["dir"] = str(tmp_path / "scratch")
-    exp["repeats"] = 2
-    config["clusters"]["hdfs"]["dir"] = str(cluster_dir)
-    config["tools"] = {"hadoop": {"version": "3.4.2", "cache": str(hdfs_cache)}}
+    hadoop = {"hadoop": {"version": "3.4.2", "cache": str(hdfs_cache)}}
+    edits = {"-files 2000": f"-files {FILES}"}
+    config = shrunk_example("nnbench.yaml", "nn-create", tmp_path, cluster_dir, hadoop, 2, edits)
     work = make_checkout(tmp_path / "w", config)
     done = snakemake(work, "--cores", "2", "report", timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -11,10 +11,8 @@ import re
 
 import pandas as pd
 import pytest
-import yaml
 
-from tests.conftest import ROOT
-from tests.e2e import make_checkout, quick, records, snakemake
+from tests.e2e import make_checkout, records, shrunk_example, snakemake
 from tests.test_clusters_e2e import cluster_dir, java_daemons  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
@@ -25,19 +23,11 @@ MIB = 1024 * 1024
 
 @pytest.fixture
 def run(hdfs_cache, cluster_dir, tmp_path):  # noqa: F811 (the fixture)
-    config = yaml.safe_load((ROOT / "config" / "examples" / "testdfsio.yaml").read_text())
-    exp = config["experiments"]["dfsio"]
-    exp["params"]["run"] = (
-        exp["params"]["run"]
-        .replace("-nrFiles 4", f"-nrFiles {FILES}")
-        .replace("-size 64MB", f"-size {MB}MB")
+    hadoop = {"hadoop": {"version": "3.4.2", "cache": str(hdfs_cache)}}
+    edits = {"-nrFiles 4": f"-nrFiles {FILES}", "-size 64MB": f"-size {MB}MB"}
+    config = shrunk_example(
+        "testdfsio.yaml", "dfsio", tmp_path, cluster_dir, hadoop, 1, edits, quick_daemons=True
     )
-    exp["params"]["dir"] = str(tmp_path / "scratch")
-    exp["repeats"] = 1
-    config["clusters"] = quick(config["clusters"])
-    config["clusters"]["hdfs"]["dir"] = str(cluster_dir)
-    config["clusters"]["yarn"]["dir"] = str(cluster_dir)
-    config["tools"] = {"hadoop": {"version": "3.4.2", "cache": str(hdfs_cache)}}
     work = make_checkout(tmp_path / "w", config)
     done = snakemake(work, "--cores", "2", "report", timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -190,17 +190,16 @@ def configuration_order(sets: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
     do not order the blocks. Within a block, a set that shares no cluster with the next
     block runs first, so a cluster the next block needs is not kept up idle, and the sets
     that share a cluster run side by side."""
-    distinct = [tuple(dict.fromkeys(s)) for s in dict.fromkeys(tuple(s) for s in sets)]
+    distinct = list(dict.fromkeys(tuple(s) for s in sets))
+    kind = {i: i.rsplit("-", 1)[0] for s in distinct for i in s}  # an ident is <kind>-<hash>
     seen: dict[str, dict[str, int]] = {}  # kind -> ident -> its rank among the kind's
-    for s in distinct:
-        for ident in s:
-            kind = ident.rsplit("-", 1)[0]
-            seen.setdefault(kind, {}).setdefault(ident, len(seen[kind]))
+    for ident, k in kind.items():
+        seen.setdefault(k, {}).setdefault(ident, len(seen[k]))
     several = [k for k, idents in seen.items() if len(idents) > 1]
 
     def block(s: tuple[str, ...]) -> tuple[int, ...]:
         # A set without a configuration of the kind comes before the kind's first.
-        mine = {i.rsplit("-", 1)[0]: seen[i.rsplit("-", 1)[0]][i] for i in s}
+        mine = {kind[i]: seen[kind[i]][i] for i in s}
         return tuple(mine.get(k, -1) for k in several)
 
     blocks: dict[tuple[int, ...], list[tuple[str, ...]]] = {}
