@@ -240,10 +240,13 @@ def test_the_window_agrees_with_the_file_systems_clock_in_a_real_run(ozone_cache
     span = written[c_b - 1] - written[c_a]
     assert phase.seconds == pytest.approx(t_b - t_a)
     assert abs(span - phase.seconds) <= 0.01 * phase.seconds
-    # The whole run's time (test start to summary) holds the client's start-up and the
-    # reporter's last second beside the operations the files timed.
+    # The whole run's time (test start to summary) holds every operation the files timed,
+    # the generator's start-up before the first and the progress reporter's wait after the
+    # last (under its 1 s check interval): more than the files' span, by a few seconds at most
+    # (1.2 s here on a quiet machine, 1.8 s with the suite's load; a fixed share of the span
+    # is not a bound: the span grows under load, the start-up does not).
     whole = {m.name: m.value for m in freon.parse_text(run.stderr, "dfsg")}["elapsed"]
-    assert whole > 1.05 * (written[-1] - written[0])
+    assert 0 < whole - (written[-1] - written[0]) < 5
 
 
 DURATION = 6  # seconds of cmdw in the test below
