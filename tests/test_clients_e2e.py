@@ -2,7 +2,9 @@
 in the Ozone Manager, as the OM posts summed "30 freon JVMs" into one rate.
 
 The same Ozone serves config/examples/strace-freon.yaml (freon ockg under strace -f -c, 1 and
-4 threads): each count is checked against strace's own table, read here by its columns.
+4 threads): each count is checked against strace's own table, read here by its columns. Its
+S3 gateway (roles: s3g) serves config/examples/s3-freon.yaml (freon s3kg): every object freon
+counted is a PUT the gateway's own request log answered with 200.
 
 Expected values come from the four freon logs themselves, read here with this file's own
 regular expressions: each client's progress lines (millisecond stamps, operations completed),
@@ -33,6 +35,7 @@ pytestmark = pytest.mark.e2e
 
 CLIENTS = 4
 STRACE_KEYS = 50
+S3_OBJECTS = 40
 _PROGRESS = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*Progress: [\d.]+ % \((\d+) out of (\d+)\)"
 )
@@ -62,7 +65,8 @@ def run(ozone_cache, tmp_path_factory):
                 "kind": "ozone",
                 "dir": str(clusters_at),
                 "jvm": QUICK_DAEMONS,
-                "buckets": ["vol1/bucket1"],
+                "buckets": ["vol1/bucket1", "s3v/bucket1"],
+                "roles": {"s3g": "localhost"},
             }
         },
         "experiments": {
@@ -88,6 +92,12 @@ def run(ozone_cache, tmp_path_factory):
     strace["params"]["dir"] = str(work / "scratch")
     strace["params"]["run"] = strace["params"]["run"].replace("-n 200", f"-n {STRACE_KEYS}")
     config["experiments"]["strace-ockg"] = strace
+    s3 = yaml.safe_load((ROOT / "config" / "examples" / "s3-freon.yaml").read_text())
+    s3kg = s3["experiments"]["s3kg"]
+    s3kg.update(cluster="oz", repeats=1)
+    s3kg["params"]["dir"] = str(work / "scratch")
+    s3kg["params"]["options"]["n"] = S3_OBJECTS
+    config["experiments"]["s3kg"] = s3kg
     make_checkout(work, config)
     result = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -197,3 +207,37 @@ def test_straces_own_table_gives_every_count_of_the_freon_run_it_wrapped(run):
     post = (run / "reports" / "strace-ockg" / "index.md").read_text()
     joined = " ".join(post.replace("\\\n", " ").split())
     assert "-e trace=write,writev,sendmsg,sendto,fsync,fdatasync ozone freon ockg" in joined
+
+
+_PUT = re.compile(r'"PUT /bucket1/(\S+)/(\d+) HTTP/1\.1" (\d{3}) ')
+
+
+def test_every_s3_object_is_a_put_the_gateway_answered_and_the_key_pair_stays_masked(run):
+    """freon s3kg against the gateway of config/examples/s3-freon.yaml: freon's own count of
+    objects is the gateway's own count of PUTs it answered with 200 under that run's prefix
+    (its request log, kept with the cluster's), and the key pair the cells were given is in
+    nothing perfpost kept."""
+    from perfpost.clusters.ozone import S3_ACCESS_KEY, S3_SECRET_KEY
+
+    recs = records(run, "s3kg")
+    assert sorted(r["labels"]["threads"] for r in recs) == ["1", "4"]
+    (gateway,) = (run / "results" / "clusters").glob("ozone-*/start-1/logs/localhost/s3g-0.log")
+    puts: dict[str, list[tuple[int, str]]] = {}
+    for prefix, i, status in _PUT.findall(gateway.read_text()):
+        puts.setdefault(prefix, []).append((int(i), status))
+    for rec in recs:
+        assert rec["status"] == "done", rec["reason"]
+        log = (rec["path"].parent / "raw" / "freon.log").read_text()
+        assert f"Successful executions: {S3_OBJECTS}\n" in log
+        (prefix,) = _PREFIX.findall(log)
+        assert sorted(puts[prefix]) == [(i, "200") for i in range(S3_OBJECTS)]
+        assert rec["command"].startswith("env AWS_ACCESS_KEY_ID=*** AWS_SECRET_ACCESS_KEY=*** ")
+    kept = [p for d in ("results", "reports") for p in (run / d).rglob("*") if p.is_file()]
+    pair = (S3_ACCESS_KEY.encode(), S3_SECRET_KEY.encode())
+    leaked = [p for p in kept if any(k in p.read_bytes() for k in pair)]
+    assert not leaked
+    post = (run / "reports" / "s3kg" / "index.md").read_text()
+    assert "s3g on localhost" in post
+    assert "ozone freon s3kg -b bucket1 -e http://" in post
+    assert "export AWS_SECRET_ACCESS_KEY='***'" in post
+    assert "provisioned by perfpost from Maven Central" in post  # only the key pair masked

@@ -142,6 +142,17 @@ def test_a_changed_cluster_setting_is_another_measurement():
             "{yarn.rm} names no cluster of this cell",
         ),
         (
+            lambda c: c["experiments"]["e"]["params"]["options"].update(path="{cluster.s3}"),
+            "experiments.e[storage=ozone,buffer=default,blocksize=1m].params",
+            "{cluster.s3}: the cluster 'ozone' has no s3g role; give it a host "
+            "(clusters.ozone.roles.s3g)",
+        ),
+        (
+            lambda c: c["clusters"]["ozone"].update(roles={"s3g": ["localhost", "h2"]}),
+            "clusters.ozone.roles.s3g",
+            "needs 0 to 1 host(s), got 2",
+        ),
+        (
             lambda c: c["clusters"]["hdfs"].update(buckets=["vol1/bucket1"]),
             "clusters.hdfs.buckets",
             "only Ozone has buckets",
@@ -162,6 +173,26 @@ def test_mistakes_name_their_key(change, where, said):
         plan_of(fix_blocksize)
     assert e.value.where == where
     assert said in str(e.value)
+
+
+def test_an_s3_gateway_is_a_role_only_where_given_and_gives_its_fields():
+    # An Ozone without one plans as before, its roles the three it always had; one with it
+    # names the gateway's host, and {cluster.s3} plans.
+    def ozone_only(cfg):
+        del cfg["clusters"]["hdfs"]
+        cfg["experiments"]["e"]["axes"]["storage"] = ["ozone"]
+
+    def gateway(cfg):
+        ozone_only(cfg)
+        cfg["clusters"]["ozone"]["roles"] = {"s3g": "localhost"}
+        cfg["experiments"]["e"]["params"]["options"].update(path="{cluster.s3}")
+
+    cell = "storage=ozone,buffer=default"
+    (before,) = specs(plan_of(ozone_only), "e", cell)
+    assert sorted(before.roles) == ["datanode", "om", "scm"]
+    (spec,) = specs(plan_of(gateway), "e", cell)
+    assert spec.roles == {**before.roles, "s3g": ["localhost"]}
+    assert spec.ident() != before.ident()  # another configuration: another cluster
 
 
 def test_a_commands_own_braces_beside_cluster_fields_plan_and_stay_one_brace():

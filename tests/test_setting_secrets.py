@@ -421,3 +421,31 @@ def test_every_key_the_config_set_reaches_the_clients_configuration():
     }
     # Nothing configured: an empty core-site still (FsShell refuses to start without one).
     assert client_site(own, {}) == {"core-site": {}, "hdfs-site": {"dfs.replication": "1"}}
+
+
+def test_an_s3_gateways_key_pair_is_kept_masked_and_its_cells_still_get_it(tmp_path):
+    # The key pair a cluster with an S3 gateway gives its cells (fields named as the AWS
+    # variables' kinds: an access key and a secret key) is masked in its kept state; a cell of
+    # it, reading that state back, still gets the pair the gateway takes.
+    from perfpost.clusters.ozone import S3_ACCESS_KEY, S3_SECRET_KEY
+
+    state = _state({"ozone-site": {}})
+    state["deployment"]["spec"]["roles"]["s3g"] = ["localhost"]
+    state["deployment"]["fields"] = {
+        "s3": "http://127.0.0.1:9878",
+        "s3_access_key": S3_ACCESS_KEY,
+        "s3_secret_key": S3_SECRET_KEY,
+    }
+    sdir = tmp_path / "start-1"
+    sdir.mkdir()
+    clusterstate.write_state(sdir, state)
+    text = (sdir / "state.json").read_text()
+    assert S3_ACCESS_KEY not in text
+    assert S3_SECRET_KEY not in text
+    kept = json.loads(text)
+    assert kept["deployment"]["fields"]["s3"] == "http://127.0.0.1:9878"
+    spec = ClusterSpec.from_dict(state["deployment"]["spec"])
+    got = deploy.Lease([deploy.Held(spec, 1, kept)]).fields()
+    assert got["cluster.s3_access_key"] == S3_ACCESS_KEY
+    assert got["cluster.s3_secret_key"] == S3_SECRET_KEY
+    assert got["ozone.s3"] == "http://127.0.0.1:9878"

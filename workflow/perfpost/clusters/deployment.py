@@ -55,6 +55,8 @@ class Kind:
     ROLES: ClassVar[dict[str, tuple[int, int | None]]]  # role -> (fewest, most hosts)
     START_ORDER: ClassVar[tuple[str, ...]]  # roles, in the order they are started
     FIELDS: ClassVar[dict[str, str]]  # what `{<cluster>.<field>}` gives a cell's params
+    # Fields given only where the cluster has a role (an optional one): field -> role.
+    FIELD_ROLES: ClassVar[dict[str, str]] = {}
     # Fields every kind gives besides its own.
     COMMON_FIELDS: ClassVar[dict[str, str]] = {
         "home": "the install the cluster runs, on its first host: a client there can run its "
@@ -99,6 +101,13 @@ class Kind:
     def fields(self) -> dict[str, str]:
         """Values of :attr:`FIELDS` for this deployment."""
         raise NotImplementedError
+
+    @classmethod
+    def secret_fields(cls, spec: ClusterSpec) -> dict[str, str]:
+        """The values of fields that are secrets by name (:func:`perfpost.hostenv.
+        secret_setting`), from the configuration alone: the state kept on disk has them
+        masked, and a cell takes them from here."""
+        return {}
 
     def version_command(self, home: str) -> str:
         """A shell command printing the release as the system's own ``version`` does."""

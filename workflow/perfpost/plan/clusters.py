@@ -43,8 +43,10 @@ def cluster_spec(
     filled = render(raw, {**values, "id": "{id}"}, here)
     roles: dict[str, list[str]] = {}
     for role, (fewest, most) in kind.ROLES.items():
-        given = filled.get("roles", {}).get(role, [LOCALHOST] * max(fewest, 1))
+        given = filled.get("roles", {}).get(role, [LOCALHOST] * fewest)
         given = [given] if isinstance(given, str) else list(given)
+        if not given and not fewest:  # an optional role not asked for (Ozone's s3g)
+            continue
         if len(given) < fewest or (most is not None and len(given) > most):
             span = f"{fewest}" if fewest == most else f"{fewest} to {most or 'any number of'}"
             raise ConfigError(f"{here}.roles.{role}", f"needs {span} host(s), got {len(given)}")
@@ -174,6 +176,13 @@ def cell_clusters(
                 f"{where}.params",
                 f"{{{f}}}: a {spec.kind} cluster has no field {attr!r} (fields: "
                 f"{', '.join(sorted(known))})",
+            )
+        role = kind.FIELD_ROLES.get(attr)
+        if role and not spec.roles.get(role):
+            raise ConfigError(
+                f"{where}.params",
+                f"{{{f}}}: the cluster {spec.name!r} has no {role} role; give it a host "
+                f"(clusters.{spec.name}.roles.{role})",
             )
     return [s.to_dict() for s in specs]
 

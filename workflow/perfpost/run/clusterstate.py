@@ -57,6 +57,7 @@ def state_secrets(state: dict[str, Any]) -> list[str]:
     return hostenv.setting_secrets(
         dep.get("site"),
         dep.get("client"),
+        dep.get("fields"),
         spec.get("site"),
         spec.get("jvm"),
         spec.get("env"),
@@ -83,7 +84,7 @@ def public_state(state: dict[str, Any], known: Iterable[str] = ()) -> dict[str, 
     dep = dict(state.get("deployment") or {})
     if not dep:
         return out
-    for k in ("site", "client"):
+    for k in ("site", "client", "fields"):
         if k in dep:
             dep[k] = hostenv.mask_settings(dep[k])
     if isinstance(dep.get("spec"), dict):

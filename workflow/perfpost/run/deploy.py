@@ -114,7 +114,11 @@ class Lease:
         """``{<name>.<field>}`` values for the cell's params; ``cluster.`` is the first."""
         out: dict[str, str] = {}
         for i, h in enumerate(self.held):
+            # A secret field (an S3 secret key) is kept masked: its value is the kind's own.
+            kind = h.spec.kind
+            secret = clusters.get(kind).secret_fields(h.spec) if kind in clusters.NAMES else {}
             for k, v in h.state["deployment"].get("fields", {}).items():
+                v = secret.get(k, v) if v == hostenv.MASK else v
                 out[f"{h.spec.name}.{k}"] = v
                 if i == 0:
                     out[f"cluster.{k}"] = v

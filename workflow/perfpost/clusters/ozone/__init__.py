@@ -1,11 +1,13 @@
-"""Ozone: a Storage Container Manager, an Ozone Manager and datanodes of one release.
+"""Ozone: a Storage Container Manager, an Ozone Manager and datanodes of one release, and an
+S3 gateway where the config gives it a host (``roles: {s3g: h1}``).
 
 The daemons run from the same jars as freon (``tools/freon``'s runtime holds the SCM, OM,
 datanode, shell and file system classes), so nothing more is fetched. Start order, as
 Ozone's own scripts: ``scm --init``, the SCM, the datanodes (they retry until the SCM
 answers), ``om --init`` (needs the running SCM), the OM. Ready when the SCM has left safe
 mode with every datanode HEALTHY and a pipeline OPEN, and the OM's Ratis role is
-LEADER_AND_READY (JMX over HTTP). Then the config's ``buckets`` are created.
+LEADER_AND_READY (JMX over HTTP), and the S3 gateway, if there is one, answers an S3 request
+(ListBuckets) with its XML. Then the config's ``buckets`` are created.
 
 Every address is the role's host (loopback on ``localhost``) on a free port, chosen once per
 start. One datanode means replication ONE (``ozone.replication=1``, given to clients too);
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from typing import Any, ClassVar
 
 from perfpost.clusters.deployment import Kind
@@ -28,6 +31,7 @@ OM_MAIN = "org.apache.hadoop.ozone.om.OzoneManagerStarter"
 DN_MAIN = "org.apache.hadoop.ozone.HddsDatanodeService"
 SHELL_MAIN = "org.apache.hadoop.ozone.shell.OzoneShell"
 VERSION_MAIN = "org.apache.hadoop.ozone.util.OzoneVersionInfo"  # what `ozone version` runs
+S3G_MAIN = "org.apache.hadoop.ozone.s3.Gateway"  # what `ozone s3g` runs
 
 # Java 17: Ozone's own module access flags (OZONE_MODULE_ACCESS_ARGS of its scripts) and
 # the Ratis netty option its launcher adds.
@@ -53,6 +57,17 @@ SCM_PORTS = ("client", "block", "datanode", "security", "http", "https", "grpc",
 OM_PORTS = ("rpc", "http", "https", "ratis", "grpc")
 DN_PORTS = ("ipc", "ratis.ipc", "ratis.admin", "ratis.server", "ratis.ds", "client", "http")
 DN_PORTS += ("https", "replication")
+S3G_PORTS = ("http", "https", "webadmin", "webadmin.https")
+# What clients give the S3 gateway. Without Kerberos, Ozone does not check an S3 request's
+# signature: any key pair is accepted, and the access key is taken as the user's name. Both
+# are secrets by their names (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), so perfpost masks
+# every copy of them: neither may be a word its own text uses.
+S3_ACCESS_KEY = "s3-perfpost-user"
+S3_SECRET_KEY = "s3-perfpost-secret"
+# The volume the gateway keeps S3 buckets in (ozone.s3g.volume.name's default).
+S3_VOLUME = "s3v"
+# SHA-256 of no bytes: a signed request's x-amz-content-sha256 for a request without a body.
+EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
 def _entry(value: Any, key: str) -> Any:
@@ -82,8 +97,9 @@ class Ozone(Kind):
         "scm": (1, 1),
         "om": (1, 1),
         "datanode": (1, None),
+        "s3g": (0, 1),
     }
-    START_ORDER = ("scm", "datanode", "om")
+    START_ORDER = ("scm", "datanode", "om", "s3g")
     FIELDS: ClassVar[dict[str, str]] = {
         "om": "the Ozone Manager's address (host:port), as ozone.om.address",
         "ofs": "the ofs:// root of the cluster (ofs://host:port)",
@@ -92,6 +108,16 @@ class Ozone(Kind):
         "volume": "the first bucket's volume",
         "bucket": "the first bucket",
         "scm": "the SCM's client address (host:port)",
+        "s3": "the S3 gateway's endpoint (http://host:port), with an s3g role",
+        "s3_access_key": "an access key the S3 gateway takes (AWS_ACCESS_KEY_ID): without "
+        "Kerberos Ozone checks no signature, and names the user by it",
+        "s3_secret_key": "a secret key to sign with (AWS_SECRET_ACCESS_KEY), any value "
+        "without Kerberos; given in `env`, it is masked wherever perfpost keeps it",
+    }
+    FIELD_ROLES: ClassVar[dict[str, str]] = {
+        "s3": "s3g",
+        "s3_access_key": "s3g",
+        "s3_secret_key": "s3g",
     }
 
     NOTES = (
@@ -158,7 +184,8 @@ class Ozone(Kind):
             "ozone.om.https-address": f"{o}:{p['om.https']}",
             "ozone.om.ratis.port": str(p["om.ratis"]),
             "ozone.om.grpc.port": str(p["om.grpc"]),  # default: a fixed 8981
-            "ozone.om.s3.grpc.server_enabled": "false",  # no S3 gateway here
+            # The S3 gateway talks to the OM over Hadoop RPC (its default transport).
+            "ozone.om.s3.grpc.server_enabled": "false",
             # As many datanodes as the config has: the SCM leaves safe mode with all of them.
             "hdds.scm.safemode.min.datanode": str(dn_count),
             "hdds.scm.wait.time.after.safemode.exit": "1s",
@@ -209,6 +236,17 @@ class Ozone(Kind):
                 for k in ("client", "block.client", "datanode", "security.service")
             }
         )
+        for h in dep.spec.roles.get("s3g", []):
+            dep.free_ports(h, [f"s3g.{p}" for p in S3G_PORTS])
+            g = dep.node(h).address
+            for name, key in (
+                ("http", "http"),
+                ("https", "https"),
+                ("webadmin", "webadmin.http"),
+                ("webadmin.https", "webadmin.https"),
+            ):
+                keys[f"ozone.s3g.{key}-address"] = f"{g}:{p['s3g.' + name]}"
+                keys[f"ozone.s3g.{key}-bind-host"] = g
         return {"ozone-site": keys}
 
     def host_site(self, host: str) -> dict[str, dict[str, str]]:
@@ -266,6 +304,9 @@ class Ozone(Kind):
             self._one("om"), "om", OM_MAIN, ["--init"], self._opts(), "om init", timeout=120.0
         )
         dep.start_daemon("om", 0, OM_MAIN, [], self._opts())
+        # The gateway reaches the OM on each request: it may start before the OM serves.
+        for i, _ in enumerate(dep.spec.roles.get("s3g", [])):
+            dep.start_daemon("s3g", i, S3G_MAIN, [], self._opts())
 
     def ready(self) -> str | None:
         dep = self.dep
@@ -282,12 +323,35 @@ class Ozone(Kind):
             return "the SCM to leave safe mode"
         if "LEADER_AND_READY" not in str(dep.jmx("om", "om.http", OM_INFO).get("RatisRoles", "")):
             return "the OM to be LEADER_AND_READY"
+        if dep.spec.roles.get("s3g") and not self._s3_answers():
+            return "the S3 gateway to answer an S3 request"
         return None
+
+    def _s3_answers(self) -> bool:
+        """Whether the gateway lists its buckets (an S3 ListBuckets, signed as a non-secure
+        Ozone accepts), which needs its web server, its OM client and the OM."""
+        import urllib.error
+        import urllib.request
+
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        auth = (
+            f"AWS4-HMAC-SHA256 Credential={S3_ACCESS_KEY}/{stamp[:8]}/us-east-1/s3/"
+            "aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="
+            + "0"
+            * 64
+        )
+        headers = {"Authorization": auth, "x-amz-date": stamp, "x-amz-content-sha256": EMPTY}
+        req = urllib.request.Request(self.fields()["s3"] + "/", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=3.0) as resp:
+                return b"ListAllMyBucketsResult" in resp.read()
+        except (OSError, urllib.error.URLError):
+            return False
 
     def prepare(self) -> None:
         dep = self.dep
         om = self._one("om")
-        made: set[str] = set()
+        made = {S3_VOLUME}  # the OM makes the S3 gateway's volume when it starts
         for pair in dep.spec.buckets:
             volume, bucket = pair.split("/")
             steps = ([] if volume in made else [["volume", "create", f"/{volume}"]]) + [
@@ -330,7 +394,16 @@ class Ozone(Kind):
                 fs=f"ofs://{om}/{volume}/{bucket}",
                 o3fs=f"o3fs://{bucket}.{volume}.{om}",
             )
+        if self.dep.spec.roles.get("s3g"):
+            out["s3"] = "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
+            out.update(self.secret_fields(self.dep.spec))
         return out
+
+    @classmethod
+    def secret_fields(cls, spec: Any) -> dict[str, str]:
+        if not spec.roles.get("s3g"):
+            return {}
+        return {"s3_access_key": S3_ACCESS_KEY, "s3_secret_key": S3_SECRET_KEY}
 
     def version_command(self, home: str) -> str:
         return self.dep.java_command(self._one("scm"), VERSION_MAIN)

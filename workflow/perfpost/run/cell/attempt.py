@@ -150,7 +150,9 @@ class Attempt:
             self.record["clusters"] = lease.records()
             self.fields = lease.fields()
             self.client_site = lease.client_site()
-            self.record["cluster_fields"] = self.fields
+            # A secret field (an S3 secret key) is masked wherever the cell's tool prints it.
+            self.redactor = self.redactor.adding(hostenv.setting_secrets(self.fields))
+            self.record["cluster_fields"] = hostenv.mask_settings(self.fields)
             if self.client_site:
                 conf = f"{self.logdir}/conf"
                 self.record["client_conf"] = hostenv.mask_settings(self.client_site)
