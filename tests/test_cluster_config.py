@@ -144,8 +144,20 @@ def test_a_changed_cluster_setting_is_another_measurement():
         (
             lambda c: c["experiments"]["e"]["params"]["options"].update(path="{cluster.s3}"),
             "experiments.e[storage=ozone,buffer=default,blocksize=1m].params",
-            "{cluster.s3}: the cluster 'ozone' has no s3g role; give it a host "
+            "{cluster.s3}: needs 1 or more s3g host(s) in the cluster 'ozone', which has 0 "
             "(clusters.ozone.roles.s3g)",
+        ),
+        (
+            lambda c: c["experiments"]["e"]["params"]["options"].update(
+                path="{cluster.om_service}"
+            ),
+            "experiments.e[storage=ozone,buffer=default,blocksize=1m].params",
+            "{cluster.om_service}: needs 3 or more om host(s) in the cluster 'ozone', which has 1",
+        ),
+        (
+            lambda c: c["clusters"]["ozone"].update(roles={"om": ["localhost", "h2"]}),
+            "clusters.ozone.roles.om",
+            "one OM, or a ring of three or more (OM HA); two cannot lose either",
         ),
         (
             lambda c: c["clusters"]["ozone"].update(roles={"s3g": ["localhost", "h2"]}),

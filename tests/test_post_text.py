@@ -608,3 +608,21 @@ def test_the_settings_line_says_which_keys_reached_one_side_only():
         "`dfs.datanode.handler.count=20` (`hdfs`, daemons only)"
     )
     assert post.one_side_only(sided)
+
+
+def test_a_ring_of_oms_is_named_with_its_service_id_and_one_om_is_not():
+    # The set-up's line of a cluster, from what clusters_of keeps of a start: hosts per role
+    # and the settings its daemons ran with.
+    ring = {
+        "name": "ozone-ha",
+        "kind": "ozone",
+        "version": "2.2.0(Katmai)\nbuilt ...",
+        "roles": {"scm": "h1", "datanode": "h1", "om": "h1, h2, h3"},
+        "site": {"ozone.om.service.ids": "omservice", "ozone.om.nodes.omservice": "om1,om2,om3"},
+    }
+    assert post.cluster_line(ring) == (
+        "Ozone 2.2.0 `ozone-ha` (scm on h1; datanode on h1; "
+        "om on h1, h2, h3 (OM HA, service id `omservice`))"
+    )
+    one = {**ring, "name": "ozone", "roles": {**ring["roles"], "om": "h1"}, "site": {}}
+    assert post.cluster_line(one) == "Ozone 2.2.0 `ozone` (scm on h1; datanode on h1; om on h1)"

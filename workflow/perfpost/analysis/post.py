@@ -250,7 +250,12 @@ def cluster_line(c: Mapping[str, Any]) -> str:
     version = str(c.get("version") or "").strip().splitlines()
     first = version[0].strip() if version else ""
     release = first.split("(")[0].replace("Hadoop", "").strip() if first else ""
-    roles = "; ".join(f"{role} on {hosts}" for role, hosts in c["roles"].items())
+    # Ozone's OMs as a ring (OM HA): its service id, as its clients name it.
+    ring = (c.get("site") or {}).get("ozone.om.service.ids") if c["kind"] == "ozone" else None
+    roles = "; ".join(
+        f"{role} on {hosts}" + (f" (OM HA, service id `{ring}`)" if ring and role == "om" else "")
+        for role, hosts in c["roles"].items()
+    )
     build = f", build `{c['build']}`" if c.get("build") else ""
     return f"{kind} {release}{build} `{c['name']}` ({roles})"
 

@@ -55,8 +55,8 @@ class Kind:
     ROLES: ClassVar[dict[str, tuple[int, int | None]]]  # role -> (fewest, most hosts)
     START_ORDER: ClassVar[tuple[str, ...]]  # roles, in the order they are started
     FIELDS: ClassVar[dict[str, str]]  # what `{<cluster>.<field>}` gives a cell's params
-    # Fields given only where the cluster has a role (an optional one): field -> role.
-    FIELD_ROLES: ClassVar[dict[str, str]] = {}
+    # Fields given only where the cluster has so many hosts of a role: field -> (role, fewest).
+    FIELD_ROLES: ClassVar[dict[str, tuple[str, int]]] = {}
     # Fields every kind gives besides its own.
     COMMON_FIELDS: ClassVar[dict[str, str]] = {
         "home": "the install the cluster runs, on its first host: a client there can run its "
@@ -101,6 +101,11 @@ class Kind:
     def fields(self) -> dict[str, str]:
         """Values of :attr:`FIELDS` for this deployment."""
         raise NotImplementedError
+
+    @classmethod
+    def roles_problem(cls, roles: dict[str, list[str]]) -> tuple[str, str] | None:
+        """A role's hosts this kind cannot run as given, and why; None when it can."""
+        return None
 
     @classmethod
     def secret_fields(cls, spec: ClusterSpec) -> dict[str, str]:

@@ -50,6 +50,9 @@ def cluster_spec(
         if len(given) < fewest or (most is not None and len(given) > most):
             span = f"{fewest}" if fewest == most else f"{fewest} to {most or 'any number of'}"
             raise ConfigError(f"{here}.roles.{role}", f"needs {span} host(s), got {len(given)}")
+        problem = kind.roles_problem({role: given})
+        if problem:
+            raise ConfigError(f"{here}.roles.{problem[0]}", problem[1])
         for h in given:
             if h not in hosts:
                 raise ConfigError(
@@ -177,11 +180,12 @@ def cell_clusters(
                 f"{{{f}}}: a {spec.kind} cluster has no field {attr!r} (fields: "
                 f"{', '.join(sorted(known))})",
             )
-        role = kind.FIELD_ROLES.get(attr)
-        if role and not spec.roles.get(role):
+        role, fewest = kind.FIELD_ROLES.get(attr, ("", 0))
+        if len(spec.roles.get(role, [])) < fewest:
             raise ConfigError(
                 f"{where}.params",
-                f"{{{f}}}: the cluster {spec.name!r} has no {role} role; give it a host "
+                f"{{{f}}}: needs {fewest} or more {role} host(s) in the cluster "
+                f"{spec.name!r}, which has {len(spec.roles.get(role, []))} "
                 f"(clusters.{spec.name}.roles.{role})",
             )
     return [s.to_dict() for s in specs]

@@ -1,13 +1,15 @@
-"""Ozone: a Storage Container Manager, an Ozone Manager and datanodes of one release, and an
-S3 gateway where the config gives it a host (``roles: {s3g: h1}``).
+"""Ozone: a Storage Container Manager, an Ozone Manager (or a ring of three or more, OM HA) and
+datanodes of one release, and an S3 gateway where the config gives it a host (``roles: {s3g:
+h1}``).
 
 The daemons run from the same jars as freon (``tools/freon``'s runtime holds the SCM, OM,
 datanode, shell and file system classes), so nothing more is fetched. Start order, as
 Ozone's own scripts: ``scm --init``, the SCM, the datanodes (they retry until the SCM
-answers), ``om --init`` (needs the running SCM), the OM. Ready when the SCM has left safe
-mode with every datanode HEALTHY and a pipeline OPEN, and the OM's Ratis role is
-LEADER_AND_READY (JMX over HTTP), and the S3 gateway, if there is one, answers an S3 request
-(ListBuckets) with its XML. Then the config's ``buckets`` are created.
+answers), ``om --init`` on each OM (needs the running SCM), the OMs, the S3 gateway. Ready
+when the SCM has left safe mode with every datanode HEALTHY and a pipeline OPEN, an OM's Ratis
+role is LEADER_AND_READY with every other OM its FOLLOWER (JMX over HTTP), and the S3
+gateway, if there is one, answers an S3 request (ListBuckets) with its XML. Then the config's
+``buckets`` are created.
 
 Every address is the role's host (loopback on ``localhost``) on a free port, chosen once per
 start. One datanode means replication ONE (``ozone.replication=1``, given to clients too);
@@ -23,6 +25,7 @@ import shlex
 import time
 from typing import Any, ClassVar
 
+from perfpost import hostpool
 from perfpost.clusters.deployment import Kind
 from perfpost.tools.freon import RUNTIME
 
@@ -66,6 +69,9 @@ S3_ACCESS_KEY = "s3-perfpost-user"
 S3_SECRET_KEY = "s3-perfpost-secret"
 # The volume the gateway keeps S3 buckets in (ozone.s3g.volume.name's default).
 S3_VOLUME = "s3v"
+# With several OMs (OM HA): their service id, as Ozone's own examples name it, and each one's
+# node id (om1, om2, ...), in the order of roles.om.
+OM_SERVICE = "omservice"
 # SHA-256 of no bytes: a signed request's x-amz-content-sha256 for a request without a body.
 EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -95,13 +101,15 @@ class Ozone(Kind):
     RUNTIME = RUNTIME
     ROLES: ClassVar[dict[str, tuple[int, int | None]]] = {
         "scm": (1, 1),
-        "om": (1, 1),
+        "om": (1, None),  # one, or a ring of three or more (OM HA)
         "datanode": (1, None),
         "s3g": (0, 1),
     }
     START_ORDER = ("scm", "datanode", "om", "s3g")
     FIELDS: ClassVar[dict[str, str]] = {
-        "om": "the Ozone Manager's address (host:port), as ozone.om.address",
+        "om": "the Ozone Manager's address (host:port), as ozone.om.address; with several "
+        "OMs, their service id (as ofs://<om>/ takes it)",
+        "om_service": "the OMs' service id, with several OMs (freon --om-service-id)",
         "ofs": "the ofs:// root of the cluster (ofs://host:port)",
         "fs": "the first bucket as a file system: ofs://host:port/volume/bucket",
         "o3fs": "the first bucket as o3fs://bucket.volume.host:port",
@@ -114,11 +122,19 @@ class Ozone(Kind):
         "s3_secret_key": "a secret key to sign with (AWS_SECRET_ACCESS_KEY), any value "
         "without Kerberos; given in `env`, it is masked wherever perfpost keeps it",
     }
-    FIELD_ROLES: ClassVar[dict[str, str]] = {
-        "s3": "s3g",
-        "s3_access_key": "s3g",
-        "s3_secret_key": "s3g",
+    FIELD_ROLES: ClassVar[dict[str, tuple[str, int]]] = {
+        "s3": ("s3g", 1),
+        "s3_access_key": ("s3g", 1),
+        "s3_secret_key": ("s3g", 1),
+        "om_service": ("om", 3),
     }
+
+    @classmethod
+    def roles_problem(cls, roles: dict[str, list[str]]) -> tuple[str, str] | None:
+        """Two OMs are no ring: a majority of two is both, so losing either stops it."""
+        if len(roles.get("om", [])) == 2:
+            return "om", "one OM, or a ring of three or more (OM HA); two cannot lose either"
+        return None
 
     NOTES = (
         (
@@ -152,6 +168,19 @@ class Ozone(Kind):
         return self.dep.spec.roles[role][0]
 
     @property
+    def _oms(self) -> list[str]:
+        return self.dep.spec.roles["om"]
+
+    @property
+    def ha(self) -> bool:
+        return len(self._oms) > 1
+
+    @staticmethod
+    def _om_port(i: int, name: str) -> str:
+        """The name of the i-th OM's port ``name`` (the first's as with one OM)."""
+        return f"om.{name}" if i == 0 else f"om{i + 1}.{name}"
+
+    @property
     def replication(self) -> str:
         return "3" if len(self.dep.spec.roles["datanode"]) >= 3 else "1"
 
@@ -159,7 +188,8 @@ class Ozone(Kind):
         dep = self.dep
         scm, om = self._one("scm"), self._one("om")
         dep.free_ports(scm, [f"scm.{p}" for p in SCM_PORTS])
-        dep.free_ports(om, [f"om.{p}" for p in OM_PORTS])
+        for i, h in enumerate(self._oms):
+            dep.free_ports(h, [self._om_port(i, p) for p in OM_PORTS])
         for h in dep.spec.roles["datanode"]:
             dep.free_ports(h, [f"dn.{h}.{p}" for p in DN_PORTS])
         s, o, p = dep.node(scm).address, dep.node(om).address, dep.ports
@@ -222,6 +252,10 @@ class Ozone(Kind):
             # timeout: at 1 s, three datanodes on a busy machine lost their leader over and
             # over and freon's writes stalled on NotLeaderException.
             keys["hdds.ratis.leader.election.minimum.timeout.duration"] = "1s"
+        if self.ha:  # each OM's own keys instead of one's
+            for k in ("address", "http-address", "https-address", "ratis.port", "grpc.port"):
+                del keys[f"ozone.om.{k}"]
+            keys.update(self._ring_keys())
         for role, host in (("scm", scm), ("om", om)):
             addr = dep.node(host).address
             keys.update(
@@ -249,6 +283,27 @@ class Ozone(Kind):
                 keys[f"ozone.s3g.{key}-bind-host"] = g
         return {"ozone-site": keys}
 
+    def _ring_keys(self) -> dict[str, str]:
+        """OM HA as Ozone's own ozone-ha example configures it: a service id, its nodes, each
+        node's addresses by keys suffixed with both; every OM finds its own among them by
+        its host's address (so each OM has a host of its own). Ozone's own election timeout:
+        at 1 s, Ratis groups of three on a busy machine lost their leader over and over."""
+        dep, p = self.dep, self.dep.ports
+        ids = [f"om{i + 1}" for i in range(len(self._oms))]
+        keys = {"ozone.om.service.ids": OM_SERVICE, f"ozone.om.nodes.{OM_SERVICE}": ",".join(ids)}
+        for i, (h, nid) in enumerate(zip(self._oms, ids, strict=True)):
+            a, suffix = dep.node(h).address, f"{OM_SERVICE}.{nid}"
+            keys.update(
+                {
+                    f"ozone.om.address.{suffix}": f"{a}:{p[self._om_port(i, 'rpc')]}",
+                    f"ozone.om.http-address.{suffix}": f"{a}:{p[self._om_port(i, 'http')]}",
+                    f"ozone.om.https-address.{suffix}": f"{a}:{p[self._om_port(i, 'https')]}",
+                    f"ozone.om.ratis.port.{suffix}": str(p[self._om_port(i, "ratis")]),
+                }
+            )
+        keys["ozone.om.ratis.minimum.timeout"] = "5s"
+        return keys
+
     def host_site(self, host: str) -> dict[str, dict[str, str]]:
         dep = self.dep
         root = dep.root(host)
@@ -262,6 +317,15 @@ class Ozone(Kind):
             "hdds.container.ratis.datanode.storage.dir": f"{root}/data/dn/ratis",
             "ozone.scm.datanode.id.dir": f"{root}/data/dn",
         }
+        if self.ha and host in self._oms:
+            i, a = self._oms.index(host), dep.node(host).address
+            keys.update(
+                {
+                    "ozone.om.http-bind-host": a,
+                    "ozone.om.https-bind-host": a,
+                    "ozone.om.grpc.port": str(dep.ports[self._om_port(i, "grpc")]),
+                }
+            )
         if host in dep.spec.roles["datanode"]:
             a, p = dep.node(host).address, dep.ports
             q = f"dn.{host}."
@@ -300,10 +364,16 @@ class Ozone(Kind):
         dep.wait_for(lambda: dep.jmx("scm", "scm.http", SCM_INFO) != {}, 180.0, "the SCM")
         # om --init retries an SCM that does not serve for ten minutes; a working one answers
         # it within seconds, so a start that waits longer is given up (and tried again).
-        dep.run_java(
-            self._one("om"), "om", OM_MAIN, ["--init"], self._opts(), "om init", timeout=120.0
+        # Every OM of a ring is initialised (its own database, registered with the SCM), then
+        # all are started: they elect a leader among themselves.
+        hostpool.each(
+            lambda h: dep.run_java(
+                h, "om", OM_MAIN, ["--init"], self._opts(), "om init", timeout=120.0
+            ),
+            self._oms,
         )
-        dep.start_daemon("om", 0, OM_MAIN, [], self._opts())
+        for i, _ in enumerate(self._oms):
+            dep.start_daemon("om", i, OM_MAIN, [], self._opts())
         # The gateway reaches the OM on each request: it may start before the OM serves.
         for i, _ in enumerate(dep.spec.roles.get("s3g", [])):
             dep.start_daemon("s3g", i, S3G_MAIN, [], self._opts())
@@ -321,8 +391,16 @@ class Ozone(Kind):
             return "an OPEN pipeline"
         if dep.jmx("scm", "scm.http", SCM_INFO).get("InSafeMode") is not False:
             return "the SCM to leave safe mode"
-        if "LEADER_AND_READY" not in str(dep.jmx("om", "om.http", OM_INFO).get("RatisRoles", "")):
-            return "the OM to be LEADER_AND_READY"
+        oms = len(self._oms)
+        roles = [
+            str(dep.jmx("om", self._om_port(i, "http"), OM_INFO, i).get("RatisRoles", ""))
+            for i in range(oms)
+        ]
+        leader = next((r for r in roles if "LEADER_AND_READY" in r), None)
+        if leader is None:
+            return "the OM to be LEADER_AND_READY" if oms == 1 else "an OM to lead the ring"
+        if oms > 1 and leader.count("FOLLOWER") < oms - 1:
+            return f"the leading OM to have {oms - 1} followers (its view: {leader})"
         if dep.spec.roles.get("s3g") and not self._s3_answers():
             return "the S3 gateway to answer an S3 request"
         return None
@@ -375,12 +453,17 @@ class Ozone(Kind):
                 "ozone.scm.block.client.address",
                 "ozone.replication",
             )
+            if k in site
         }
+        # With several OMs: the ring's id, nodes and addresses, by which a client finds its
+        # leader.
+        ring = ("ozone.om.service.ids", "ozone.om.nodes.", f"ozone.om.address.{OM_SERVICE}.")
+        keys.update({k: v for k, v in site.items() if k.startswith(ring)})
         # Every key the config set reaches clients too (perfpost.clusters.base.client_site).
         return {"ozone-site": keys}
 
     def fields(self) -> dict[str, str]:
-        om = self.dep.site["ozone-site"]["ozone.om.address"]
+        om = OM_SERVICE if self.ha else self.dep.site["ozone-site"]["ozone.om.address"]
         out = {
             "om": om,
             "ofs": f"ofs://{om}",
@@ -394,6 +477,8 @@ class Ozone(Kind):
                 fs=f"ofs://{om}/{volume}/{bucket}",
                 o3fs=f"o3fs://{bucket}.{volume}.{om}",
             )
+        if self.ha:
+            out["om_service"] = OM_SERVICE
         if self.dep.spec.roles.get("s3g"):
             out["s3"] = "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
             out.update(self.secret_fields(self.dep.spec))
