@@ -110,6 +110,10 @@ class Ozone(Kind):
         "om": "the Ozone Manager's address (host:port), as ozone.om.address; with several "
         "OMs, their service id (as ofs://<om>/ takes it)",
         "om_service": "the OMs' service id, with several OMs (freon --om-service-id)",
+        "datanode_ratis": "the first datanode's Ratis address (host:port of "
+        "hdds.container.ratis.ipc.port, the port vapor falg's --server-address means)",
+        "datanode_id": "the first datanode's UUID, its Ratis peer id (vapor --raft-peer), as "
+        "the datanode wrote it in its datanode.id",
         "ofs": "the ofs:// root of the cluster (ofs://host:port)",
         "fs": "the first bucket as a file system: ofs://host:port/volume/bucket",
         "o3fs": "the first bucket as o3fs://bucket.volume.host:port",
@@ -419,7 +423,8 @@ class Ozone(Kind):
             * 64
         )
         headers = {"Authorization": auth, "x-amz-date": stamp, "x-amz-content-sha256": EMPTY}
-        req = urllib.request.Request(self.fields()["s3"] + "/", headers=headers)
+        endpoint = "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
+        req = urllib.request.Request(endpoint + "/", headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=3.0) as resp:
                 return b"ListAllMyBucketsResult" in resp.read()
@@ -479,10 +484,23 @@ class Ozone(Kind):
             )
         if self.ha:
             out["om_service"] = OM_SERVICE
+        dn = self.dep.spec.roles["datanode"][0]
+        server = self.dep.ports[f"dn.{dn}.ratis.ipc"]
+        out["datanode_ratis"] = f"{self.dep.node(dn).address}:{server}"
+        out["datanode_id"] = self._datanode_id(dn)
         if self.dep.spec.roles.get("s3g"):
             out["s3"] = "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
             out.update(self.secret_fields(self.dep.spec))
         return out
+
+    def _datanode_id(self, host: str) -> str:
+        """The UUID a datanode chose at its first start, from the file it keeps it in
+        (``datanode.id`` in ``ozone.scm.datanode.id.dir``, YAML with ``uuid:``)."""
+        key = "ozone.scm.datanode.id.dir"  # the config's, else perfpost's for the host
+        where = self.dep.site["ozone-site"].get(key) or self.host_site(host)["ozone-site"][key]
+        text = self.dep.node(host).read(f"{where}/datanode.id")
+        found = re.search(r"\buuid:\s*['\"]?([0-9a-fA-F-]{36})", text)  # block or flow style
+        return found.group(1) if found else ""
 
     @classmethod
     def secret_fields(cls, spec: Any) -> dict[str, str]:
