@@ -74,6 +74,8 @@ def test_the_post_names_runs_measured_while_another_cluster_was_up(tmp_path):
     assert up == {("storage=hdfs", "localhost", 1): ["ozone"]}
     said = runorder.design_sentence({"order": None}, cells, up, 1)
     assert "1 of 2 runs measured while a cluster they did not use was up" in said
+    # Each of the two cells ran once: one run, not "1 runs".
+    assert said.startswith("Each of the 2 cells ran 1 run, in the workflow's own order")
 
 
 def test_a_run_begun_just_after_a_stop_noted_to_the_millisecond_is_quiet(tmp_path):

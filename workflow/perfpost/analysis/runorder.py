@@ -180,7 +180,7 @@ def design_sentence(
     if per.empty:
         runs = "no run finished"
     elif per.min() == per.max():
-        runs = f"{per.min()} runs"
+        runs = f"{per.min()} run" + ("s" if per.min() != 1 else "")
     else:
         runs = f"{per.min()} to {per.max()} runs"
     order = experiment.get("order")
