@@ -69,4 +69,9 @@ def test_freon_created_every_key_in_a_ring_of_three_oms_that_agreed_on_its_leade
     assert "changes role from CANDIDATE to LEADER at term " + term in lead_log
     post = (ring / "reports" / "omkg" / "index.md").read_text()
     assert "om on h1, h2, h3 (OM HA, service id `omservice`)" in post
+    # The hosts of the OMs alone are part of the set-up, described like the client's.
+    for host in ("h2", "h3"):
+        (line,) = [ln for ln in post.splitlines() if ln.startswith(f"- `{host}` (")]
+        assert "not described" not in line
+        assert " cores; " in line
     assert "ozone freon omkg -b bucket1 -n 300 -t 8 -v vol1" in post

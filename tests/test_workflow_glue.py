@@ -248,3 +248,31 @@ def test_a_post_s_reproduce_line_is_the_command_that_made_it(tmp_path, monkeypat
     assert glue.reproduce_command(glue.config_files(workflow(["mine.yaml"], False))) == (
         "snakemake --cores 6 --configfile mine.yaml report"
     )
+
+
+def test_the_post_describes_the_hosts_of_the_cells_and_of_their_clusters():
+    # freon from h1 into an Ozone whose OMs are on h1, h2, h3: the post's set-up lists the
+    # three hosts, so each one's environment is captured, h1 once.
+    hosts = {h: {"address": f"10.0.0.{i}"} for i, h in enumerate(("h1", "h2", "h3"), 1)}
+    plan = build_plan(
+        {
+            "hosts": hosts,
+            "experiments": {
+                "e": {
+                    "tool": "freon",
+                    "cluster": "oz",
+                    "hosts": ["h1"],
+                    "params": {"subcommand": "omkg", "dir": "/var/tmp/p", "options": {"n": 1}},
+                }
+            },
+            "clusters": {
+                "oz": {
+                    "kind": "ozone",
+                    "roles": {"scm": "h1", "om": ["h2", "h1", "h3"], "datanode": "h1"},
+                }
+            },
+        }
+    )
+    assert glue.env_files(plan, "e") == [
+        paths.fill(paths.ENV_JSON, experiment="e", host=h) for h in ("h1", "h2", "h3")
+    ]

@@ -436,7 +436,12 @@ def experiment_json(plan: Plan, experiment: str) -> str:
 
 
 def env_files(plan: Plan, experiment: str) -> list[str]:
-    return [
-        paths.fill(paths.ENV_JSON, experiment=experiment, host=h)
-        for h in plan.experiments[experiment].hosts
-    ]
+    """Every host the experiment's post describes: its cells' hosts, then the hosts of the
+    clusters they ran on (a host that ran only daemons is part of the set-up too)."""
+    exp = plan.experiments[experiment]
+    hosts = dict.fromkeys(exp.hosts)
+    for specs in exp.cluster_specs.values():
+        for spec in specs:
+            for names in spec.get("roles", {}).values():
+                hosts.update(dict.fromkeys(names))
+    return [paths.fill(paths.ENV_JSON, experiment=experiment, host=h) for h in hosts]
