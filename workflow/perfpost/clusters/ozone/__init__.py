@@ -409,6 +409,10 @@ class Ozone(Kind):
             return "the S3 gateway to answer an S3 request"
         return None
 
+    @property
+    def _s3_endpoint(self) -> str:
+        return "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
+
     def _s3_answers(self) -> bool:
         """Whether the gateway lists its buckets (an S3 ListBuckets, signed as a non-secure
         Ozone accepts), which needs its web server, its OM client and the OM."""
@@ -423,8 +427,7 @@ class Ozone(Kind):
             * 64
         )
         headers = {"Authorization": auth, "x-amz-date": stamp, "x-amz-content-sha256": EMPTY}
-        endpoint = "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
-        req = urllib.request.Request(endpoint + "/", headers=headers)
+        req = urllib.request.Request(self._s3_endpoint + "/", headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=3.0) as resp:
                 return b"ListAllMyBucketsResult" in resp.read()
@@ -489,7 +492,7 @@ class Ozone(Kind):
         out["datanode_ratis"] = f"{self.dep.node(dn).address}:{server}"
         out["datanode_id"] = self._datanode_id(dn)
         if self.dep.spec.roles.get("s3g"):
-            out["s3"] = "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
+            out["s3"] = self._s3_endpoint
             out.update(self.secret_fields(self.dep.spec))
         return out
 
