@@ -32,6 +32,8 @@ from perfpost.clusters.base import (
     Node,
     classpath,
     excerpt,
+    fill_id,
+    merge_site,
 )
 
 # JVMs that run a step and exit (init, shell, version): start-up is all they do.
@@ -69,6 +71,13 @@ class Kind:
     NOTES: ClassVar[tuple[tuple[str, ...], ...]] = ()
     # Log lines that never tell why a daemon failed, left out of a failure's reason.
     QUIET: ClassVar[tuple[str, ...]] = HADOOP_QUIET
+    # Each role's main class: what :meth:`start_instance` starts (a launch uses it too, so
+    # a step that starts one instance again starts what the cluster's start did).
+    MAINS: ClassVar[dict[str, str]] = {}
+    # The site keys naming a role's data directories (comma-separated lists): what a
+    # ``wipe`` step deletes of one instance. Metadata a daemon is known by (a datanode's id)
+    # is not among them: wiped, it comes back as the same member with no data.
+    ROLE_DIRS: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, dep: Deployment) -> None:
         self.dep = dep
@@ -93,6 +102,44 @@ class Kind:
 
     def prepare(self) -> None:
         """What cells need once it is ready (Ozone's volumes and buckets)."""
+
+    def instance_opts(self, role: str, index: int) -> tuple[list[str], dict[str, str]]:
+        """The JVM options and variables one instance of ``role`` starts with."""
+        return [], {}
+
+    def start_instance(self, role: str, index: int) -> Daemon:
+        """Start instance ``index`` of ``role`` (initialised already), as the launch does."""
+        opts, env = self.instance_opts(role, index)
+        return self.dep.start_daemon(role, index, self.MAINS[role], [], opts, env=env)
+
+    def http_url(self, role: str, index: int) -> str | None:
+        """Where one instance of ``role`` serves its web pages (``/jmx``, ``/prom``):
+        ``http://host:port``; None where it serves none."""
+        from perfpost.clusters import metrics
+
+        host = self.dep.spec.roles[role][index]
+        key = metrics.port_key(self.KIND, role, host)
+        if key is None or key not in self.dep.ports:
+            return None
+        return f"http://{self.dep.node(host).address}:{self.dep.ports[key]}"
+
+    def instance_dirs(self, role: str, index: int) -> list[str]:
+        """The data directories of one instance of ``role``, as its host's site files name
+        them (a placement's own directories included); empty where the kind names none."""
+        host = self.dep.spec.roles[role][index]
+        site = merge_site(
+            self.dep.site,
+            self.host_site(host),
+            fill_id(self.dep.spec.side_site("daemons"), self.dep.scope),
+        )
+        out: list[str] = []
+        for key in self.ROLE_DIRS.get(role, ()):
+            for keys in site.values():
+                for d in str(keys.get(key, "")).split(","):
+                    d = d.strip().removeprefix("file://")
+                    if d.startswith("/") and d not in out:
+                        out.append(d)
+        return out
 
     def client_site(self) -> dict[str, dict[str, str]]:
         """The site files a client of this cluster needs."""
@@ -289,6 +336,8 @@ class Deployment:
         )
         out = self.node(host).sh(script, what=f"starting the {d.label}").split()
         d.pid = int(out[-1])
+        # An instance started again (a step's restart) replaces its earlier self.
+        self.daemons = [x for x in self.daemons if (x.role, x.index) != (role, index)]
         self.daemons.append(d)
         if self.on_change is not None:
             self.on_change(self)

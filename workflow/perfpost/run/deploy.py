@@ -87,6 +87,7 @@ class Held:
     start: int
     state: dict[str, Any]
     use_fd: int = -1
+    root: Path = Path()  # the checkout whose results/clusters/ keeps its state
 
     @property
     def ident(self) -> str:
@@ -145,6 +146,29 @@ class Lease:
         return [h.record() for h in self.held]
 
 
+def live(held: Held) -> Deployment:
+    """The deployment ``held`` as a cell acts on it (a step that stops or starts one of its
+    daemons): the cell's own configuration of it (the state on disk has secrets masked),
+    and every change to its daemons saved into its state at once, so the run's stop finds
+    a daemon a step started."""
+    dep = Deployment.from_state(held.state["deployment"])
+    dep.spec = held.spec
+    dep.opener = open_host
+    cdir = held.root / paths.fill(paths.CLUSTER_DIR, cluster=held.ident)
+    sdir = cdir / f"start-{held.start}"
+
+    def save(d: Deployment) -> None:
+        daemons = d.to_state()["daemons"]
+        held.state["deployment"]["daemons"] = daemons
+        with flock(cdir / "start.lock"):
+            state = read_state(sdir) or held.state
+            state["deployment"]["daemons"] = daemons
+            write_state(sdir, state, spec_secrets(held.spec))
+
+    dep.on_change = save
+    return dep
+
+
 def _acquire(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path) -> Held:
     cdir = root / paths.fill(paths.CLUSTER_DIR, cluster=spec.ident())
     cdir.mkdir(parents=True, exist_ok=True)
@@ -154,6 +178,7 @@ def _acquire(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], root: Path) ->
         with flock(cdir / "start.lock"):
             held = _up(spec, hosts, cdir)
         held.use_fd = use_fd
+        held.root = root
         return held
     except BaseException:
         os.close(use_fd)

@@ -43,6 +43,11 @@ class Hdfs(Kind):
     RUNTIME = RUNTIME
     ROLES: ClassVar[dict[str, tuple[int, int | None]]] = {"namenode": (1, 1), "datanode": (1, None)}
     START_ORDER = ("namenode", "datanode")
+    MAINS: ClassVar[dict[str, str]] = {"namenode": NN_MAIN, "datanode": DN_MAIN}
+    ROLE_DIRS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "namenode": ("dfs.namenode.name.dir",),
+        "datanode": ("dfs.datanode.data.dir",),
+    }
     FIELDS: ClassVar[dict[str, str]] = {
         "uri": "the file system's URI (hdfs://host:port), as fs.defaultFS",
         "fs": "the same: where a test's files go",
@@ -121,11 +126,16 @@ class Hdfs(Kind):
             self._opts(),
             "namenode format",
         )
-        dep.start_daemon("namenode", 0, NN_MAIN, [], self._opts())
+        self.start_instance("namenode", 0)
+        for i, _ in enumerate(dep.spec.roles["datanode"]):
+            self.start_instance("datanode", i)
+
+    def instance_opts(self, role: str, index: int) -> tuple[list[str], dict[str, str]]:
+        if role != "datanode":
+            return self._opts(), {}
         # DataNodes retry the NameNode every 100 ms rather than every second (then 5 s).
         retry = ["-Dipc.client.connect.retry.interval=100", "-Dipc.client.connect.max.retries=600"]
-        for i, _ in enumerate(dep.spec.roles["datanode"]):
-            dep.start_daemon("datanode", i, DN_MAIN, [], [*self._opts(), *retry])
+        return [*self._opts(), *retry], {}
 
     def ready(self) -> str | None:
         dep = self.dep

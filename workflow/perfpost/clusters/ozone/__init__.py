@@ -106,6 +106,17 @@ class Ozone(Kind):
         "s3g": (0, 1),
     }
     START_ORDER = ("scm", "datanode", "om", "s3g")
+    MAINS: ClassVar[dict[str, str]] = {
+        "scm": SCM_MAIN,
+        "om": OM_MAIN,
+        "datanode": DN_MAIN,
+        "s3g": S3G_MAIN,
+    }
+    ROLE_DIRS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "datanode": ("hdds.datanode.dir", "hdds.container.ratis.datanode.storage.dir"),
+        "om": ("ozone.om.db.dirs", "ozone.om.ratis.storage.dir"),
+        "scm": ("ozone.scm.db.dirs", "ozone.scm.ha.ratis.storage.dir"),
+    }
     FIELDS: ClassVar[dict[str, str]] = {
         "om": "the Ozone Manager's address (host:port), as ozone.om.address; with several "
         "OMs, their service id (as ofs://<om>/ takes it)",
@@ -357,14 +368,24 @@ class Ozone(Kind):
     def _opts(self) -> list[str]:
         return [HEAP, *OPENS]
 
+    def instance_opts(self, role: str, index: int) -> tuple[list[str], dict[str, str]]:
+        return self._opts(), {}
+
+    def http_url(self, role: str, index: int) -> str | None:
+        if role == "om" and index > 0:  # each OM of a ring has ports of its own
+            key = self._om_port(index, "http")
+            host = self.dep.spec.roles[role][index]
+            return f"http://{self.dep.node(host).address}:{self.dep.ports[key]}"
+        return super().http_url(role, index)
+
     def launch(self) -> None:
         dep = self.dep
         scm = self._one("scm")
         dep.run_java(scm, "scm", SCM_MAIN, ["--init"], self._opts(), "scm init")
-        dep.start_daemon("scm", 0, SCM_MAIN, [], self._opts())
+        self.start_instance("scm", 0)
         # Datanodes retry until the SCM answers: started now, they register sooner.
         for i, _ in enumerate(dep.spec.roles["datanode"]):
-            dep.start_daemon("datanode", i, DN_MAIN, [], self._opts())
+            self.start_instance("datanode", i)
         dep.wait_for(lambda: dep.jmx("scm", "scm.http", SCM_INFO) != {}, 180.0, "the SCM")
         # om --init retries an SCM that does not serve for ten minutes; a working one answers
         # it within seconds, so a start that waits longer is given up (and tried again).
@@ -377,10 +398,10 @@ class Ozone(Kind):
             self._oms,
         )
         for i, _ in enumerate(self._oms):
-            dep.start_daemon("om", i, OM_MAIN, [], self._opts())
+            self.start_instance("om", i)
         # The gateway reaches the OM on each request: it may start before the OM serves.
         for i, _ in enumerate(dep.spec.roles.get("s3g", [])):
-            dep.start_daemon("s3g", i, S3G_MAIN, [], self._opts())
+            self.start_instance("s3g", i)
 
     def ready(self) -> str | None:
         dep = self.dep

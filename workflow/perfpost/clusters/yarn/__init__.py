@@ -45,6 +45,7 @@ class Yarn(Kind):
         "nodemanager": (1, None),
     }
     START_ORDER = ("resourcemanager", "nodemanager")
+    MAINS: ClassVar[dict[str, str]] = {"resourcemanager": RM_MAIN, "nodemanager": NM_MAIN}
     FIELDS: ClassVar[dict[str, str]] = {
         "rm": "the ResourceManager's address (host:port), as yarn.resourcemanager.address",
         "url": "the ResourceManager's web address (http://host:port), for its REST API",
@@ -130,17 +131,21 @@ class Yarn(Kind):
 
     def launch(self) -> None:
         dep = self.dep
-        # The NodeManager launches its containers' `$JAVA_HOME/bin/java`: every step on a host
-        # is given the JDK its own `java` resolves into (hostscript.JAVA_HOME_FALLBACK).
-        env: dict[str, str] = {}
         for host in dep.spec.hosts():
             dep.node(host).sh(f"mkdir -p {dep.root(host)}/local {dep.root(host)}/staging")
-        opens = OPENS.split()
-        dep.start_daemon("resourcemanager", 0, RM_MAIN, [], [HEAP, *opens], env=env)
-        for i, host in enumerate(dep.spec.roles["nodemanager"]):
-            # What the containers' class path names, as this host has it.
-            mine = {"HADOOP_CONF_DIR": dep.conf_dir(host), HOME_VAR: dep.home[host]}
-            dep.start_daemon("nodemanager", i, NM_MAIN, [], [HEAP, *opens], env={**env, **mine})
+        self.start_instance("resourcemanager", 0)
+        for i, _ in enumerate(dep.spec.roles["nodemanager"]):
+            self.start_instance("nodemanager", i)
+
+    def instance_opts(self, role: str, index: int) -> tuple[list[str], dict[str, str]]:
+        # The NodeManager launches its containers' `$JAVA_HOME/bin/java`: every step on a host
+        # is given the JDK its own `java` resolves into (hostscript.JAVA_HOME_FALLBACK).
+        if role != "nodemanager":
+            return [HEAP, *OPENS.split()], {}
+        host = self.dep.spec.roles[role][index]
+        # What the containers' class path names, as this host has it.
+        mine = {"HADOOP_CONF_DIR": self.dep.conf_dir(host), HOME_VAR: self.dep.home[host]}
+        return [HEAP, *OPENS.split()], mine
 
     def running_nodes(self) -> list[str]:
         data = self.dep.get_json("resourcemanager", "rm.webapp", "/ws/v1/cluster/nodes") or {}
