@@ -246,6 +246,7 @@ def format_value(
 # How a metric is named in figures, tables and sentences (kept here, not with the plots, so
 # the post and the comparisons do not import matplotlib).
 METRIC_LABELS = {
+    "until_time": "Time to the bound",
     "throughput": "Throughput",
     "throughput_adjusted": "Throughput, sync time added",
     "elapsed": "Elapsed time",

@@ -203,10 +203,11 @@ def render(
     by = [*axes, "host"] if len(hosts) > 1 else list(axes)
     summary = stats.summarize(tidy_df, by)
     params = experiment.get("params") or {}
-    drawn = plot_metrics(adapter, params)
+    daemon = experiment.get("daemon_metrics")
+    drawn = plot_metrics(adapter, params, daemon)
     plotted = [m for m in drawn if m in set(summary["metric"])]
     comparisons = compare.experiment_comparisons(
-        tidy_df, experiment, drawn, better(adapter, params)
+        tidy_df, experiment, drawn, better(adapter, params, daemon)
     )
     metric = _metric(experiment, comparisons, plotted)
     failed = cells[cells["status"] != records.DONE]
@@ -264,7 +265,7 @@ def render(
         "overlap": overlap(cells),
         "run_order": runorder.sentence(experiment, cells, cluster_starts),
         "summary": _summary(summary, axes, plotted[0]) if plotted else [],
-        "table": results_table(summary, axes, hosts, table_metrics(adapter, params)),
+        "table": results_table(summary, axes, hosts, table_metrics(adapter, params, daemon)),
         "runs": run_table(
             tidy_df, getattr(adapter, "RUN_TABLE", ()), cells, experiment.get("parts_axis")
         ),
@@ -394,7 +395,9 @@ def _post_context(
                 if (c.get("metric") or metric) == metric
             ],
         }
-        drawn = plot_metrics(adapter, experiment.get("params") or {})
+        drawn = plot_metrics(
+            adapter, experiment.get("params") or {}, experiment.get("daemon_metrics")
+        )
         again = compare.experiment_comparisons(tidy_df, swapped, drawn)
         mine = [r for r in comparisons if r.metric == metric]
         said["lines"] += [

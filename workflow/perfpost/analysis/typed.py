@@ -159,6 +159,9 @@ def installs(rec: Mapping[str, Any]) -> dict[str, str]:
     return dict(sorted(named.items(), key=lambda kv: -len(kv[0])))
 
 
+_BOUNDS = (("below", "<"), ("above", ">"), ("equals", "="))
+
+
 def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     """What a person types for one run of a cell, from its record: prepare steps, a dropped
     page cache, a background load, the measured command, and ``time sync`` after it."""
@@ -189,15 +192,29 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     lines += typed(rec.get("prepare_commands") or [])
     if params.get("drop_cache"):
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+    steps = rec.get("cluster_steps") or []
+    # What was done to the cluster, as the run's record says it was done.
+    lines += [f"# {s.get('did') or s.get('reason')}" for s in steps if s.get("at") == "before"]
     lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]
     each = (rec.get("clients") or {}).get("each") or []
-    if len(each) > 1:
+    until = rec.get("until") or {}
+    if rec.get("tool") == "wait" and until:
+        bound = next((f"{w} {until[k]:g}" for k, w in _BOUNDS if k in until), "")
+        lines.append(
+            f"# wait until {until.get('metric')} {bound} (read every {until['every']:g} s)"
+        )
+    elif len(each) > 1:
         # Several clients ran the same command at one moment, each in a directory of its
         # own: the first one's, said once.
         lines.append(f"# {len(each)} clients at once, each in a directory of its own; each ran:")
         lines += typed(_commands(each[0].get("command") or ""))
     else:
         lines += typed(_commands(rec.get("command") or ""))
+    lines += [
+        f"#   {float(s['at']):g} s into it: {s.get('did') or s.get('reason')}"
+        for s in steps
+        if s.get("at") != "before"
+    ]
     if "sync" in after:
         lines.append("time sync")
     # The environment once, first: a reader exports it once for every command.

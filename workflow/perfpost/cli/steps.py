@@ -246,12 +246,7 @@ def _cmd_history_add(args: argparse.Namespace) -> int:
     declared = [c.get("metric") for c in exp.get("compare") or [] if c.get("metric")]
     primary = declared[0] if declared else None
     if primary is None:
-        from perfpost import tools
-        from perfpost.tools.base import plot_metrics
-
-        primary = compare.default_metric(
-            df, plot_metrics(tools.get(exp["tool"]), exp.get("params") or {})
-        )
+        primary = compare.default_metric(df, _drawn(exp))
     rows = store.rows(df, loaded, envs, primary, Path(args.results))
     if args.store:
         added = store.add(Path(args.store), rows)
@@ -317,9 +312,7 @@ def _not_applied(args: argparse.Namespace) -> list[Any]:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
-    from perfpost import tools
     from perfpost.analysis import design, parts, plots, tidy
-    from perfpost.tools.base import plot_metrics
 
     whole = json.loads(args.experiment), tidy.read(args.tidy)
     exp, df = parts.view(*whole)  # by job or group, where the plot asks
@@ -327,7 +320,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     keep = {*tidy.varying(df, list(exp["axes"])), exp["plot"].get("x"), exp["plot"].get("facet")}
     keep |= {a for group in exp.get("zip") or [] for a in group}
     labels = {a: list(v) for a, v in exp["axes"].items() if a in keep}
-    metrics = list(plot_metrics(tools.get(exp["tool"]), exp.get("params") or {}))
+    metrics = list(_drawn(exp))
     facet, zips = exp["plot"].get("facet"), exp.get("zip") or []
     not_applied = _not_applied(args)
     ran = design.ran_by_axis(not_applied, df, list(labels))
@@ -405,9 +398,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
                 progress,
                 whole[1],
                 list(whole[0]["axes"]),
-                compare.default_metric(
-                    whole[1], plot_metrics(tools.get(exp["tool"]), exp.get("params") or {})
-                ),
+                compare.default_metric(whole[1], _drawn(exp)),
                 exp["title"],
                 Path(args.out_dir),
                 names={
@@ -423,15 +414,24 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drawn(exp: dict[str, Any]) -> tuple[str, ...]:
+    """The metrics an experiment's post draws (:func:`perfpost.tools.base.plot_metrics`)."""
+    from perfpost.tools import base, get
+
+    return base.plot_metrics(get(exp["tool"]), exp.get("params") or {}, exp.get("daemon_metrics"))
+
+
 def _cmd_post(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from perfpost import tools
     from perfpost.analysis import parts, profiles, report, resources, steady, tidy
+    from perfpost.instrument import clustersteps
 
     exp = json.loads(args.experiment)
     tidy_df = tidy.read(args.tidy)
-    exp["method"] = tools.get(exp["tool"]).describe(exp, tidy.results(tidy_df))
+    method = tools.get(exp["tool"]).describe(exp, tidy.results(tidy_df))
+    exp["method"] = [*method, *clustersteps.describe(exp)]
     exp, tidy_df = parts.view(exp, tidy_df)  # by job or group, where the plot asks
     envs = {}
     for path in args.env:

@@ -59,6 +59,8 @@ class Cell(Protocol):
 
     def seats(self) -> list[HostSeat]: ...
 
+    def cluster_kind(self, name: str) -> Any: ...
+
 
 class Beside:
     """One thing that runs beside the measured step. Every hook may be left as it is."""

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfpost.instrument import agent, jfr, load, resources
+from perfpost.instrument import agent, clustersteps, jfr, load, resources
 from perfpost.instrument.beside import Beside
 
 
 def for_cell(spec: Any) -> list[Beside]:
-    """The agent changes the measured command, so it comes first; a background load runs
-    its lead before the sampler starts, which starts last, nearest the measured step."""
+    """The agent changes the measured command, so it comes first; the cluster's steps
+    before the run (a daemon restarted) come before anything that attaches to a daemon; a
+    background load runs its lead before the sampler starts, which starts last, nearest the
+    measured step."""
     out: list[Beside] = []
     if spec.instrument:
         out.append(agent.Agent())
+    if getattr(spec, "life", None):
+        out.append(clustersteps.ClusterLife(spec.life))
     if getattr(spec, "profile", None):
         out.append(jfr.Profiler(spec.profile))
     if getattr(spec, "background", None):  # its lead before the sampler's first sample

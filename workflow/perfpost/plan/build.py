@@ -17,7 +17,7 @@ from typing import Any
 from perfpost import instrument, tools
 from perfpost.errors import ConfigError
 from perfpost.hostenv import LOCALHOST
-from perfpost.instrument import load
+from perfpost.instrument import clustersteps, load
 from perfpost.plan import checks, matrix, schema, schemacache
 from perfpost.plan import order as order_
 from perfpost.plan.clusters import cell_clusters, cluster_order
@@ -130,6 +130,12 @@ def _experiment(
                 params,
                 f"{where}[{cell.id}]",
             )
+    exp.life = clustersteps.settings(exp, exp.cluster_specs, where)
+    acted = {s["cluster"] for s in exp.life.get("steps", [])}
+    for specs in exp.cluster_specs.values():
+        for c in specs:
+            if c["name"] in acted:  # what a step changed never reaches another cell
+                c["fresh"] = "cell"
     checks.check_controls(exp, where)
     exp.order = order_.settings(
         exp.order,

@@ -44,6 +44,10 @@ class Experiment:
     resources: bool | dict[str, Any] | None = None
     profile: bool | dict[str, Any] | None = None
     background: dict[str, Any] | None = None
+    cluster_steps: list[dict[str, Any]] = field(default_factory=list)  # at moments of a run
+    daemon_metrics: dict[str, Any] = field(default_factory=dict)  # metrics read from daemons
+    until: dict[str, Any] | None = None  # a daemon metric's bound that ends the run
+    life: dict[str, Any] = field(default_factory=dict)  # instrument.clustersteps.settings()
     setup: list[Any] = field(default_factory=list)  # steps that make each host ready
     teardown: list[Any] = field(default_factory=list)  # steps that restore it
     conclusion: str = ""  # the author's last word, in place of the post's generated one
@@ -105,6 +109,9 @@ class Experiment:
             out["profile"] = self.profile
         if self.background:
             out["background"] = self.background
+        for k in ("cluster_steps", "daemon_metrics", "until"):
+            if getattr(self, k):  # only where given: a config without them keeps its hash
+                out[k] = getattr(self, k)
         if self.setup:
             out["setup"] = self.setup
         if self.teardown:
@@ -237,6 +244,7 @@ class Plan:
                 copy.deepcopy(exp.load), exp.cluster_specs.get(cell, []), host_spec, self.tools
             ),
             setup=copy.deepcopy(exp.setups.get(cell, {})),
+            life=copy.deepcopy(exp.life),
         )
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:

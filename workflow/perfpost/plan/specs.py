@@ -23,6 +23,7 @@ OPTIONAL_FIELDS = (
     "profile",
     "background",
     "setup",
+    "life",
 )
 
 
@@ -54,6 +55,9 @@ class CellSpec:
     # The experiment's host set-up for this cell (``setup`` and ``teardown`` steps): part of
     # the measurement, as a host made otherwise measures otherwise.
     setup: dict[str, Any] = field(default_factory=dict)
+    # What is done to the cell's clusters at moments of the run and what is read of their
+    # daemons (instrument.clustersteps.settings): part of the measurement.
+    life: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
@@ -102,6 +106,8 @@ class CellSpec:
             out["background"] = self.background
         if self.setup:  # how the host was made ready
             out["setup"] = self.setup
+        if self.life:  # what was done to the cluster, what was read of its daemons
+            out["life"] = self.life
         return out
 
     def cluster_specs(self) -> list[ClusterSpec]:

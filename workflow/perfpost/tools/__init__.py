@@ -13,7 +13,7 @@ from types import ModuleType
 from perfpost import provision
 
 # One entry per tool folder: adding a tool is its folder and its name here.
-NAMES = ("command", "dd", "fio", "freon", "teragen")
+NAMES = ("command", "dd", "fio", "freon", "teragen", "wait")
 
 # The tool modules imported so far, by name. Each is imported when first asked for: a cell's
 # process loads its own tool's parser and regexes, not every tool's (a third of its

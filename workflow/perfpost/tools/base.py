@@ -184,11 +184,19 @@ def primary_metric(adapter: Any, params: Mapping[str, Any]) -> str:
     return pick(params) if pick else adapter.PLOT_METRICS[0]
 
 
-def plot_metrics(adapter: Any, params: Mapping[str, Any]) -> tuple[str, ...]:
+def plot_metrics(
+    adapter: Any, params: Mapping[str, Any], daemon: Mapping[str, Any] | None = None
+) -> tuple[str, ...]:
     """The metrics a post compares and draws, in order: the tool's own for these parameters
-    (a command's declared ones), else its fixed list."""
+    (a command's declared ones), else its fixed list; and the experiment's ``daemon``
+    metrics (``daemon_metrics``), after them, or after its time where the tool only waits."""
     pick = getattr(adapter, "plot_metrics", None)
-    return tuple(pick(params)) if pick else tuple(adapter.PLOT_METRICS)
+    own = tuple(pick(params)) if pick else tuple(adapter.PLOT_METRICS)
+    extra = tuple(m for m in (daemon or {}) if m not in own)
+    # A wait's time to its bound first (how long re-replication took), then the daemons'.
+    return (
+        (*own[:1], *extra, *own[1:]) if getattr(adapter, "NAME", "") == "wait" else (*own, *extra)
+    )
 
 
 def parse(
@@ -202,16 +210,30 @@ def parse(
     return list(adapter.parse_cell(logs, wall_time=wall_time))
 
 
-def table_metrics(adapter: Any, params: Mapping[str, Any]) -> tuple[str, ...]:
+def table_metrics(
+    adapter: Any, params: Mapping[str, Any], daemon: Mapping[str, Any] | None = None
+) -> tuple[str, ...]:
     """The metrics of the notebook's results table, as :func:`plot_metrics` picks them."""
     pick = getattr(adapter, "table_metrics", None)
-    return tuple(pick(params)) if pick else tuple(adapter.TABLE_METRICS)
+    own = tuple(pick(params)) if pick else tuple(adapter.TABLE_METRICS)
+    extra = tuple(m for m in (daemon or {}) if m not in own)
+    # A wait's time to its bound first (how long re-replication took), then the daemons'.
+    return (
+        (*own[:1], *extra, *own[1:]) if getattr(adapter, "NAME", "") == "wait" else (*own, *extra)
+    )
 
 
-def better(adapter: Any, params: Mapping[str, Any]) -> dict[str, bool]:
-    """Whether more is better, by metric, where the tool says so beyond the units."""
+def better(
+    adapter: Any, params: Mapping[str, Any], daemon: Mapping[str, Any] | None = None
+) -> dict[str, bool]:
+    """Whether more is better, by metric, where the tool (or a ``daemon`` metric's
+    declaration) says so beyond the units."""
     pick = getattr(adapter, "better", None)
-    return dict(pick(params)) if pick else {}
+    out = dict(pick(params)) if pick else {}
+    for name, d in (daemon or {}).items():
+        if d.get("better"):
+            out[name] = d["better"] == "higher"
+    return out
 
 
 def sync_adjusted(

@@ -224,6 +224,16 @@ class Attempt:
         self.record["logs"].append(f"{paths.RAW}/{name}")
         return data.decode(errors="replace")
 
+    def cluster_kind(self, name: str) -> Any:
+        """The cell's cluster ``name`` as its kind drives it, over the deployment the cell
+        holds (:func:`perfpost.run.deploy.live`): for a step that acts on one daemon."""
+        from perfpost import clusters
+
+        for held in self.lease.held if self.lease is not None else []:
+            if held.spec.name == name:
+                return clusters.get(held.spec.kind)(deploy.live(held))
+        raise KeyError(f"the cell holds no cluster {name!r}")
+
     def seats(self) -> list[beside.HostSeat]:
         """The hosts the cell involves (:func:`perfpost.run.cell.seats.host_seats`), found
         once."""

@@ -1,0 +1,163 @@
+"""An experiment's cluster steps, daemon metrics and ``until`` bound: checked against its
+clusters before anything runs, and daemons' answers read as Ozone 2.2.0 serves them.
+
+The Prometheus page below is an excerpt of a real Ozone 2.2.0 OM's ``/prom`` (its
+``ratisevents`` label holds newlines) and datanode's; the sums are by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from perfpost.errors import ConfigError
+from perfpost.instrument.clustersteps import jmx_sum, met, prometheus_sum
+from perfpost.plan.build import build_plan
+
+PROM = """\
+# TYPE om_metrics_num_key_commits counter
+om_metrics_num_key_commits{context="dfs",ratisevents="2026-11-29 07:16:07,625+0000|Leader changed to om1
+2026-11-29 07:16:07,665+0000|New peers [om1] added at term index (1, 0)
+2026-11-29 07:16:07,666+0000|Ready to serve requests as the leader",hostname="vm"} 60
+# TYPE om_metrics_num_key_commit_fails counter
+om_metrics_num_key_commit_fails{context="dfs",hostname="vm"} 2
+# TYPE csm_metrics_num_bytes_written_count counter
+csm_metrics_num_bytes_written_count{context="dfs",raftgroupid="group-07A84797CFBD",hostname="vm"} 1024
+csm_metrics_num_bytes_written_count{context="dfs",raftgroupid="group-11B00000CFBD",hostname="vm"} 3072
+"""  # noqa: E501  (the daemon's own lines, as it served them)
+
+
+def test_a_prometheus_sample_is_found_whatever_its_labels_hold():
+    assert prometheus_sum(PROM, "om_metrics_num_key_commits") == 60
+    assert prometheus_sum(PROM, "om_metrics_num_key_commit_fails") == 2
+    # Summed over the samples, or the one whose labels are named.
+    assert prometheus_sum(PROM, "csm_metrics_num_bytes_written_count") == 1024 + 3072
+    got = prometheus_sum(
+        PROM, 'csm_metrics_num_bytes_written_count{raftgroupid="group-11B00000CFBD"}'
+    )
+    assert got == 3072
+    assert prometheus_sum(PROM, 'om_metrics_num_key_commits{context="other"}') is None
+    assert prometheus_sum(PROM, "om_metrics_num_keys") is None
+
+
+def test_a_jmx_attribute_is_summed_over_the_beans_its_pattern_names():
+    beans = [
+        {"name": "Hadoop:service=HddsDatanode,name=CSMMetrics-group-1", "NumWriteChunkOps": 3},
+        {"name": "Hadoop:service=HddsDatanode,name=CSMMetrics-group-2", "NumWriteChunkOps": 4},
+        {"name": "Hadoop:service=HddsDatanode,name=Other", "NumWriteChunkOps": 100},
+        {"name": "Hadoop:service=HddsDatanode,name=CSMMetrics-group-3", "Flag": True},
+    ]
+    assert jmx_sum(beans, "Hadoop:service=HddsDatanode,name=CSMMetrics*", "NumWriteChunkOps") == 7
+    assert jmx_sum(beans, "Hadoop:service=HddsDatanode,name=CSMMetrics*", "Flag") is None
+
+
+@pytest.mark.parametrize(
+    ("bound", "value", "expected"),
+    [
+        ({"below": 1}, 0, True),
+        ({"below": 1}, 1, False),
+        ({"above": 2000}, 2000, False),
+        ({"above": 2000}, 2001, True),
+        ({"equals": 0}, 0, True),
+        ({"equals": 0}, 0.5, False),
+    ],
+)
+def test_a_bound_is_met_strictly(bound, value, expected):
+    assert met(bound, value) is expected
+
+
+BASE = {
+    "hosts": {"localhost": {}, "h2": {"address": "10.0.0.2"}},
+    "clusters": {"oz": {"kind": "ozone", "roles": {"datanode": ["localhost", "h2"]}}},
+    "experiments": {
+        "e": {
+            "tool": "wait",
+            "cluster": "oz",
+            "cluster_steps": [
+                {"do": "kill", "role": "datanode", "instance": 1},
+                {"do": "start", "role": "datanode", "instance": 1, "at": 2},
+            ],
+            "daemon_metrics": {
+                "under": {
+                    "role": "scm",
+                    "jmx": "Hadoop:service=StorageContainerManager,name=ReplicationManagerMetrics",
+                    "attribute": "UnderReplicatedContainers",
+                    "as": "value",
+                    "unit": "count",
+                },
+                "copied": {
+                    "role": "datanode",
+                    "prometheus": "measured_replicator_transferred_bytes",
+                    "as": "rate",
+                    "unit": "MB/s",
+                },
+            },
+            "until": {"metric": "under", "below": 1},
+        }
+    },
+}
+
+
+def test_the_steps_make_every_cell_a_cluster_of_its_own_and_travel_in_its_spec():
+    plan = build_plan(copy.deepcopy(BASE))
+    exp = plan.experiments["e"]
+    (cell,) = exp.cells
+    (spec,) = exp.cluster_specs[cell.id]
+    assert spec["fresh"] == "cell"  # what a step changed reaches no other cell
+    life = plan.spec("e", cell.id, "localhost", 1).life
+    assert [s["at"] for s in life["steps"]] == ["before", 2.0]
+    assert life["metrics"]["copied"]["unit"] == "B/s"
+    assert life["metrics"]["copied"]["factor"] == 1e6  # MB: 10^6 bytes
+    assert life["until"] == {"metric": "under", "below": 1.0, "every": 1.0}
+
+
+def _with(**changes) -> dict:
+    cfg = copy.deepcopy(BASE)
+    cfg["experiments"]["e"].update(changes)
+    if cfg["experiments"]["e"].get("until") == "drop":
+        del cfg["experiments"]["e"]["until"]
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("changes", "key", "says"),
+    [
+        (
+            {"cluster_steps": [{"do": "kill", "role": "namenode"}]},
+            "experiments.e.cluster_steps[0].role",
+            "has no role 'namenode'",
+        ),
+        (
+            {"cluster_steps": [{"do": "kill", "role": "datanode", "instance": 2}]},
+            "experiments.e.cluster_steps[0].instance",
+            "has 2 datanode instance(s)",
+        ),
+        ({"until": "drop"}, "experiments.e.until", "waits for an `until` bound"),
+        ({"tool": "command", "params": {"run": "true"}}, "experiments.e.until", "is `wait`"),
+        (
+            {"until": {"metric": "nothing", "below": 1}},
+            "experiments.e.until.metric",
+            "not one of daemon_metrics",
+        ),
+        (
+            {"until": {"metric": "under", "below": 1, "above": 3}},
+            "experiments.e.until",
+            "give one bound",
+        ),
+        (
+            {
+                "daemon_metrics": {
+                    "under": {"role": "scm", "prometheus": "x", "as": "rate", "unit": "count"}
+                },
+            },
+            "experiments.e.daemon_metrics.under.unit",
+            "a rate's unit is a rate",
+        ),
+    ],
+)
+def test_a_mistake_is_named_by_its_key_before_anything_runs(changes, key, says):
+    with pytest.raises(ConfigError) as got:
+        build_plan(_with(**changes))
+    assert key in str(got.value)
+    assert says in str(got.value)

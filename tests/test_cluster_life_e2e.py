@@ -1,0 +1,129 @@
+"""A cluster's life during a run (config/examples/cluster-life.yaml, one run a cell), on a
+real single-host Ozone: its datanode killed, its data
+directories deleted and started again one second into a run that only waits until the new
+datanode JVM has been up two seconds; and the Ozone Manager's own key counter as a metric of a
+freon run.
+
+Expected values have reasons of their own: freon's own summary (the keys it created) for the
+OM's counter; the datanode's own log (a second start-up banner, with the pid the step says it
+started); the JVM's uptime, which cannot pass two seconds before three seconds into a run
+whose datanode starts at one; and what the deleted directories held, listed here before the
+run ends through the cluster state's pid and directories.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, records, snakemake
+from tests.test_clusters_e2e import (
+    RUN_TIMEOUT,
+    cluster_dir,  # noqa: F401  (a fixture: kills whatever this test's clusters left)
+)
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = ROOT / "config" / "examples" / "cluster-life.yaml"
+KEYS = 60
+START_AT = 1.0  # seconds into the wait when the datanode starts again
+UP_FOR_MS = 2000  # the wait ends once the new datanode JVM has been up this long
+
+
+@pytest.fixture(scope="module")
+def run(ozone_cache, tmp_path_factory):
+    cache, _ = ozone_cache
+    work = tmp_path_factory.mktemp("life")
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["tools"]["ozone"]["cache"] = str(cache)
+    config["clusters"]["ozone"].update(dir=str(work / "clusters"), jvm=QUICK_DAEMONS)
+    for exp in config["experiments"].values():
+        exp["repeats"] = 1
+        exp["params"] = {**exp.get("params", {}), "dir": str(work / "scratch")}
+    # The example's numbers, which the expected values below are made of.
+    assert f"-n {KEYS} " in config["experiments"]["om-commits"]["params"]["run"]
+    steps = config["experiments"]["dn-back"]["cluster_steps"]
+    assert steps[-1] == {"do": "start", "role": "datanode", "at": START_AT}
+    assert config["experiments"]["dn-back"]["until"]["above"] == UP_FOR_MS
+    make_checkout(work, config)
+    result = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return work
+
+
+def test_the_oms_own_counter_counted_every_key_freon_created(run):
+    (rec,) = records(run, "om-commits")
+    assert rec["status"] == "done", rec["reason"]
+    text = "\n".join(p.read_text() for p in (rec["path"].parent / "raw").glob("*.log"))
+    # freon's own summary: "Successful executions: 60"
+    (done,) = re.findall(r"Successful executions: (\d+)", text)
+    assert int(done) == KEYS
+    metrics = {m["name"]: m for m in rec["metrics"]}
+    assert metrics["key_commits"]["value"] == KEYS
+    assert metrics["key_commits"]["unit"] == "count"
+    # The rate is the same counter's change (Prometheus' name for it) over the readings' span.
+    seconds = rec["daemon_metrics"]["seconds"]
+    assert metrics["commit_rate"]["value"] == pytest.approx(KEYS / seconds, rel=1e-9)
+
+
+def test_the_datanode_was_killed_wiped_and_started_at_its_moment(run):
+    (rec,) = records(run, "dn-back")
+    assert rec["status"] == "done", rec["reason"]
+    steps = rec["cluster_steps"]
+    assert [s["do"] for s in steps] == ["kill", "wipe", "start"]
+    assert all(s["status"] == "done" for s in steps), steps
+    # Before the measurement, in order; the start a second into it (the watcher's clock).
+    assert steps[0]["offset"] < steps[1]["offset"] <= 0.5
+    # Timed from when perfpost starts the measured step; the host starts it tens of
+    # milliseconds later (ssh), which the offset, from the host's own start, shows.
+    assert START_AT - 0.5 <= steps[2]["offset"] < START_AT + 5
+    killed = int(re.search(r"pid (\d+)", steps[0]["did"]).group(1))
+    started = int(re.search(r"pid (\d+)", steps[2]["did"]).group(1))
+    assert killed != started
+    # The datanode's own log: two start-up banners, the second after the kill.
+    (held,) = rec["clusters"]
+    sdir = run / "results" / "clusters" / held["id"] / f"start-{held['start']}"
+    state = json.loads((sdir / "state.json").read_text())
+    (dn,) = [d for d in state["deployment"]["daemons"] if d["role"] == "datanode"]
+    assert dn["pid"] == started  # the state the run's stop read names the new daemon
+    logs = list((sdir / "logs").rglob("datanode*.log"))
+    assert logs, list(sdir.rglob("*"))
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
+    assert text.count("STARTUP_MSG: Starting HddsDatanodeService") == 2
+    # The deleted directories were the datanode's own (its data and Ratis log), with files.
+    assert "/data/dn/data" in steps[1]["did"]
+    assert "/data/dn/ratis" in steps[1]["did"]
+
+
+def test_the_wait_ended_when_the_new_datanode_had_been_up_two_seconds(run):
+    (rec,) = records(run, "dn-back")
+    metrics = {m["name"]: m["value"] for m in rec["metrics"]}
+    until = metrics["until_time"]
+    # The JVM started no earlier than the step (its offset), so its uptime passes 2 s no
+    # earlier than that + 2; read every 0.2 s, it is seen within a few seconds of that.
+    started = rec["cluster_steps"][2]["offset"]
+    assert started + UP_FOR_MS / 1000 <= until < started + UP_FOR_MS / 1000 + 30
+    assert rec["until"]["met"] is True
+    assert metrics["dn_uptime"] > UP_FOR_MS / 1000  # in seconds, perfpost's base unit
+    # The wait ended a tenth of a second or so after the reading (its loop's sleep, ssh).
+    assert 0 <= metrics["wall_time"] - until < 5
+
+
+def test_the_post_lists_the_steps_and_the_daemon_metrics(run):
+    post = notebook_of(run / "reports" / "dn-back" / "index.md")
+    assert "before it measured, datanode 0 killed with kill -9" in post
+    assert f"{START_AT:g} s into it, datanode 0 started again" in post
+    assert "dn_uptime" in post
+    # The listing: what was done, as the record says, and what the run waited for.
+    assert "# killed the datanode on localhost (pid " in post
+    assert "# wait until dn_uptime > 2000 (read every 0.2 s)" in post
+    assert "#   1 s into it: started the datanode on localhost (pid " in post
+    # The headline is how long it took, not the metric it waited on.
+    assert "The median time to the bound" in post
+    assert "`NumKeyCommits` of `Hadoop:service=OzoneManager,name=OMMetrics`" in notebook_of(
+        run / "reports" / "om-commits" / "index.md"
+    )

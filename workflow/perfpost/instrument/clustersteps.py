@@ -1,0 +1,477 @@
+"""A cluster's life during a run (an experiment's ``cluster_steps``, ``daemon_metrics`` and
+``until``): one role instance stopped, killed, started, restarted or wiped at a moment of the
+run; any metric a daemon serves (a JMX bean's attribute, a Prometheus sample) read as a
+metric of the run; and a bound on one of them that ends a run whose tool only waits.
+
+Steps ``at: before`` run in order once the run is prepared, before it measures; the others
+at their second into the measured step, from a thread of their own. Each is recorded with
+its epoch and, once the measurement's start is known, its offset from it (``steps`` in the
+record). A step that fails fails the run with its reason; the steps after it are not done.
+The actions themselves are :mod:`perfpost.clusters.actions`, on the deployment the cell
+holds, whose state is saved as daemons change (:func:`perfpost.run.deploy.live`).
+
+Daemon metrics are read from this machine over each daemon's HTTP port, summed over the
+role's instances that answer: at the measured step's start and end, :data:`SETTLE` beyond
+each where a change is asked (``value`` is the end's, ``delta`` the difference, ``rate`` the
+difference per second of the measured step, as its host timed it).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shlex
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from perfpost.errors import ConfigError
+from perfpost.instrument.beside import Beside, Cell
+from perfpost.tools.base import Metric
+from perfpost.tools.wait import BOUNDS as _BOUNDS
+from perfpost.tools.wait import bound_text
+
+BEFORE = "before"
+READ_TIMEOUT = 5.0
+# Hadoop daemons publish their metrics once a period (1 s in the clusters perfpost deploys,
+# lifecycle.METRICS2): a counter read right after the run can miss its last second (a
+# Prometheus page read at the end of a freon run of 60 keys said 51). A change is read one
+# period and a half after the step on either side.
+SETTLE = 1.5
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_PROM = re.compile(rf"^([A-Za-z_:][\w:]*)(\{{(?:[^\"}}]|{_QUOTED})*\}})?[ \t]+(\S+)", re.M)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _unit(unit: str) -> tuple[str, float]:
+    from perfpost.tools.command.metrics import UNITS
+
+    base, factor = UNITS[unit]
+    return base, float(factor)
+
+
+def settings(exp: Any, specs: Mapping[str, list[dict[str, Any]]], where: str) -> dict[str, Any]:
+    """The experiment's ``cluster_steps``, ``daemon_metrics`` and ``until`` checked against
+    the clusters its cells run on (``specs``: cell id -> ClusterSpec dicts) and normalised;
+    empty when it has none."""
+    steps, metrics, until = exp.cluster_steps or [], exp.daemon_metrics or {}, exp.until
+    if exp.tool == "wait" and not until:
+        raise ConfigError(f"{where}.until", "tool wait waits for an `until` bound: give one")
+    if until and exp.tool != "wait":
+        raise ConfigError(
+            f"{where}.until", f"ends a run whose tool is `wait` (this experiment's is {exp.tool})"
+        )
+    if not (steps or metrics or until):
+        return {}
+    if not specs:
+        first = "cluster_steps" if steps else "daemon_metrics" if metrics else "until"
+        raise ConfigError(f"{where}.{first}", "the experiment runs on no cluster (`cluster:`)")
+    default = exp.cluster if isinstance(exp.cluster, str) else (exp.cluster or [None])[0]
+
+    def roles_of(name: str, place: str, role: str) -> list[int]:
+        counts = []
+        for cell, cs in specs.items():
+            found = [c for c in cs if c["name"] == name]
+            if not found:
+                raise ConfigError(
+                    f"{place}.cluster",
+                    f"cell {cell} runs on no cluster {name!r} (it runs on "
+                    f"{', '.join(c['name'] for c in cs)})",
+                )
+            roles = found[0]["roles"]
+            if role not in roles:
+                raise ConfigError(
+                    f"{place}.role",
+                    f"cluster {name!r} ({found[0]['kind']}) has no role {role!r} "
+                    f"(roles: {', '.join(roles)})",
+                )
+            counts.append(len(roles[role]))
+        return counts
+
+    out_steps = []
+    for i, s in enumerate(steps):
+        place = f"{where}.cluster_steps[{i}]"
+        name = s.get("cluster") or default
+        instance = int(s.get("instance", 0))
+        fewest = min(roles_of(name, place, s["role"]))
+        if instance >= fewest:
+            raise ConfigError(
+                f"{place}.instance",
+                f"cluster {name!r} has {fewest} {s['role']} instance(s): instance {instance} "
+                "is not one (0 is the first)",
+            )
+        at = s.get("at", BEFORE)
+        out_steps.append(
+            {
+                "do": s["do"],
+                "cluster": name,
+                "role": s["role"],
+                "instance": instance,
+                "at": at if at == BEFORE else float(at),
+            }
+        )
+    out_metrics: dict[str, Any] = {}
+    for name, m in metrics.items():
+        place = f"{where}.daemon_metrics.{name}"
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise ConfigError(place, "a metric's name is a word: letters, digits and _")
+        cluster = m.get("cluster") or default
+        roles_of(cluster, place, m["role"])
+        if ("jmx" in m) == ("prometheus" in m):
+            raise ConfigError(place, "give one of jmx (with attribute) or prometheus")
+        if "jmx" in m and not m.get("attribute"):
+            raise ConfigError(f"{place}.attribute", "a JMX bean's metric names its attribute")
+        try:
+            base, factor = _unit(str(m["unit"]))
+        except KeyError:
+            raise ConfigError(f"{place}.unit", f"unknown unit {m['unit']!r}") from None
+        if m["as"] == "rate" and base not in ("B/s", "1/s"):
+            raise ConfigError(
+                f"{place}.unit", f"a rate's unit is a rate (B/s, MB/s, 1/s), not {m['unit']!r}"
+            )
+        out_metrics[name] = {
+            "cluster": cluster,
+            "role": m["role"],
+            **({"jmx": m["jmx"], "attribute": m["attribute"]} if "jmx" in m else {}),
+            **({"prometheus": m["prometheus"]} if "prometheus" in m else {}),
+            "as": m["as"],
+            "unit": base,
+            "factor": factor,
+            **({"better": m["better"]} if m.get("better") else {}),
+        }
+    out: dict[str, Any] = {"steps": out_steps, "metrics": out_metrics}
+    if until:
+        bounds = [k for k, _ in _BOUNDS if k in until]
+        if until["metric"] not in out_metrics:
+            raise ConfigError(
+                f"{where}.until.metric",
+                f"{until['metric']!r} is not one of daemon_metrics ({', '.join(out_metrics)})",
+            )
+        if len(bounds) != 1:
+            raise ConfigError(f"{where}.until", "give one bound: below, above or equals")
+        out["until"] = {
+            "metric": until["metric"],
+            bounds[0]: float(until[bounds[0]]),
+            "every": float(until.get("every", 1)),
+        }
+    return out
+
+
+def met(until: Mapping[str, Any], value: float) -> bool:
+    """Whether ``value`` meets the ``until`` bound."""
+    if "below" in until:
+        return value < until["below"]
+    if "above" in until:
+        return value > until["above"]
+    return value == until["equals"]
+
+
+def prometheus_sum(text: str, wanted: str) -> float | None:
+    """The sum of the samples of ``wanted`` (a name, or ``name{label="v",...}``: samples
+    with those labels) in a Prometheus text page; None when it has none. A label's value
+    may hold newlines (an OM's ``ratisevents``): samples are found in the whole text."""
+    name, _, labels = wanted.partition("{")
+    want = dict(_LABEL.findall(labels))
+    total, seen = 0.0, False
+    for m in _PROM.finditer(text):
+        if m.group(1) != name:
+            continue
+        have = dict(_LABEL.findall(m.group(2) or ""))
+        if any(have.get(k) != v for k, v in want.items()):
+            continue
+        try:
+            total += float(m.group(3))
+            seen = True
+        except ValueError:
+            continue
+    return total if seen else None
+
+
+def jmx_sum(beans: list[dict[str, Any]], pattern: str, attribute: str) -> float | None:
+    """The sum of ``attribute`` over the beans whose name matches ``pattern``; None when none
+    has it as a number."""
+    values = [
+        float(b[attribute])
+        for b in beans
+        if fnmatch.fnmatchcase(str(b.get("name", "")), pattern)
+        and isinstance(b.get(attribute), int | float)
+        and not isinstance(b.get(attribute), bool)
+    ]
+    return sum(values) if values else None
+
+
+def _get(url: str) -> str:
+    req = urllib.request.Request(url, headers={"Accept": "application/json, text/plain"})
+    with urllib.request.urlopen(req, timeout=READ_TIMEOUT) as resp:
+        return resp.read().decode(errors="replace")
+
+
+class ClusterLife(Beside):
+    """The steps, the daemon metrics and the ``until`` watcher of one run."""
+
+    name = "cluster_steps"
+
+    def __init__(self, life: Mapping[str, Any]) -> None:
+        self.steps = list(life.get("steps", []))
+        self.metrics = dict(life.get("metrics", {}))
+        self.until = dict(life.get("until") or {})
+        self.done: list[dict[str, Any]] = []
+        self.failure: str | None = None
+        self.kinds: dict[str, Any] = {}
+        self.first: dict[str, tuple[float, dict[str, float]]] = {}
+        self.last: tuple[float, dict[str, float]] | None = None
+        self.read_errors: list[str] = []
+        self.reached: float | None = None
+        self.last_reading: tuple[float, float | None] | None = None
+        self.lock = threading.Lock()
+        self.halt = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.t0 = 0.0
+
+    # -- steps --------------------------------------------------------------------------
+    def _kind(self, cell: Cell, name: str) -> Any:
+        if name not in self.kinds:
+            self.kinds[name] = cell.cluster_kind(name)
+        return self.kinds[name]
+
+    def _do(self, cell: Cell, step: Mapping[str, Any]) -> bool:
+        from perfpost.clusters.actions import act
+
+        begun = time.time()
+        entry = {**step, "epoch": begun}
+        try:
+            entry["did"] = act(self._kind(cell, step["cluster"]), step["do"], step["role"],
+                               step["instance"])  # fmt: skip
+            entry["status"] = "done"
+        except Exception as e:  # the run fails with it; the steps after it are not done
+            entry["status"] = "failed"
+            entry["reason"] = str(e)
+            with self.lock:
+                if self.failure is None:
+                    self.failure = (
+                        f"cluster step {step['do']} {step['role']} {step['instance']} "
+                        f"({step['cluster']}) failed: {e}"
+                    )
+        entry["took"] = time.time() - begun
+        with self.lock:
+            self.done.append(entry)
+        return entry["status"] == "done"
+
+    def start(self, cell: Cell) -> None:
+        for s in [s for s in self.steps if s["at"] == BEFORE]:
+            if not self._do(cell, s):
+                return
+        if self._changes():
+            time.sleep(SETTLE)
+        if self.metrics:
+            self.first = {"": self._read(cell)}
+        self.t0 = time.time()
+        timed = sorted((s for s in self.steps if s["at"] != BEFORE), key=lambda s: s["at"])
+        if timed or self.until:
+            self.thread = threading.Thread(target=self._watch, args=(cell, timed), daemon=True)
+            self.thread.start()
+
+    def _watch(self, cell: Cell, timed: list[dict[str, Any]]) -> None:
+        for s in timed:
+            if self.halt.wait(max(0.0, self.t0 + s["at"] - time.time())):
+                return
+            if not self._do(cell, s):
+                return
+        if not self.until:
+            return
+        every = self.until["every"]
+        name = self.until["metric"]
+        while not self.halt.is_set():
+            now = time.time()
+            value = self._read(cell, [name]).get(name)
+            self.last_reading = (now - self.t0, value)
+            if value is not None and met(self.until, value):
+                self.reached = now
+                self._end_wait(cell)
+                return
+            self.halt.wait(max(0.0, every - (time.time() - now)))
+
+    def _end_wait(self, cell: Cell) -> None:
+        from perfpost.tools import wait
+
+        got = cell.host.run(f"touch -- {shlex.quote(wait.flag(cell.record['workdir']))}", 30.0)
+        if got.exit_code != 0:
+            with self.lock:
+                self.failure = f"until: the run's end could not be signalled: {got.stderr}"
+
+    # -- daemon metrics -----------------------------------------------------------------
+    def _read(self, cell: Cell, names: list[str] | None = None) -> dict[str, float]:
+        """Each metric (``names``, default all) summed over its role's instances that
+        answer; a metric none answered is missing, and why is kept."""
+        out: dict[str, float] = {}
+        pages: dict[str, str | None] = {}
+        for name in names or list(self.metrics):
+            m = self.metrics[name]
+            kind = self._kind(cell, m["cluster"])
+            total, seen, why = 0.0, 0, []
+            for i in range(len(kind.dep.spec.roles[m["role"]])):
+                base = kind.http_url(m["role"], i)
+                if base is None:
+                    why.append(f"{m['role']} {i} serves no HTTP port perfpost knows")
+                    continue
+                url = (
+                    f"{base}/jmx?qry={quote(m['jmx'], safe='=:,*')}"
+                    if "jmx" in m
+                    else f"{base}/prom"
+                )
+                if url not in pages:
+                    try:
+                        pages[url] = _get(url)
+                    except (OSError, urllib.error.URLError, ValueError) as e:
+                        pages[url] = None
+                        why.append(f"{url}: {e}")
+                text = pages[url]
+                if text is None:
+                    continue
+                if "jmx" in m:
+                    try:
+                        beans = json.loads(text).get("beans") or []
+                    except ValueError:
+                        beans = []
+                    v = jmx_sum(beans, m["jmx"], m["attribute"])
+                else:
+                    v = prometheus_sum(text, m["prometheus"])
+                if v is None:
+                    what = f"{m['jmx']} {m['attribute']}" if "jmx" in m else m["prometheus"]
+                    why.append(f"{url} has no {what}")
+                    continue
+                total += v
+                seen += 1
+            if seen:
+                out[name] = total
+            elif why:
+                self.read_errors.append(f"{name}: {why[-1]}")
+        return out
+
+    def _changes(self) -> bool:
+        return any(m["as"] != "value" for m in self.metrics.values())
+
+    def stop(self, cell: Cell) -> None:
+        self.halt.set()
+        if self.thread is not None:
+            self.thread.join(timeout=120.0)
+        if self.metrics and self.first:
+            if self._changes():
+                time.sleep(SETTLE)
+            self.last = (time.time(), self._read(cell))
+        record = cell.record
+        if self.done:
+            record["cluster_steps"] = [dict(d) for d in self.done]
+        if self.until:
+            info: dict[str, Any] = {**self.until, "met": self.reached is not None}
+            if self.last_reading is not None:
+                info["last_reading"] = {"at": self.last_reading[0], "value": self.last_reading[1]}
+            record["until"] = info
+
+    def collect(
+        self, cell: Cell, texts: Mapping[str, str], parsed: list[Metric]
+    ) -> tuple[list[Metric], str | None]:
+        record = cell.record
+        start = record.get("start_epoch")
+        for d in record.get("cluster_steps", []):
+            if start is not None:
+                d["offset"] = d["epoch"] - start
+        if self.failure is not None:
+            return [], self.failure
+        out: list[Metric] = []
+        if self.until:
+            if self.reached is None:
+                last = self.last_reading
+                seen = (
+                    "no reading" if last is None else f"last reading {last[1]} at {last[0]:.1f} s"
+                )
+                return [], (
+                    f"until: {self.until['metric']} never read {bound_text(self.until)} ({seen})"
+                )
+            at = self.reached - (start if start is not None else self.t0)
+            record["until"]["at"] = at
+            out.append(Metric("until_time", at, "s"))
+        if self.metrics:
+            first = self.first.get("", {})
+            last = self.last[1] if self.last else {}
+            # A rate is over the measured step, as the host timed it.
+            end = record.get("end_epoch")
+            span = (end - start) if start is not None and end is not None else 0.0
+            values: dict[str, float] = {}
+            for name, m in self.metrics.items():
+                if name not in last or (m["as"] != "value" and name not in first):
+                    why = next((e for e in self.read_errors if e.startswith(f"{name}:")), "")
+                    return out, f"daemon metric {why or name + ': not read'}"
+                if m["as"] == "value":
+                    v = last[name]
+                elif m["as"] == "delta":
+                    v = last[name] - first[name]
+                else:
+                    v = (last[name] - first[name]) / span if span > 0 else float("nan")
+                values[name] = v * m["factor"]
+                out.append(Metric(name, values[name], m["unit"]))
+            record["daemon_metrics"] = {
+                "start": first,
+                "end": last,
+                "seconds": span,
+                "values": values,
+            }
+        return out, None
+
+    def cleanup(self, cell: Cell) -> None:
+        self.halt.set()
+        for kind in self.kinds.values():
+            try:
+                kind.dep.close()
+            except Exception:
+                pass
+
+
+_DONE = {
+    "stop": "stopped (TERM, then KILL after a grace)",
+    "kill": "killed with kill -9",
+    "start": "started again",
+    "restart": "restarted",
+    "wipe": "had its data directories deleted",
+}
+
+
+def describe(experiment: Mapping[str, Any]) -> list[str]:
+    """The method's sentences on what was done to the cluster during each run and what was
+    read of its daemons, as the experiment declared them."""
+    out = []
+    steps = experiment.get("cluster_steps") or []
+    if steps:
+        said = []
+        for s in steps:
+            at = s.get("at", BEFORE)
+            when = "before it measured" if at == BEFORE else f"{float(at):g} s into it"
+            who = f"{s['role']} {int(s.get('instance', 0))}"
+            where = f" of `{s['cluster']}`" if s.get("cluster") else ""
+            said.append(f"{when}, {who}{where} {_DONE[s['do']]}")
+        out.append(
+            "In each run, in this order: " + "; ".join(said) + ". Each run had a cluster "
+            "started for it alone, so no step reached another run; the record of each run "
+            "says when each step happened, relative to its measurement."
+        )
+    for name, m in (experiment.get("daemon_metrics") or {}).items():
+        what = (
+            f"the JMX attribute `{m['attribute']}` of `{m['jmx']}`"
+            if "jmx" in m
+            else f"the Prometheus metric `{m['prometheus']}`"
+        )
+        how = {
+            "value": "its value as the run ended",
+            "delta": "its change over the run",
+            "rate": "its change per second over the run",
+        }[m["as"]]
+        out.append(
+            f"`{name}` ({m['unit']}) is {how}: {what}, summed over the cluster's "
+            f"{m['role']}s, read from each over HTTP at the run's start and end."
+        )
+    return out
