@@ -192,6 +192,11 @@ def _up(spec: ClusterSpec, hosts: dict[str, dict[str, Any]], cdir: Path) -> Held
     sdir = cdir / f"start-{n}"
     state = read_state(sdir) if n else None
     if state is not None and state["owner"] == me:
+        if state["status"] == "up" and spec.fresh == "cell" and not spec.shared:
+            # A cell of its own (a cell whose steps change the cluster): a start that served
+            # other cells already is stopped, and this cell gets one from empty directories.
+            if state.get("served"):
+                teardown(sdir, state, "fresh: cell, and it served other cells", spec_secrets(spec))
         if state["status"] == "up":
             dep = Deployment.from_state(state["deployment"])
             dep.opener = open_host
