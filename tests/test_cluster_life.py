@@ -161,3 +161,25 @@ def test_a_mistake_is_named_by_its_key_before_anything_runs(changes, key, says):
         build_plan(_with(**changes))
     assert key in str(got.value)
     assert says in str(got.value)
+
+
+def test_a_waits_time_comes_first_then_the_daemons_metrics():
+    from perfpost import tools
+    from perfpost.tools.base import better, plot_metrics
+
+    daemon = {"under": {"as": "value"}, "copied": {"as": "rate", "better": "higher"}}
+    assert plot_metrics(tools.get("wait"), {}, daemon) == (
+        "until_time",
+        "under",
+        "copied",
+        "wall_time",
+    )
+    # Any other tool's own metrics first: a command's declared one, its wall time, then these.
+    params = {"run": "x", "metrics": {"n": {"regex": "(?P<value>\\d+)", "unit": "count"}}}
+    assert plot_metrics(tools.get("command"), params, daemon) == (
+        "n",
+        "wall_time",
+        "under",
+        "copied",
+    )
+    assert better(tools.get("wait"), {}, daemon) == {"copied": True}

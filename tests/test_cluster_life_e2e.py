@@ -19,7 +19,7 @@ import re
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import FAULTS, ROOT
 from tests.e2e import QUICK_DAEMONS, make_checkout, notebook_of, records, snakemake
 from tests.test_clusters_e2e import (
     RUN_TIMEOUT,
@@ -29,6 +29,8 @@ from tests.test_clusters_e2e import (
 pytestmark = pytest.mark.e2e
 
 EXAMPLE = ROOT / "config" / "examples" / "cluster-life.yaml"
+TRACED = ROOT / "config" / "examples" / "strace-datanode.yaml"
+CHUNKS = 100
 KEYS = 60
 START_AT = 1.0  # seconds into the wait when the datanode starts again
 UP_FOR_MS = 2000  # the wait ends once the new datanode JVM has been up this long
@@ -49,6 +51,24 @@ def run(ozone_cache, tmp_path_factory):
     steps = config["experiments"]["dn-back"]["cluster_steps"]
     assert steps[-1] == {"do": "start", "role": "datanode", "at": START_AT}
     assert config["experiments"]["dn-back"]["until"]["above"] == UP_FOR_MS
+    # The datanode under strace (config/examples/strace-datanode.yaml) on the same Ozone
+    # configuration as om-commits: one start serves both.
+    traced = yaml.safe_load(TRACED.read_text())["experiments"]["dn-syscalls"]
+    traced.update(repeats=1)
+    traced["params"]["dir"] = str(work / "scratch")
+    traced["params"]["options"]["n"] = CHUNKS
+    config["experiments"]["dn-syscalls"] = traced
+    # A step that cannot be done: the datanode is running, and a wipe needs it stopped.
+    config["experiments"]["bad-step"] = {
+        "tool": "wait",
+        "cluster": "ozone",
+        "params": {"dir": str(work / "scratch")},
+        "cluster_steps": [{"do": "wipe", "role": "datanode"}],
+        "daemon_metrics": config["experiments"]["dn-back"]["daemon_metrics"],
+        "until": {"metric": "dn_uptime", "above": 10**9},
+        "repeats": 1,
+        "timeout": 600,
+    }
     make_checkout(work, config)
     result = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -72,6 +92,13 @@ def test_the_oms_own_counter_counted_every_key_freon_created(run):
 
 def test_the_datanode_was_killed_wiped_and_started_at_its_moment(run):
     (rec,) = records(run, "dn-back")
+    # A cluster of its own: started for this cell, and no other cell's record names it.
+    (held,) = rec["clusters"]
+    others = [
+        r for e in ("om-commits", "dn-syscalls", "bad-step") for r in records(run, e)
+        if r["clusters"] and r["clusters"][0]["start"] == held["start"]
+    ]  # fmt: skip
+    assert others == []
     assert rec["status"] == "done", rec["reason"]
     steps = rec["cluster_steps"]
     assert [s["do"] for s in steps] == ["kill", "wipe", "start"]
@@ -126,4 +153,59 @@ def test_the_post_lists_the_steps_and_the_daemon_metrics(run):
     assert "The median time to the bound" in post
     assert "`NumKeyCommits` of `Hadoop:service=OzoneManager,name=OMMetrics`" in notebook_of(
         run / "reports" / "om-commits" / "index.md"
+    )
+
+
+def strace_rows(text: str) -> dict[str, int]:
+    """strace -c's table as strace wrote it: the last column names the call; the calls are
+    the fourth number of a row (after % time, seconds and usecs/call)."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and parts[3].isdigit():
+            out[parts[-1]] = int(parts[3])
+    return out
+
+
+def test_the_datanodes_system_calls_are_stracess_own_counts(run):
+    recs = records(run, "dn-syscalls")
+    assert len(recs) == 2
+    for rec in recs:
+        assert rec["status"] == "done", rec["reason"]
+        traced = rec["daemon_trace"]["datanode"]
+        own = strace_rows((rec["path"].parent / traced["raw"]).read_text())
+        # The chunks went to the datanode: it wrote (pwrite64 or write) and synced its
+        # Ratis log (fdatasync) while the run measured.
+        assert own.get("fdatasync", 0) > 0, own
+        table = {r["syscall"]: r["calls"] for r in traced["table"]}
+        assert table == own
+        metrics = {m["name"]: m["value"] for m in rec["metrics"]}
+        assert metrics["datanode.fdatasync"] == own["fdatasync"]
+        assert metrics["datanode.total"] == own["total"]
+    post = (run / "reports" / "dn-syscalls" / "index.md").read_text()
+    assert "System calls of each datanode while the runs measured (`strace -f -c`" in post
+    # The table's last row is strace's own total of each run (one run a cell here).
+    totals = [
+        f"{int(m['value']):,}" for r in recs for m in r["metrics"] if m["name"] == "datanode.total"
+    ]
+    (row,) = [ln for ln in post.splitlines() if ln.startswith("| `total` |")]
+    assert sorted(row.strip("| ").split(" | ")[1:]) == sorted(totals)
+
+
+def test_a_step_that_cannot_be_done_fails_its_run_at_once_with_why(run):
+    (rec,) = records(run, "bad-step")
+    assert rec["status"] == "failed"
+    assert "cluster step wipe datanode 0 (ozone) failed" in rec["reason"]
+    assert "a wipe needs it stopped first" in rec["reason"]
+    # The wait ended when the step failed, not at its 600 s timeout.
+    assert rec["end_epoch"] - rec["start_epoch"] < 60
+    (step,) = rec["cluster_steps"]
+    assert step["status"] == "failed"
+    FAULTS.append(
+        (
+            "a cluster step that cannot be done",
+            "cluster_steps: wipe of a datanode that is running",
+            f"the run failed in {rec['end_epoch'] - rec['start_epoch']:.1f} s, not at its "
+            "600 s timeout, with the step's reason; nothing of it reached another run",
+        )
     )

@@ -111,3 +111,25 @@ def test_a_clusters_install_reads_as_its_programs_on_the_path_and_its_home_varia
         "yarn org.apache.hadoop.fs.TestDFSIO -write; java -cp '$HADOOP_HOME/lib/*' Nn; ls \\\n"
         "  $OZONE_HOME/lib"
     ]
+
+
+def test_a_wait_reads_as_what_was_done_to_the_cluster_and_what_it_waited_for():
+    # A wait's record: steps before it and one into it, as the steps recorded what they did.
+    record = {
+        "workdir": WORK,
+        "tool": "wait",
+        "params": {"dir": "/var/tmp/perfpost"},
+        "command": f"sh -c 'while [ ! -e \"{WORK}/.until\" ]; do sleep 0.1; done'",
+        "cluster_steps": [
+            {"at": "before", "did": "killed the datanode-2 on h3 (pid 4711)"},
+            {"at": "before", "did": "deleted the datanode-2's data directories on h3 (...)"},
+            {"at": 1.5, "did": "started the datanode-2 on h3 (pid 4800)"},
+        ],
+        "until": {"metric": "under_replicated", "below": 1.0, "every": 0.5},
+    }
+    assert typed.cell_listing(record, []) == [
+        "# killed the datanode-2 on h3 (pid 4711)",
+        "# deleted the datanode-2's data directories on h3 (...)",
+        "# wait until under_replicated < 1 (read every 0.5 s)",
+        "#   1.5 s into it: started the datanode-2 on h3 (pid 4800)",
+    ]

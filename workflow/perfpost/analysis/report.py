@@ -35,6 +35,7 @@ from perfpost.analysis import (
     stats,
     steady,
     tidy,
+    traced,
     typed,
     validity,
     verdicts,
@@ -441,5 +442,6 @@ def _post_context(
         "runs": runorder.design_sentence(experiment, cells, checked.up, full["overlap"]["most"]),
         "conclusion": post.conclusion(said, findings, experiment),
         "clients": clients.section(cells, metric, names),
+        "trace": traced.section(experiment, tidy_df, names),
         "metric": metric_label(metric).lower() if metric else "",
     }

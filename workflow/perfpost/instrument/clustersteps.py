@@ -60,16 +60,18 @@ def settings(exp: Any, specs: Mapping[str, list[dict[str, Any]]], where: str) ->
     the clusters its cells run on (``specs``: cell id -> ClusterSpec dicts) and normalised;
     empty when it has none."""
     steps, metrics, until = exp.cluster_steps or [], exp.daemon_metrics or {}, exp.until
+    trace = exp.daemon_trace
     if exp.tool == "wait" and not until:
         raise ConfigError(f"{where}.until", "tool wait waits for an `until` bound: give one")
     if until and exp.tool != "wait":
         raise ConfigError(
             f"{where}.until", f"ends a run whose tool is `wait` (this experiment's is {exp.tool})"
         )
-    if not (steps or metrics or until):
+    if not (steps or metrics or until or trace):
         return {}
     if not specs:
-        first = "cluster_steps" if steps else "daemon_metrics" if metrics else "until"
+        given = {"cluster_steps": steps, "daemon_metrics": metrics, "until": until}
+        first = next((k for k, v in given.items() if v), "daemon_trace")
         raise ConfigError(f"{where}.{first}", "the experiment runs on no cluster (`cluster:`)")
     default = exp.cluster if isinstance(exp.cluster, str) else (exp.cluster or [None])[0]
 
@@ -145,6 +147,21 @@ def settings(exp: Any, specs: Mapping[str, list[dict[str, Any]]], where: str) ->
             **({"better": m["better"]} if m.get("better") else {}),
         }
     out: dict[str, Any] = {"steps": out_steps, "metrics": out_metrics}
+    if trace:
+        place = f"{where}.daemon_trace"
+        name = trace.get("cluster") or default
+        counts = roles_of(name, place, trace["role"])
+        if trace.get("instance") is not None and int(trace["instance"]) >= min(counts):
+            raise ConfigError(
+                f"{place}.instance",
+                f"cluster {name!r} has {min(counts)} {trace['role']} instance(s)",
+            )
+        out["trace"] = {
+            "cluster": name,
+            "role": trace["role"],
+            "instance": trace.get("instance"),
+            "command": trace.get("command", "strace -f -c"),
+        }
     if until:
         bounds = [k for k, _ in _BOUNDS if k in until]
         if until["metric"] not in out_metrics:
@@ -158,6 +175,7 @@ def settings(exp: Any, specs: Mapping[str, list[dict[str, Any]]], where: str) ->
             "metric": until["metric"],
             bounds[0]: float(until[bounds[0]]),
             "every": float(until.get("every", 1)),
+            **({"once_above": float(until["once_above"])} if "once_above" in until else {}),
         }
     return out
 
@@ -227,6 +245,7 @@ class ClusterLife(Beside):
         self.last: tuple[float, dict[str, float]] | None = None
         self.read_errors: list[str] = []
         self.reached: float | None = None
+        self.armed_at: float | None = None
         self.last_reading: tuple[float, float | None] | None = None
         self.lock = threading.Lock()
         self.halt = threading.Event()
@@ -265,6 +284,7 @@ class ClusterLife(Beside):
     def start(self, cell: Cell) -> None:
         for s in [s for s in self.steps if s["at"] == BEFORE]:
             if not self._do(cell, s):
+                self._give_up(cell)
                 return
         if self._changes():
             time.sleep(SETTLE)
@@ -281,20 +301,33 @@ class ClusterLife(Beside):
             if self.halt.wait(max(0.0, self.t0 + s["at"] - time.time())):
                 return
             if not self._do(cell, s):
+                self._give_up(cell)
                 return
         if not self.until:
             return
         every = self.until["every"]
         name = self.until["metric"]
+        # With once_above, the bound counts once the metric has read above it (the SCM's
+        # under-replicated count is 0 until its replication manager has seen the loss).
+        armed = "once_above" not in self.until
         while not self.halt.is_set():
             now = time.time()
             value = self._read(cell, [name]).get(name)
             self.last_reading = (now - self.t0, value)
-            if value is not None and met(self.until, value):
+            if value is not None and not armed and value > self.until["once_above"]:
+                armed = True
+                self.armed_at = now
+            if value is not None and armed and met(self.until, value):
                 self.reached = now
                 self._end_wait(cell)
                 return
             self.halt.wait(max(0.0, every - (time.time() - now)))
+
+    def _give_up(self, cell: Cell) -> None:
+        """A step failed: a wait has nothing left to wait for (the run fails with the step's
+        reason), so it ends now rather than at its timeout."""
+        if self.until:
+            self._end_wait(cell)
 
     def _end_wait(self, cell: Cell) -> None:
         from perfpost.tools import wait
@@ -395,6 +428,10 @@ class ClusterLife(Beside):
                 )
             at = self.reached - (start if start is not None else self.t0)
             record["until"]["at"] = at
+            if self.armed_at is not None:
+                record["until"]["armed_at"] = self.armed_at - (
+                    start if start is not None else self.t0
+                )
             out.append(Metric("until_time", at, "s"))
         if self.metrics:
             first = self.first.get("", {})
@@ -458,6 +495,18 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
             "In each run, in this order: " + "; ".join(said) + ". Each run had a cluster "
             "started for it alone, so no step reached another run; the record of each run "
             "says when each step happened, relative to its measurement."
+        )
+    trace = experiment.get("daemon_trace")
+    if trace:
+        which = (
+            f"instance {trace['instance']} of the {trace['role']}s"
+            if trace.get("instance") is not None
+            else f"each {trace['role']}"
+        )
+        out.append(
+            f"`{trace.get('command', 'strace -f -c')}` was attached to {which} (`-o <file> -p "
+            "<pid>`) right before each measured step and interrupted right after it: its "
+            "counts are the run's, and a traced daemon is slower than an untraced one."
         )
     for name, m in (experiment.get("daemon_metrics") or {}).items():
         what = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfpost.instrument import agent, clustersteps, jfr, load, resources
+from perfpost.instrument import agent, clustersteps, daemontrace, jfr, load, resources
 from perfpost.instrument.beside import Beside
 
 
@@ -24,4 +24,6 @@ def for_cell(spec: Any) -> list[Beside]:
         out.append(load.Load(spec.background))
     if getattr(spec, "resources", None):
         out.append(resources.Telemetry(spec.resources))
+    if (getattr(spec, "life", None) or {}).get("trace"):  # attached nearest the step
+        out.append(daemontrace.DaemonTrace(spec.life["trace"]))
     return out

@@ -47,6 +47,7 @@ class Experiment:
     cluster_steps: list[dict[str, Any]] = field(default_factory=list)  # at moments of a run
     daemon_metrics: dict[str, Any] = field(default_factory=dict)  # metrics read from daemons
     until: dict[str, Any] | None = None  # a daemon metric's bound that ends the run
+    daemon_trace: dict[str, Any] | None = None  # a tracer attached to daemons for each run
     life: dict[str, Any] = field(default_factory=dict)  # instrument.clustersteps.settings()
     setup: list[Any] = field(default_factory=list)  # steps that make each host ready
     teardown: list[Any] = field(default_factory=list)  # steps that restore it
@@ -109,7 +110,7 @@ class Experiment:
             out["profile"] = self.profile
         if self.background:
             out["background"] = self.background
-        for k in ("cluster_steps", "daemon_metrics", "until"):
+        for k in ("cluster_steps", "daemon_metrics", "until", "daemon_trace"):
             if getattr(self, k):  # only where given: a config without them keeps its hash
                 out[k] = getattr(self, k)
         if self.setup:

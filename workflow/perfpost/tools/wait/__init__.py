@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from perfpost.tools.base import Metric, Plan, Proc, never_provisioned, params_as_given
+from perfpost.tools.base import (
+    Metric,
+    Plan,
+    Proc,
+    fill_work,
+    never_provisioned,
+    params_as_given,
+)
 
 NAME = "wait"
 RUNTIME = None
@@ -34,6 +41,19 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "cell's host: the watcher leaves its file there",
             "type": "string",
             "default": "/var/tmp/perfpost",
+        },
+        "before": {
+            "description": "A command run on the cell's host before each run, unmeasured, "
+            "as a client of the cell's clusters ({cluster.field}s filled, their client "
+            "configuration in effect): the data a recovery will copy, written by freon. "
+            "Run by sh -c; a failure fails the run with its output",
+            "type": "string",
+        },
+        "env": {
+            "description": "Variables for the `before` command (HADOOP_USER_NAME)",
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "default": {},
         },
     },
 }
@@ -62,7 +82,12 @@ def plan(params: Mapping[str, Any], workdir: str) -> Plan:
     """A loop that ends when the watcher's file appears (the experiment's timeout bounds
     it); it says when it saw it."""
     script = f'while [ ! -e "{flag(workdir)}" ]; do sleep 0.1; done; echo "the bound was met"'
-    return Plan(measure=(Proc(("sh", "-c", script), LOG),), description="wait")
+    prepare: tuple[Proc, ...] = ()
+    if params.get("before"):
+        env = [f"{k}={fill_work(v, workdir)}" for k, v in (params.get("env") or {}).items()]
+        argv = ("sh", "-c", fill_work(params["before"], workdir))
+        prepare = (Proc((*(("env", *env) if env else ()), *argv), "before.log"),)
+    return Plan(measure=(Proc(("sh", "-c", script), LOG),), prepare=prepare, description="wait")
 
 
 def version_argv(params: Mapping[str, Any]) -> tuple[str, ...]:
