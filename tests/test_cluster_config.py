@@ -119,7 +119,7 @@ def test_a_changed_cluster_setting_is_another_measurement():
         (
             lambda c: c["clusters"]["ozone"].update(roles={"scm": ["localhost", "h2"]}),
             "clusters.ozone.roles.scm",
-            "needs 1 host(s), got 2",
+            "one SCM, or a ring of three or more (SCM HA); two cannot lose either",
         ),
         (
             lambda c: c["clusters"]["ozone"].update(roles={"gateway": "localhost"}),

@@ -626,3 +626,17 @@ def test_a_ring_of_oms_is_named_with_its_service_id_and_one_om_is_not():
     )
     one = {**ring, "name": "ozone", "roles": {**ring["roles"], "om": "h1"}, "site": {}}
     assert post.cluster_line(one) == "Ozone 2.2.0 `ozone` (scm on h1; datanode on h1; om on h1)"
+
+
+def test_a_ring_of_scms_is_named_with_its_service_id_beside_a_ring_of_oms():
+    both = {
+        "name": "ozone-ha",
+        "kind": "ozone",
+        "version": "2.2.0(Katmai)",
+        "roles": {"scm": "h1, h2, h3", "datanode": "h1", "om": "h1, h2, h3"},
+        "site": {"ozone.om.service.ids": "omservice", "ozone.scm.service.ids": "scmservice"},
+    }
+    assert post.cluster_line(both) == (
+        "Ozone 2.2.0 `ozone-ha` (scm on h1, h2, h3 (SCM HA, service id `scmservice`); "
+        "datanode on h1; om on h1, h2, h3 (OM HA, service id `omservice`))"
+    )

@@ -250,10 +250,12 @@ def cluster_line(c: Mapping[str, Any]) -> str:
     version = str(c.get("version") or "").strip().splitlines()
     first = version[0].strip() if version else ""
     release = first.split("(")[0].replace("Hadoop", "").strip() if first else ""
-    # Ozone's OMs as a ring (OM HA): its service id, as its clients name it.
-    ring = (c.get("site") or {}).get("ozone.om.service.ids") if c["kind"] == "ozone" else None
+    # Ozone's OMs or SCMs as a ring (OM HA, SCM HA): its service id, as clients name it.
+    site = (c.get("site") or {}) if c["kind"] == "ozone" else {}
+    rings = {r: site.get(f"ozone.{r}.service.ids") for r in ("om", "scm")}
     roles = "; ".join(
-        f"{role} on {hosts}" + (f" (OM HA, service id `{ring}`)" if ring and role == "om" else "")
+        f"{role} on {hosts}"
+        + (f" ({role.upper()} HA, service id `{rings[role]}`)" if rings.get(role) else "")
         for role, hosts in c["roles"].items()
     )
     build = f", build `{c['build']}`" if c.get("build") else ""

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import time
 from typing import Any, ClassVar
 
 from perfpost import hostpool
 from perfpost.clusters.deployment import Kind
+from perfpost.clusters.ozone import rings, s3
+from perfpost.clusters.ozone.rings import OM_SERVICE, SCM_PORTS, SCM_SERVICE
+from perfpost.clusters.ozone.s3 import S3_ACCESS_KEY, S3_SECRET_KEY, S3_VOLUME
 from perfpost.tools.freon import RUNTIME
 
 SCM_MAIN = "org.apache.hadoop.hdds.scm.server.StorageContainerManagerStarter"
@@ -55,25 +57,18 @@ SCM_INFO = (
 SCM_NODES = "Hadoop:service=SCMNodeManager,name=SCMNodeManagerInfo"
 SCM_PIPELINES = "Hadoop:service=SCMPipelineManager,name=SCMPipelineManagerInfo"
 OM_INFO = "Hadoop:service=OzoneManager,name=OzoneManagerInfo,component=ServerRuntime"
+DN_INFO = "Hadoop:service=HddsDatanodeService,name=HddsDatanodeServiceInfo,component=ServerRuntime"
 
-SCM_PORTS = ("client", "block", "datanode", "security", "http", "https", "grpc", "ratis")
 OM_PORTS = ("rpc", "http", "https", "ratis", "grpc")
 DN_PORTS = ("ipc", "ratis.ipc", "ratis.admin", "ratis.server", "ratis.ds", "client", "http")
 DN_PORTS += ("https", "replication")
 S3G_PORTS = ("http", "https", "webadmin", "webadmin.https")
-# What clients give the S3 gateway. Without Kerberos, Ozone does not check an S3 request's
-# signature: any key pair is accepted, and the access key is taken as the user's name. Both
-# are secrets by their names (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), so perfpost masks
-# every copy of them: neither may be a word its own text uses.
-S3_ACCESS_KEY = "s3-perfpost-user"
-S3_SECRET_KEY = "s3-perfpost-secret"
-# The volume the gateway keeps S3 buckets in (ozone.s3g.volume.name's default).
-S3_VOLUME = "s3v"
-# With several OMs (OM HA): their service id, as Ozone's own examples name it, and each one's
-# node id (om1, om2, ...), in the order of roles.om.
-OM_SERVICE = "omservice"
-# SHA-256 of no bytes: a signed request's x-amz-content-sha256 for a request without a body.
-EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+# The single SCM's keys a ring replaces with each node's (suffixed), and what it binds.
+_SCM_ONE = (".address", ".port", "http-address", "https-address")
+_SCM_BINDS = ("client", "block.client", "datanode", "security.service")
+_SCM_CLIENT_KEYS = ("address", "client.port", "block.client.port")
 
 
 def _entry(value: Any, key: str) -> Any:
@@ -100,7 +95,7 @@ class Ozone(Kind):
     KIND = "ozone"
     RUNTIME = RUNTIME
     ROLES: ClassVar[dict[str, tuple[int, int | None]]] = {
-        "scm": (1, 1),
+        "scm": (1, None),  # one, or a ring of three or more (SCM HA)
         "om": (1, None),  # one, or a ring of three or more (OM HA)
         "datanode": (1, None),
         "s3g": (0, 1),
@@ -121,16 +116,19 @@ class Ozone(Kind):
         "om": "the Ozone Manager's address (host:port), as ozone.om.address; with several "
         "OMs, their service id (as ofs://<om>/ takes it)",
         "om_service": "the OMs' service id, with several OMs (freon --om-service-id)",
+        "scm_service": "the SCMs' service id, with several SCMs (SCM HA)",
         "datanode_ratis": "the first datanode's Ratis address (host:port of "
         "hdds.container.ratis.ipc.port, the port vapor falg's --server-address means)",
         "datanode_id": "the first datanode's UUID, its Ratis peer id (vapor --raft-peer), as "
         "the datanode wrote it in its datanode.id",
+        "datanode_host": "the first datanode's host name as it registered with the SCM (its "
+        "own JMX says it): the name freon dcg --datanodes matches pipelines by",
         "ofs": "the ofs:// root of the cluster (ofs://host:port)",
         "fs": "the first bucket as a file system: ofs://host:port/volume/bucket",
         "o3fs": "the first bucket as o3fs://bucket.volume.host:port",
         "volume": "the first bucket's volume",
         "bucket": "the first bucket",
-        "scm": "the SCM's client address (host:port)",
+        "scm": "the SCM's client address (host:port); with several, the first's",
         "s3": "the S3 gateway's endpoint (http://host:port), with an s3g role",
         "s3_access_key": "an access key the S3 gateway takes (AWS_ACCESS_KEY_ID): without "
         "Kerberos Ozone checks no signature, and names the user by it",
@@ -142,6 +140,7 @@ class Ozone(Kind):
         "s3_access_key": ("s3g", 1),
         "s3_secret_key": ("s3g", 1),
         "om_service": ("om", 3),
+        "scm_service": ("scm", 3),
     }
 
     @classmethod
@@ -149,6 +148,8 @@ class Ozone(Kind):
         """Two OMs are no ring: a majority of two is both, so losing either stops it."""
         if len(roles.get("om", [])) == 2:
             return "om", "one OM, or a ring of three or more (OM HA); two cannot lose either"
+        if len(roles.get("scm", [])) == 2:
+            return "scm", "one SCM, or a ring of three or more (SCM HA); two cannot lose either"
         return None
 
     NOTES = (
@@ -190,6 +191,19 @@ class Ozone(Kind):
     def ha(self) -> bool:
         return len(self._oms) > 1
 
+    @property
+    def _scms(self) -> list[str]:
+        return self.dep.spec.roles["scm"]
+
+    @property
+    def scm_ha(self) -> bool:
+        return len(self._scms) > 1
+
+    @staticmethod
+    def _scm_port(i: int, name: str) -> str:
+        """The name of the i-th SCM's port ``name`` (the first's as with one SCM)."""
+        return f"scm.{name}" if i == 0 else f"scm{i + 1}.{name}"
+
     @staticmethod
     def _om_port(i: int, name: str) -> str:
         """The name of the i-th OM's port ``name`` (the first's as with one OM)."""
@@ -202,7 +216,8 @@ class Ozone(Kind):
     def configure(self) -> dict[str, dict[str, str]]:
         dep = self.dep
         scm, om = self._one("scm"), self._one("om")
-        dep.free_ports(scm, [f"scm.{p}" for p in SCM_PORTS])
+        for i, h in enumerate(self._scms):
+            dep.free_ports(h, [self._scm_port(i, p) for p in SCM_PORTS])
         for i, h in enumerate(self._oms):
             dep.free_ports(h, [self._om_port(i, p) for p in OM_PORTS])
         for h in dep.spec.roles["datanode"]:
@@ -270,8 +285,15 @@ class Ozone(Kind):
         if self.ha:  # each OM's own keys instead of one's
             for k in ("address", "http-address", "https-address", "ratis.port", "grpc.port"):
                 del keys[f"ozone.om.{k}"]
-            keys.update(self._ring_keys())
+            keys.update(rings.om_keys(self))
+        if self.scm_ha:  # each SCM's own keys instead of one's
+            for k in [k for k in keys if k.startswith("ozone.scm.") and k.endswith(_SCM_ONE)]:
+                del keys[k]
+            del keys["ozone.scm.names"]
+            keys.update(rings.scm_keys(self))
         for role, host in (("scm", scm), ("om", om)):
+            if role == "scm" and self.scm_ha:
+                continue  # each SCM binds its own host's address (host_site)
             addr = dep.node(host).address
             keys.update(
                 {
@@ -279,12 +301,8 @@ class Ozone(Kind):
                     f"ozone.{role}.https-bind-host": addr,
                 }
             )
-        keys.update(
-            {
-                f"ozone.scm.{k}.bind.host": s
-                for k in ("client", "block.client", "datanode", "security.service")
-            }
-        )
+        if not self.scm_ha:
+            keys.update({f"ozone.scm.{k}.bind.host": s for k in _SCM_BINDS})
         for h in dep.spec.roles.get("s3g", []):
             dep.free_ports(h, [f"s3g.{p}" for p in S3G_PORTS])
             g = dep.node(h).address
@@ -297,27 +315,6 @@ class Ozone(Kind):
                 keys[f"ozone.s3g.{key}-address"] = f"{g}:{p['s3g.' + name]}"
                 keys[f"ozone.s3g.{key}-bind-host"] = g
         return {"ozone-site": keys}
-
-    def _ring_keys(self) -> dict[str, str]:
-        """OM HA as Ozone's own ozone-ha example configures it: a service id, its nodes, each
-        node's addresses by keys suffixed with both; every OM finds its own among them by
-        its host's address (so each OM has a host of its own). Ozone's own election timeout:
-        at 1 s, Ratis groups of three on a busy machine lost their leader over and over."""
-        dep, p = self.dep, self.dep.ports
-        ids = [f"om{i + 1}" for i in range(len(self._oms))]
-        keys = {"ozone.om.service.ids": OM_SERVICE, f"ozone.om.nodes.{OM_SERVICE}": ",".join(ids)}
-        for i, (h, nid) in enumerate(zip(self._oms, ids, strict=True)):
-            a, suffix = dep.node(h).address, f"{OM_SERVICE}.{nid}"
-            keys.update(
-                {
-                    f"ozone.om.address.{suffix}": f"{a}:{p[self._om_port(i, 'rpc')]}",
-                    f"ozone.om.http-address.{suffix}": f"{a}:{p[self._om_port(i, 'http')]}",
-                    f"ozone.om.https-address.{suffix}": f"{a}:{p[self._om_port(i, 'https')]}",
-                    f"ozone.om.ratis.port.{suffix}": str(p[self._om_port(i, "ratis")]),
-                }
-            )
-        keys["ozone.om.ratis.minimum.timeout"] = "5s"
-        return keys
 
     def host_site(self, host: str) -> dict[str, dict[str, str]]:
         dep = self.dep
@@ -332,6 +329,18 @@ class Ozone(Kind):
             "hdds.container.ratis.datanode.storage.dir": f"{root}/data/dn/ratis",
             "ozone.scm.datanode.id.dir": f"{root}/data/dn",
         }
+        if self.scm_ha and host in self._scms:
+            i, a = self._scms.index(host), dep.node(host).address
+            keys.update({f"ozone.scm.{k}.bind.host": a for k in _SCM_BINDS})
+            keys.update(
+                {
+                    "ozone.scm.http-bind-host": a,
+                    "ozone.scm.https-bind-host": a,
+                    # Its own web ports where its node's suffixed keys are not read.
+                    "ozone.scm.http-address": f"{a}:{dep.ports[self._scm_port(i, 'http')]}",
+                    "ozone.scm.https-address": f"{a}:{dep.ports[self._scm_port(i, 'https')]}",
+                }
+            )
         if self.ha and host in self._oms:
             i, a = self._oms.index(host), dep.node(host).address
             keys.update(
@@ -372,8 +381,8 @@ class Ozone(Kind):
         return self._opts(), {}
 
     def http_url(self, role: str, index: int) -> str | None:
-        if role == "om" and index > 0:  # each OM of a ring has ports of its own
-            key = self._om_port(index, "http")
+        if role in ("om", "scm") and index > 0:  # each of a ring has ports of its own
+            key = (self._om_port if role == "om" else self._scm_port)(index, "http")
             host = self.dep.spec.roles[role][index]
             return f"http://{self.dep.node(host).address}:{self.dep.ports[key]}"
         return super().http_url(role, index)
@@ -383,6 +392,16 @@ class Ozone(Kind):
         scm = self._one("scm")
         dep.run_java(scm, "scm", SCM_MAIN, ["--init"], self._opts(), "scm init")
         self.start_instance("scm", 0)
+        if self.scm_ha:
+            # The others join the primordial SCM's ring: each bootstraps from it (its
+            # cluster id, its Ratis group) once it serves, then starts.
+            dep.wait_for(lambda: dep.jmx("scm", "scm.http", SCM_INFO) != {}, 180.0, "the SCM")
+            for i, h in enumerate(self._scms[1:], start=1):
+                dep.run_java(
+                    h, "scm", SCM_MAIN, ["--bootstrap"], self._opts(), f"scm {i} bootstrap",
+                    timeout=120.0,
+                )  # fmt: skip
+                self.start_instance("scm", i)
         # Datanodes retry until the SCM answers: started now, they register sooner.
         for i, _ in enumerate(dep.spec.roles["datanode"]):
             self.start_instance("datanode", i)
@@ -414,8 +433,14 @@ class Ozone(Kind):
         )
         if pipelines < 1:
             return "an OPEN pipeline"
-        if dep.jmx("scm", "scm.http", SCM_INFO).get("InSafeMode") is not False:
+        info = dep.jmx("scm", "scm.http", SCM_INFO)
+        if info.get("InSafeMode") is not False:
             return "the SCM to leave safe mode"
+        if self.scm_ha:
+            roles = str(info.get("ScmRatisRoles", ""))
+            n = len(self._scms)
+            if roles.count("LEADER") != 1 or roles.count("FOLLOWER") < n - 1:
+                return f"a leading SCM with {n - 1} followers (the first SCM's view: {roles})"
         oms = len(self._oms)
         roles = [
             str(dep.jmx("om", self._om_port(i, "http"), OM_INFO, i).get("RatisRoles", ""))
@@ -435,25 +460,7 @@ class Ozone(Kind):
         return "http://" + self.dep.site["ozone-site"]["ozone.s3g.http-address"]
 
     def _s3_answers(self) -> bool:
-        """Whether the gateway lists its buckets (an S3 ListBuckets, signed as a non-secure
-        Ozone accepts), which needs its web server, its OM client and the OM."""
-        import urllib.error
-        import urllib.request
-
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        auth = (
-            f"AWS4-HMAC-SHA256 Credential={S3_ACCESS_KEY}/{stamp[:8]}/us-east-1/s3/"
-            "aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="
-            + "0"
-            * 64
-        )
-        headers = {"Authorization": auth, "x-amz-date": stamp, "x-amz-content-sha256": EMPTY}
-        req = urllib.request.Request(self._s3_endpoint + "/", headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=3.0) as resp:
-                return b"ListAllMyBucketsResult" in resp.read()
-        except (OSError, urllib.error.URLError):
-            return False
+        return s3.answers(self._s3_endpoint)
 
     def prepare(self) -> None:
         dep = self.dep
@@ -488,6 +495,10 @@ class Ozone(Kind):
         # leader.
         ring = ("ozone.om.service.ids", "ozone.om.nodes.", f"ozone.om.address.{OM_SERVICE}.")
         keys.update({k: v for k, v in site.items() if k.startswith(ring)})
+        # With several SCMs: theirs, with each one's client ports (freon dcg asks the SCM).
+        scms = ("ozone.scm.service.ids", "ozone.scm.nodes.", "ozone.scm.primordial.")
+        scms += tuple(f"ozone.scm.{k}.{SCM_SERVICE}." for k in _SCM_CLIENT_KEYS)
+        keys.update({k: v for k, v in site.items() if k.startswith(scms)})
         # Every key the config set reaches clients too (perfpost.clusters.base.client_site).
         return {"ozone-site": keys}
 
@@ -496,7 +507,7 @@ class Ozone(Kind):
         out = {
             "om": om,
             "ofs": f"ofs://{om}",
-            "scm": self.dep.site["ozone-site"]["ozone.scm.client.address"],
+            "scm": self._scm_client(),
         }
         if self.dep.spec.buckets:
             volume, bucket = self.dep.spec.buckets[0].split("/")
@@ -508,14 +519,26 @@ class Ozone(Kind):
             )
         if self.ha:
             out["om_service"] = OM_SERVICE
+        if self.scm_ha:
+            out["scm_service"] = SCM_SERVICE
         dn = self.dep.spec.roles["datanode"][0]
         server = self.dep.ports[f"dn.{dn}.ratis.ipc"]
         out["datanode_ratis"] = f"{self.dep.node(dn).address}:{server}"
         out["datanode_id"] = self._datanode_id(dn)
+        info = self.dep.jmx("datanode", f"dn.{dn}.http", DN_INFO)
+        out["datanode_host"] = str(info.get("Hostname", ""))
         if self.dep.spec.roles.get("s3g"):
             out["s3"] = self._s3_endpoint
             out.update(self.secret_fields(self.dep.spec))
         return out
+
+    def _scm_client(self) -> str:
+        """The first SCM's client address (host:port), with one SCM or a ring."""
+        site = self.dep.site["ozone-site"]
+        if not self.scm_ha:
+            return site["ozone.scm.client.address"]
+        sfx = f"{SCM_SERVICE}.scm1"
+        return f"{site['ozone.scm.address.' + sfx]}:{site['ozone.scm.client.port.' + sfx]}"
 
     def _datanode_id(self, host: str) -> str:
         """The UUID a datanode chose at its first start, from the file it keeps it in
