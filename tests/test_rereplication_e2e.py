@@ -51,8 +51,10 @@ def test_the_run_ended_when_the_scm_counted_nothing_under_replicated(rerun):
     assert "on h3" in rec["cluster_steps"][1]["did"]
     until = rec["until"]
     assert until["met"] is True
-    # The SCM saw the loss (its count rose above 0) before it counted none.
+    # The SCM saw the loss (its count rose above 0) before it counted none, and it still
+    # counted none 20 s later (hold), when the run ended.
     assert 0 <= until["armed_at"] <= until["at"]
+    assert rec["end_epoch"] - rec["start_epoch"] >= until["at"] + until["hold"]
     metrics = {m["name"]: m["value"] for m in rec["metrics"]}
     assert metrics["under_replicated"] == 0
     assert metrics["copied_bytes"] > 0
@@ -61,7 +63,9 @@ def test_the_run_ended_when_the_scm_counted_nothing_under_replicated(rerun):
     )
     # Every byte the datanodes' metric counted is one their own logs say they sent, container
     # by container ("Sent 3168256 bytes for container 3").
-    (start,) = (rerun / "results" / "clusters").glob("ozone-*/start-1")
+    # The start the run held (a first start that lost a port race is tried once more).
+    (held,) = rec["clusters"]
+    start = rerun / "results" / "clusters" / held["id"] / f"start-{held['start']}"
     sent = [
         int(n)
         for log in (start / "logs").glob("h*/datanode-*.log")
