@@ -200,8 +200,9 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     until = rec.get("until") or {}
     if rec.get("tool") == "wait" and until:
         bound = next((f"{w} {until[k]:g}" for k, w in _BOUNDS if k in until), "")
+        held = f", and still {bound} {until['hold']:g} s later" if until.get("hold") else ""
         lines.append(
-            f"# wait until {until.get('metric')} {bound} (read every {until['every']:g} s)"
+            f"# wait until {until.get('metric')} {bound}{held} (read every {until['every']:g} s)"
         )
     elif len(each) > 1:
         # Several clients ran the same command at one moment, each in a directory of its

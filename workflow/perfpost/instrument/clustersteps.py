@@ -176,6 +176,7 @@ def settings(exp: Any, specs: Mapping[str, list[dict[str, Any]]], where: str) ->
             bounds[0]: float(until[bounds[0]]),
             "every": float(until.get("every", 1)),
             **({"once_above": float(until["once_above"])} if "once_above" in until else {}),
+            **({"hold": float(until["hold"])} if "hold" in until else {}),
         }
     return out
 
@@ -310,6 +311,7 @@ class ClusterLife(Beside):
         # With once_above, the bound counts once the metric has read above it (the SCM's
         # under-replicated count is 0 until its replication manager has seen the loss).
         armed = "once_above" not in self.until
+        since: float | None = None
         while not self.halt.is_set():
             now = time.time()
             value = self._read(cell, [name]).get(name)
@@ -318,9 +320,16 @@ class ClusterLife(Beside):
                 armed = True
                 self.armed_at = now
             if value is not None and armed and met(self.until, value):
-                self.reached = now
-                self._end_wait(cell)
-                return
+                # With hold, the bound must keep holding that long (a second wave of
+                # under-replicated containers, found by the SCM seconds after the first);
+                # the run's time is the first reading of the readings that held.
+                since = now if since is None else since
+                if now - since >= self.until.get("hold", 0.0):
+                    self.reached = since
+                    self._end_wait(cell)
+                    return
+            else:
+                since = None
             self.halt.wait(max(0.0, every - (time.time() - now)))
 
     def _give_up(self, cell: Cell) -> None:
