@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -108,6 +109,23 @@ def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
     if "clusters" in example:
         cfg["clusters"] = quick(example["clusters"])
     return cfg
+
+
+def run_on_testbed(
+    example: str, testbed: object, cache: Path, work: Path, edit: Callable[[dict], None]
+) -> Path:
+    """``config/examples/<example>`` run as the README's command runs it on the testbed's
+    hosts (:func:`on_testbed`), once ``edit`` shrank it: its checkout, the run finished."""
+    cfg = on_testbed(
+        yaml.safe_load((ROOT / "config" / "examples" / example).read_text()),
+        testbed.inventory,  # type: ignore[attr-defined]
+        cache,
+    )
+    edit(cfg)
+    make_checkout(work, cfg)
+    result = snakemake(work, "--cores", "2", "report", timeout=1500)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return work
 
 
 def snakemake(

@@ -12,10 +12,8 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
-from tests.conftest import ROOT
-from tests.e2e import make_checkout, on_testbed, records, snakemake
+from tests.e2e import records, run_on_testbed
 
 pytestmark = pytest.mark.e2e
 
@@ -30,18 +28,16 @@ def ring(testbed, ozone_cache, tmp_path_factory):
     if testbed.mode != "netns":
         pytest.skip("three OMs need hosts with addresses of their own: network namespaces")
     cache, _ = ozone_cache
-    example = yaml.safe_load((ROOT / "config" / "examples" / "testbed-om-ha.yaml").read_text())
-    cfg = on_testbed(example, testbed.inventory, cache)
-    omkg = cfg["experiments"]["omkg"]
-    omkg.update(repeats=1, axes={"om": {"ring": "ozone-ha"}})
-    omkg.pop("compare")
-    omkg["params"]["options"]["n"] = KEYS
-    del cfg["clusters"]["ozone"]
+
+    def shrink(cfg: dict) -> None:
+        omkg = cfg["experiments"]["omkg"]
+        omkg.update(repeats=1, axes={"om": {"ring": "ozone-ha"}})
+        omkg.pop("compare")
+        omkg["params"]["options"]["n"] = KEYS
+        del cfg["clusters"]["ozone"]
+
     work = tmp_path_factory.mktemp("om-ha")
-    make_checkout(work, cfg)
-    result = snakemake(work, "--cores", "2", "report", timeout=1500)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return work
+    return run_on_testbed("testbed-om-ha.yaml", testbed, cache, work, shrink)
 
 
 def test_freon_created_every_key_in_a_ring_of_three_oms_that_agreed_on_its_leader(ring):

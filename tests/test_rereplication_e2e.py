@@ -13,10 +13,8 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
-from tests.conftest import ROOT
-from tests.e2e import make_checkout, notebook_of, on_testbed, records, snakemake
+from tests.e2e import notebook_of, records, run_on_testbed
 
 pytestmark = pytest.mark.e2e
 
@@ -28,19 +26,15 @@ def rerun(testbed, ozone_cache, tmp_path_factory):
     if testbed.mode != "netns":
         pytest.skip("three datanodes need hosts with addresses of their own: network namespaces")
     cache, _ = ozone_cache
-    example = yaml.safe_load(
-        (ROOT / "config" / "examples" / "testbed-rereplication.yaml").read_text()
-    )
-    cfg = on_testbed(example, testbed.inventory, cache)
-    exp = cfg["experiments"]["rereplication"]
-    exp["repeats"] = 1
-    assert "-n 40 " in exp["params"]["before"]
-    exp["params"]["before"] = exp["params"]["before"].replace("-n 40 ", f"-n {KEYS} ")
+
+    def shrink(cfg: dict) -> None:
+        exp = cfg["experiments"]["rereplication"]
+        exp["repeats"] = 1
+        assert "-n 40 " in exp["params"]["before"]
+        exp["params"]["before"] = exp["params"]["before"].replace("-n 40 ", f"-n {KEYS} ")
+
     work = tmp_path_factory.mktemp("rereplication")
-    make_checkout(work, cfg)
-    result = snakemake(work, "--cores", "2", "report", timeout=1500)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return work
+    return run_on_testbed("testbed-rereplication.yaml", testbed, cache, work, shrink)
 
 
 def test_the_run_ended_when_the_scm_counted_nothing_under_replicated(rerun):

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.e2e import make_checkout, on_testbed, records, snakemake
+from tests.e2e import records, run_on_testbed
 
 pytestmark = pytest.mark.e2e
 
@@ -30,18 +30,16 @@ def ring(testbed, ozone_cache, tmp_path_factory):
     if testbed.mode != "netns":
         pytest.skip("three SCMs need hosts with addresses of their own: network namespaces")
     cache, _ = ozone_cache
-    example = yaml.safe_load((ROOT / "config" / "examples" / "testbed-scm-ha.yaml").read_text())
-    cfg = on_testbed(example, testbed.inventory, cache)
-    ockg = cfg["experiments"]["ockg"]
-    ockg.update(repeats=1, axes={"scm": {"ring": "ozone-scm-ha"}})
-    ockg.pop("compare")
-    ockg["params"]["options"]["n"] = KEYS
-    del cfg["clusters"]["ozone"]
+
+    def shrink(cfg: dict) -> None:
+        ockg = cfg["experiments"]["ockg"]
+        ockg.update(repeats=1, axes={"scm": {"ring": "ozone-scm-ha"}})
+        ockg.pop("compare")
+        ockg["params"]["options"]["n"] = KEYS
+        del cfg["clusters"]["ozone"]
+
     work = tmp_path_factory.mktemp("scm-ha")
-    make_checkout(work, cfg)
-    result = snakemake(work, "--cores", "2", "report", timeout=1500)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return work
+    return run_on_testbed("testbed-scm-ha.yaml", testbed, cache, work, shrink)
 
 
 def test_freon_wrote_every_key_through_a_ring_of_three_scms(ring):
