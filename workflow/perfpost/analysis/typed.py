@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfpost.analysis import commands
+from perfpost.tools.wait import bound_text
 
 # Variables perfpost fills with a JVM's options (heap, GC log, agents): not the experiment's.
 JVM_VARS = ("OZONE_OPTS", "HADOOP_CLIENT_OPTS", "HADOOP_OPTS", "JAVA_TOOL_OPTIONS")
@@ -159,9 +160,6 @@ def installs(rec: Mapping[str, Any]) -> dict[str, str]:
     return dict(sorted(named.items(), key=lambda kv: -len(kv[0])))
 
 
-_BOUNDS = (("below", "<"), ("above", ">"), ("equals", "="))
-
-
 def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     """What a person types for one run of a cell, from its record: prepare steps, a dropped
     page cache, a background load, the measured command, and ``time sync`` after it."""
@@ -199,7 +197,7 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     each = (rec.get("clients") or {}).get("each") or []
     until = rec.get("until") or {}
     if rec.get("tool") == "wait" and until:
-        bound = next((f"{w} {until[k]:g}" for k, w in _BOUNDS if k in until), "")
+        bound = bound_text(until)
         held = f", and still {bound} {until['hold']:g} s later" if until.get("hold") else ""
         lines.append(
             f"# wait until {until.get('metric')} {bound}{held} (read every {until['every']:g} s)"

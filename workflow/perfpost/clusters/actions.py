@@ -16,13 +16,6 @@ from typing import Any
 from perfpost.clusters.base import STOP_GRACE, ClusterError, Daemon
 
 ACTIONS = ("stop", "kill", "start", "restart", "wipe")
-WHAT = {
-    "stop": "stopped (TERM, KILL after a grace)",
-    "kill": "killed (kill -9)",
-    "start": "started again",
-    "restart": "restarted (stopped, then started)",
-    "wipe": "data directories deleted",
-}
 
 
 def _current(dep: Any, role: str, index: int) -> Daemon | None:

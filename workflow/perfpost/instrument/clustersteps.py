@@ -242,7 +242,7 @@ class ClusterLife(Beside):
         self.done: list[dict[str, Any]] = []
         self.failure: str | None = None
         self.kinds: dict[str, Any] = {}
-        self.first: dict[str, tuple[float, dict[str, float]]] = {}
+        self.first: dict[str, float] | None = None  # the readings at the step's start
         self.last: tuple[float, dict[str, float]] | None = None
         self.read_errors: list[str] = []
         self.reached: float | None = None
@@ -290,7 +290,7 @@ class ClusterLife(Beside):
         if self._changes():
             time.sleep(SETTLE)
         if self.metrics:
-            self.first = {"": self._read(cell)}
+            self.first = self._read(cell)
         self.t0 = time.time()
         timed = sorted((s for s in self.steps if s["at"] != BEFORE), key=lambda s: s["at"])
         if timed or self.until:
@@ -402,7 +402,7 @@ class ClusterLife(Beside):
         self.halt.set()
         if self.thread is not None:
             self.thread.join(timeout=120.0)
-        if self.metrics and self.first:
+        if self.metrics and self.first is not None:
             if self._changes():
                 time.sleep(SETTLE)
             self.last = (time.time(), self._read(cell))
@@ -443,7 +443,7 @@ class ClusterLife(Beside):
                 )
             out.append(Metric("until_time", at, "s"))
         if self.metrics:
-            first = self.first.get("", {})
+            first = self.first or {}
             last = self.last[1] if self.last else {}
             # A rate is over the measured step, as the host timed it.
             end = record.get("end_epoch")
