@@ -112,6 +112,15 @@ class Kind:
         opts, env = self.instance_opts(role, index)
         return self.dep.start_daemon(role, index, self.MAINS[role], [], opts, env=env)
 
+    def daemon_site(self, host: str) -> dict[str, dict[str, str]]:
+        """The site files the daemons on ``host`` get: the cluster's, this host's own keys,
+        then the config's keys for the daemons."""
+        return merge_site(
+            self.dep.site,
+            self.host_site(host),
+            fill_id(self.dep.spec.side_site("daemons"), self.dep.scope),
+        )
+
     def http_url(self, role: str, index: int) -> str | None:
         """Where one instance of ``role`` serves its web pages (``/jmx``, ``/prom``):
         ``http://host:port``; None where it serves none."""
@@ -126,12 +135,7 @@ class Kind:
     def instance_dirs(self, role: str, index: int) -> list[str]:
         """The data directories of one instance of ``role``, as its host's site files name
         them (a placement's own directories included); empty where the kind names none."""
-        host = self.dep.spec.roles[role][index]
-        site = merge_site(
-            self.dep.site,
-            self.host_site(host),
-            fill_id(self.dep.spec.side_site("daemons"), self.dep.scope),
-        )
+        site = self.daemon_site(self.dep.spec.roles[role][index])
         out: list[str] = []
         for key in self.ROLE_DIRS.get(role, ()):
             for keys in site.values():

@@ -56,9 +56,7 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             )
         dep.site = merge_site(kind.configure(), fill_id(dep.spec.side_site("daemons"), dep.scope))
         for host in dep.spec.hosts():
-            site = merge_site(
-                dep.site, kind.host_site(host), fill_id(dep.spec.side_site("daemons"), dep.scope)
-            )
+            site = kind.daemon_site(host)
             files = {f"{dep.conf_dir(host)}/{n}.xml": site_xml(keys) for n, keys in site.items()}
             log4j = kind_cls.RUNTIME.files / "log4j.properties"
             own = Path(__file__).parent / kind_cls.KIND / "log4j.properties"
