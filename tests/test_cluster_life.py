@@ -183,3 +183,53 @@ def test_a_waits_time_comes_first_then_the_daemons_metrics():
         "copied",
     )
     assert better(tools.get("wait"), {}, daemon) == {"copied": True}
+
+
+class _Cell:
+    """The part of a cell a timed step sees: its record and the moment its tools start."""
+
+    def __init__(self) -> None:
+        self.record: dict = {}
+        self.began: list = []
+
+    def when_measuring(self, fn) -> None:
+        self.began.append(fn)
+
+    def cluster_kind(self, name):
+        return name
+
+
+def test_a_timed_step_counts_its_seconds_from_the_hosts_start_not_perfposts_launch(
+    monkeypatch,
+):
+    """The host's tools start 0.6 s after the companions did (a slow launch): a step `at`
+    0.3 s runs 0.3 s after the host's line, not 0.3 s after the companions started."""
+    import threading
+    import time
+
+    import perfpost.clusters.actions as actions
+    from perfpost.instrument.clustersteps import ClusterLife
+
+    done = []
+    monkeypatch.setattr(actions, "act", lambda *a: done.append(time.time()) or "killed")
+    step = {"do": "kill", "role": "datanode", "instance": 0, "cluster": "ozone", "at": 0.3}
+    life = ClusterLife({"steps": [step]})
+    cell = _Cell()
+    life.start(cell)
+    time.sleep(0.6)
+    line = time.time()
+    for fn in cell.began:
+        fn(line)
+    time.sleep(0.6)
+    life.stop(cell)
+    (when,) = done
+    assert 0.3 <= when - line < 0.5
+    (entry,) = cell.record["cluster_steps"]
+    assert entry["status"] == "done"
+    # A step whose measured step never started is never done.
+    life = ClusterLife({"steps": [step]})
+    cell = _Cell()
+    life.start(cell)
+    threading.Timer(0.1, life.stop, args=(cell,)).start()
+    time.sleep(0.6)
+    assert len(done) == 1

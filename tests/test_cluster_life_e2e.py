@@ -105,9 +105,9 @@ def test_the_datanode_was_killed_wiped_and_started_at_its_moment(run):
     assert all(s["status"] == "done" for s in steps), steps
     # Before the measurement, in order; the start a second into it (the watcher's clock).
     assert steps[0]["offset"] < steps[1]["offset"] <= 0.5
-    # Timed from when perfpost starts the measured step; the host starts it tens of
-    # milliseconds later (ssh), which the offset, from the host's own start, shows.
-    assert START_AT - 0.5 <= steps[2]["offset"] < START_AT + 5
+    # Timed from the host's line that its tools started, which reaches perfpost after the
+    # host's own start time (one clock here): never early, however late the launch was.
+    assert START_AT <= steps[2]["offset"] < START_AT + 5
     killed = int(re.search(r"pid (\d+)", steps[0]["did"]).group(1))
     started = int(re.search(r"pid (\d+)", steps[2]["did"]).group(1))
     assert killed != started

@@ -46,6 +46,41 @@ def test_markers_carry_host_timing_and_every_exit_code(localhost, tmp_path):
     assert t.elapsed < 0.39
 
 
+def _watched(host, script, timeout=10):
+    """Run ``script`` with a LineWatch on its output: the host's epoch the line gave, and
+    this machine's clock when it came, beside the result and its end."""
+    seen = []
+    result = host.run(
+        script, timeout, on_stdout=hostscript.LineWatch(lambda e: seen.append((e, time.time())))
+    )
+    return result, seen, time.time()
+
+
+def test_the_began_line_arrives_while_the_tools_still_run(localhost, tmp_path):
+    logdir = tmp_path / "perfpost-logs"
+    logdir.mkdir()
+    procs = [Proc(("sleep", "1.5"), "a.log")]
+    script = hostscript.measure_script("measure", str(logdir), procs)
+    result, seen, ended = _watched(localhost, script)
+    ((epoch, came),) = seen
+    t = hostscript.parse_markers(result.stdout)["measure"]
+    # The epoch is the step's own start (the marker's), and it came 1.5 s before the end:
+    # as the tools started, not with the rest of the output.
+    assert epoch == t.start
+    assert ended - came >= 1.4
+    assert hostscript.BEGAN_MARKER in result.stdout  # the output is whole
+
+
+@pytest.mark.parametrize("cut", [1, 5, 17])
+def test_a_began_line_cut_anywhere_is_read_once(cut):
+    seen = []
+    watch = hostscript.LineWatch(seen.append)
+    data = f"noise\n{hostscript.BEGAN_MARKER} 1700000000.25\nmore\n{hostscript.BEGAN_MARKER} 9\n"
+    for i in range(0, len(data), cut):
+        watch(data[i : i + cut].encode())
+    assert seen == [1700000000.25]
+
+
 def test_a_common_start_waits_for_its_moment_and_says_how_early_or_late_the_host_was(
     localhost, tmp_path
 ):

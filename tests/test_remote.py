@@ -40,6 +40,25 @@ def test_command_runs_on_the_host_it_names(testbed):
         host.close()
 
 
+def test_a_remote_steps_output_reaches_perfpost_as_it_comes(testbed):
+    """The line a measured step prints as its tools start comes while they run (the
+    cluster steps timed from it), not with the rest of the output at the end."""
+    host = RemoteHost(host_spec(testbed, "h1"))
+    seen = []
+    try:
+        script = f"echo '{hostscript.BEGAN_MARKER} 12.5'; sleep 1.5; echo done"
+        result = host.run(
+            script, 30, on_stdout=hostscript.LineWatch(lambda e: seen.append((e, time.time())))
+        )
+        ended = time.time()
+    finally:
+        host.close()
+    ((epoch, came),) = seen
+    assert epoch == 12.5
+    assert ended - came >= 1.4
+    assert result.stdout.splitlines()[-1] == "done"
+
+
 def test_metacharacters_arrive_literally_on_the_host(testbed, tmp_path):
     host = RemoteHost(host_spec(testbed, "h1"))
     victim = f"/tmp/perfpost-pwned-{uuid.uuid4().hex[:6]}"

@@ -14,7 +14,7 @@ nothing here imports the run layer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,7 +51,18 @@ class Cell(Protocol):
     # options), the rest of the cell's steps keep the spec's own.
     measure_params: dict[str, Any]
 
-    def run_step(self, name: str, script: str, timeout: float, host: Any = None) -> Any: ...
+    def run_step(
+        self,
+        name: str,
+        script: str,
+        timeout: float,
+        host: Any = None,
+        on_stdout: Callable[[bytes], None] | None = None,
+    ) -> Any: ...
+
+    def when_measuring(self, fn: Callable[[float], None]) -> None:
+        """``fn`` is called with the host's epoch once the measured step's tools start
+        there (from another thread; never if the step fails to start)."""
 
     def read_log(self, remote_path: str, name: str, host: Any = None) -> str | None: ...
 

@@ -4,7 +4,8 @@ run; any metric a daemon serves (a JMX bean's attribute, a Prometheus sample) re
 metric of the run; and a bound on one of them that ends a run whose tool only waits.
 
 Steps ``at: before`` run in order once the run is prepared, before it measures; the others
-at their second into the measured step, from a thread of their own. Each is recorded with
+at their second into the measured step, counted from the moment the host's line says its
+tools started, from a thread of their own. Each is recorded with
 its epoch and, once the measurement's start is known, its offset from it (``steps`` in the
 record). A step that fails fails the run with its reason; the steps after it are not done.
 The actions themselves are :mod:`perfpost.clusters.actions`, on the deployment the cell
@@ -250,6 +251,10 @@ class ClusterLife(Beside):
         self.last_reading: tuple[float, float | None] | None = None
         self.lock = threading.Lock()
         self.halt = threading.Event()
+        # Set once the measured step's tools started on the host (or it ended): timed steps
+        # count their seconds from there, not from perfpost's launch of the step, which
+        # other companions' starts and the host's round trip can delay by seconds.
+        self.going = threading.Event()
         self.thread: threading.Thread | None = None
         self.t0 = 0.0
 
@@ -294,10 +299,18 @@ class ClusterLife(Beside):
         self.t0 = time.time()
         timed = sorted((s for s in self.steps if s["at"] != BEFORE), key=lambda s: s["at"])
         if timed or self.until:
+            cell.when_measuring(self._going)
             self.thread = threading.Thread(target=self._watch, args=(cell, timed), daemon=True)
             self.thread.start()
 
+    def _going(self, epoch: float) -> None:
+        # This machine's clock when the host's line came: a step is never early on the
+        # host's, whatever the two clocks say.
+        self.t0 = time.time()
+        self.going.set()
+
     def _watch(self, cell: Cell, timed: list[dict[str, Any]]) -> None:
+        self.going.wait()
         for s in timed:
             if self.halt.wait(max(0.0, self.t0 + s["at"] - time.time())):
                 return
@@ -400,6 +413,7 @@ class ClusterLife(Beside):
 
     def stop(self, cell: Cell) -> None:
         self.halt.set()
+        self.going.set()
         if self.thread is not None:
             self.thread.join(timeout=120.0)
         if self.metrics and self.first is not None:

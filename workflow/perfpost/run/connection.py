@@ -29,6 +29,7 @@ import os
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,7 @@ class Waiting(Remote):
     read_chunk_size = 1 << 16  # Invoke's 1000 bytes made a large output 65 times the reads
     stdin_head = b""
     on_deadline: Any = None
+    on_stdout: Any = None  # called with each chunk of the command's output as it comes
     deadline_hit = False
 
     def send_start_message(self, command: str) -> None:
@@ -80,6 +82,15 @@ class Waiting(Remote):
                 yield text
         if text := decoder.decode(b"", final=True):
             yield text
+
+    def read_proc_stdout(self, num_bytes: int) -> bytes:
+        data: bytes = super().read_proc_stdout(num_bytes)
+        if data and self.on_stdout is not None:
+            try:
+                self.on_stdout(data)
+            except Exception:  # a watcher's fault never loses the output
+                traceback.print_exc()
+        return data
 
     def respond(self, buffer_: list[str]) -> None:
         # Invoke joins the whole output so far on every read for its watchers; none here.

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,7 +35,13 @@ class Host(Protocol):
     name: str
 
     def run(
-        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+        self,
+        script: str,
+        timeout: float,
+        *,
+        force: bool = False,
+        abandon: str = "",
+        on_stdout: Callable[[bytes], None] | None = None,
     ) -> CommandResult: ...
 
     def guard(self, abandon: str) -> Guard:
@@ -63,6 +71,33 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+class _Tee:
+    """A script's standard output read as it comes, each chunk handed to ``fn``, all of it
+    kept for the result."""
+
+    def __init__(self, fd: int, fn: Callable[[bytes], None]) -> None:
+        self.fd, self.fn = fd, fn
+        self.chunks: list[bytes] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while data := os.read(self.fd, 1 << 16):
+                self.chunks.append(data)
+                try:
+                    self.fn(data)
+                except Exception:  # a watcher's fault never loses the output
+                    traceback.print_exc()
+        finally:
+            os.close(self.fd)
+
+    def text(self) -> str:
+        # The group is dead by now: the pipe's last writer is gone, or soon.
+        self.thread.join(KILL_GRACE)
+        return b"".join(self.chunks).decode(errors="replace")
+
+
 class LocalHost:
     """This machine, through ``sh -c`` in a new process group.
 
@@ -78,15 +113,23 @@ class LocalHost:
         self.env = dict(env or {})
 
     def run(
-        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+        self,
+        script: str,
+        timeout: float,
+        *,
+        force: bool = False,
+        abandon: str = "",
+        on_stdout: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
-        """``abandon`` runs if perfpost dies while the script does (to remove scratch)."""
+        """``abandon`` runs if perfpost dies while the script does (to remove scratch);
+        ``on_stdout`` gets the script's output as it comes."""
         lifeline_r, lifeline_w = os.pipe()
+        out_r, out_w = os.pipe() if on_stdout is not None else (None, None)
         try:
             proc = subprocess.Popen(
                 ["/bin/sh", "-c", hostscript.local_wrapper(), "perfpost", script, abandon],
                 stdin=lifeline_r,
-                stdout=subprocess.PIPE,
+                stdout=subprocess.PIPE if out_w is None else out_w,
                 stderr=subprocess.PIPE,
                 text=True,
                 errors="replace",
@@ -95,16 +138,21 @@ class LocalHost:
             )
         except BaseException:
             os.close(lifeline_w)
+            if out_r is not None:
+                os.close(out_r)
             raise
         finally:
             os.close(lifeline_r)
+            if out_w is not None:
+                os.close(out_w)
+        tee = _Tee(out_r, on_stdout) if out_r is not None and on_stdout is not None else None
         try:
             os.write(lifeline_w, hostscript.env_block(self.env))
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             out, err = proc.communicate()
-            return CommandResult(None, out, err, timed_out=True)
+            return CommandResult(None, tee.text() if tee else out, err, timed_out=True)
         except BaseException:
             # Interrupted (SIGINT/SIGTERM turned into an exception): take the tools down too.
             _kill_group(proc)
@@ -116,7 +164,7 @@ class LocalHost:
             except (ProcessLookupError, PermissionError):
                 pass
             os.close(lifeline_w)
-        return CommandResult(proc.returncode, out, err)
+        return CommandResult(proc.returncode, tee.text() if tee else out, err)
 
     def guard(self, abandon: str) -> LocalGuard:
         return LocalGuard(abandon)
@@ -176,7 +224,13 @@ class UnusableHost:
         self.reason = reason
 
     def run(
-        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+        self,
+        script: str,
+        timeout: float,
+        *,
+        force: bool = False,
+        abandon: str = "",
+        on_stdout: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         raise PerfpostError(self.reason)
 

@@ -12,7 +12,8 @@ The same scripts run under ``sh -c`` locally and through SSH on remote hosts.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -166,6 +167,33 @@ _CLOCK = (
 
 AHEAD_MARKER = "@perfpost-ahead"
 CPU_MARKER = "@perfpost-cpu"
+# Printed the moment the measured step's tools start, while they run: what is timed from
+# the step's start (a cluster step `at` a second into it) waits for this line.
+BEGAN_MARKER = "@perfpost-began"
+
+
+class LineWatch:
+    """Calls ``fn`` with the epoch of a script's ``@perfpost-began`` line once it arrives:
+    fed the script's standard output chunk by chunk, as the host sends it."""
+
+    def __init__(self, fn: Callable[[float], None]) -> None:
+        self.fn = fn
+        self.tail = b""
+        self.seen = False
+
+    def __call__(self, data: bytes) -> None:
+        if self.seen:
+            return
+        *lines, self.tail = (self.tail + data).split(b"\n")
+        for line in lines:
+            parts = line.decode(errors="replace").split()
+            if len(parts) == 2 and parts[0] == BEGAN_MARKER:
+                self.seen = True
+                try:
+                    self.fn(float(parts[1]))
+                except ValueError:
+                    self.fn(time.time())
+                return
 
 
 def parse_cpu(stdout: str) -> float | None:
@@ -240,7 +268,7 @@ def measure_script(
         lines.append(f'echo "{AHEAD_MARKER} $d"; case $d in -*) ;; *) sleep "$d" ;; esac')
     for i, proc in enumerate(background, start=1):
         lines.append(f"{quote(proc.argv)} >/dev/null 2>&1 & bg{i}=$!")
-    lines.append("now; t0=$t")
+    lines.append(f'now; t0=$t; echo "{BEGAN_MARKER} $t0"')
 
     def redirect(proc: Proc) -> str:
         return f">{shlex.quote(proc.log)} 2>&1" if proc.log else ">/dev/null 2>&1"

@@ -22,7 +22,7 @@ import contextlib
 import shlex
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from invoke.exceptions import CommandTimedOut
@@ -72,13 +72,20 @@ class RemoteHost:
         return str(self.conn.host)
 
     def run(
-        self, script: str, timeout: float, *, force: bool = False, abandon: str = ""
+        self,
+        script: str,
+        timeout: float,
+        *,
+        force: bool = False,
+        abandon: str = "",
+        on_stdout: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run ``script`` with ``sh`` on the host, killed with its whole process group at
         ``timeout`` seconds (or when perfpost is interrupted); its exit code is its own, 124
         included, and a timeout is ``timed_out``, as on localhost. After an interrupt only
         ``force`` commands (clean-up) still run. ``abandon`` runs on the host if the
         connection drops while the script runs (perfpost killed): it removes scratch.
+        ``on_stdout`` gets the script's output as it comes.
 
         Fabric's runner (:class:`~perfpost.run.connection.Waiting`) blocks on the channel's
         output and exit status: nothing here wakes while the tool runs. Should the host's
@@ -97,6 +104,7 @@ class RemoteHost:
         runner = self.conn.config.runners.remote(context=self.conn, inline_env=False)
         runner.stdin_head = hostscript.env_block(self.env)
         runner.on_deadline = lambda: self._kill(pidfile)
+        runner.on_stdout = on_stdout
         _ACTIVE[pidfile] = self
         try:
             result = runner.run(command, timeout=timeout + KILL_AFTER + CLIENT_GRACE)

@@ -15,6 +15,7 @@ import datetime as dt
 import os
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,8 @@ class Attempt:
         # This machine's clock at the attempt's start, for a record whose host never said
         # when its step ran; the end stays unknown where the host stopped answering.
         self.began, self.end_unknown = time.time(), False
+        # Called with the host's epoch once the measured step's tools start there.
+        self.measuring: list[Callable[[float], None]] = []
         self.record: dict[str, Any] = {
             "schema_version": RECORD_SCHEMA_VERSION,
             "perfpost_version": __version__,
@@ -174,16 +177,26 @@ class Attempt:
         return hostscript.cleanup_script(self.workdir, self.logdir)
 
     # -- what the phases and the besides use (instrument.beside.Cell) ----------------------
-    def run_step(self, name: str, script: str, timeout: float, host: Any = None) -> CommandResult:
+    def run_step(
+        self,
+        name: str,
+        script: str,
+        timeout: float,
+        host: Any = None,
+        on_stdout: Callable[[bytes], None] | None = None,
+    ) -> CommandResult:
         """Run a step on the cell's host, noted in the record (its stderr kept in raw/); on
-        another host of the cell (a beside's), just run it."""
+        another host of the cell (a beside's), just run it. ``on_stdout`` gets its output as
+        it comes."""
         if host is not None and host is not self.host:
-            return host.run(script, timeout)
+            return host.run(script, timeout, on_stdout=on_stdout)
         # Should perfpost die mid-step, the host removes the cell's scratch once the step's
         # tools are dead (the guard may have removed it while they still ran).
         began = time.monotonic()
         try:
-            result = self.host.run(script, timeout, abandon=self.scratch_cleanup)
+            result = self.host.run(
+                script, timeout, abandon=self.scratch_cleanup, on_stdout=on_stdout
+            )
         except HostSilent as e:
             self.end_unknown = True
             what = self.spec.tool if name == "measure" else f"its {name} step"
@@ -203,6 +216,14 @@ class Attempt:
             }
         )
         return result
+
+    def when_measuring(self, fn: Callable[[float], None]) -> None:
+        self.measuring.append(fn)
+
+    def measuring_began(self, epoch: float) -> None:
+        """The measured step's tools started on the host at ``epoch`` (its clock)."""
+        for fn in self.measuring:
+            fn(epoch)
 
     def read_log(self, remote_path: str, name: str, host: Any = None) -> str | None:
         return self._read_log(remote_path, name, host)

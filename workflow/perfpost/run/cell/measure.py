@@ -53,6 +53,7 @@ def _measure(cell: Attempt, start_at: float | None) -> dict[str, Any] | None:
             each=bool(cell.clients),
         ),
         spec.timeout + (max(start_at - time.time(), 0) if start_at else 0),
+        on_stdout=hostscript.LineWatch(cell.measuring_began),
     )
     cell.timing = timing = hostscript.parse_markers(cell.measured.stdout).get("measure")
     if cell.clients:
