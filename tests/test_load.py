@@ -157,3 +157,35 @@ def test_a_freon_load_waits_for_freon_to_be_provisioned_and_gets_its_launcher():
     assert marker.startswith("/var/tmp/cache-x/ozone-2.2.0/COMPLETE")
     spec = plan.spec("a", "default", "localhost", 1)
     assert spec.background["params"]["launcher"] == "/var/tmp/cache-x/ozone-2.2.0/bin/ozone"
+
+
+class _Cell:
+    def __init__(self) -> None:
+        self.record: dict = {}
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "fails"),
+    # 8.25 MB in a second against 10 MB/s is 17.5% under: out by default (10%), in at 20%.
+    [(None, True), (0.2, False), (0.15, True)],
+)
+def test_a_load_is_held_to_its_tolerance_of_its_rate(tolerance, fails):
+    raw = {"tool": "fio", "params": {"dir": "/d", "rw": "write", "size": "8m"}, "rate": "10MB/s"}
+    if tolerance is not None:
+        raw["tolerance"] = tolerance
+    got = load.Load(load.settings(raw, "e.background"))
+    got.before, got.after = (100.0, 0, 0), (101.0, 0, 8_250_000)
+    metrics, why = got.collect(_Cell(), {}, [])
+    assert {m.name: m.value for m in metrics}["background.rate"] == 8_250_000
+    assert (why is not None) == fails
+    if fails:
+        pct = round(100 * (tolerance or 0.1))
+        assert f"18% under its target of 10 MB/s (more than {pct}% off)" in why
+
+
+def test_a_tolerance_without_a_rate_is_refused_by_its_key():
+    with pytest.raises(ConfigError, match=r"e\.background\.tolerance"):
+        load.settings(
+            {"tool": "fio", "params": {"dir": "/d", "size": "8m"}, "tolerance": 0.2},
+            "e.background",
+        )

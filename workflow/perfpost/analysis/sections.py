@@ -291,6 +291,7 @@ def background_load(
         "command": command,
         "progress": progress,
         "lead": raw.get("lead", 1),
+        "tolerance": f"{float(raw.get('tolerance', load.TOLERANCE)):.0%}",
         "target": format_value(load.parse_rate(target, "background.rate"), "B/s")
         if target is not None
         else None,

@@ -13,7 +13,8 @@ What it did is measured, not assumed, over the measured step itself:
   it has reaped them), read right before the step starts and right after it ends (B/s).
 
 A load that is not running (or for freon, not yet operating) when the step starts, that
-exits before it ends, or whose rate misses its target by more than :data:`TOLERANCE`, fails
+exits before it ends, or whose rate misses its target by more than its ``tolerance`` (default
+:data:`TOLERANCE`), fails
 the run with the numbers.
 """
 
@@ -129,7 +130,12 @@ def settings(raw: Any, where: str) -> dict[str, Any]:
     lead = float(raw.get("lead", LEAD))
     if lead < 0:
         raise ConfigError(f"{where}.lead", "seconds, 0 or more")
-    return {"tool": tool, "params": params, "rate": rate, "lead": lead}
+    out = {"tool": tool, "params": params, "rate": rate, "lead": lead}
+    if raw.get("tolerance") is not None:
+        if rate is None:
+            raise ConfigError(f"{where}.tolerance", "a tolerance is of a rate: give `rate` too")
+        out["tolerance"] = float(raw["tolerance"])
+    return out
 
 
 def for_host(
@@ -361,6 +367,7 @@ class Load(Beside):
     ) -> tuple[list[Metric], str | None]:
         info = cell.record.setdefault("background", {})
         target = self.settings.get("rate")
+        tolerance = self.settings.get("tolerance", TOLERANCE)
         if self.before is None or self.after is None:
             out = getattr(self.result, "stdout", "") or ""
             tail = " ".join(ln for ln in out.splitlines()[-3:] if ln and MARK not in ln)
@@ -383,12 +390,12 @@ class Load(Beside):
             Metric("background.read_bytes", got["read_bytes"], "B"),
             Metric("background.seconds", got["seconds"], "s"),
         ]
-        if target is not None and abs(got["rate"] - target) > TOLERANCE * target:
+        if target is not None and abs(got["rate"] - target) > tolerance * target:
             off = got["rate"] / target - 1
             return metrics, (
                 f"the background load did {format_value(got['rate'], 'B/s')} over the measured "
                 f"step, {abs(off):.0%} {'under' if off < 0 else 'over'} its target of "
-                f"{format_value(target, 'B/s')} (more than {TOLERANCE:.0%} off)"
+                f"{format_value(target, 'B/s')} (more than {tolerance:.0%} off)"
             )
         return metrics, None
 
