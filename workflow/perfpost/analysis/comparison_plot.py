@@ -83,6 +83,15 @@ def _ratio_ticks(low: float, high: float, most: int = 7) -> list[float]:
     return sorted(chosen)
 
 
+def figure_title(experiment_title: str, name: str, control: bool = False) -> str:
+    """A comparison figure's title: the experiment's subject, then the comparison. An
+    experiment's title often lists its contrasts after a colon ("Chunk writes: one file per
+    chunk vs one file per block"); the figure names its own instead of both."""
+    head = experiment_title.split(": ", 1)[0]
+    aa = " (A/A control: the noise floor)" if control else ""
+    return f"{head}: {name}{aa}"
+
+
 def plot_comparison(
     rows: list[Any],
     title: str,

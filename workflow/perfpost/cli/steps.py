@@ -356,10 +356,9 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     rows = [r for r in rows if not void & {*r.base_cells, *r.cand_cells}]
     for i, name in enumerate(dict.fromkeys(r.name for r in rows), start=1):
         mine = [r for r in rows if r.name == name]
-        aa = " (A/A control: the noise floor)" if mine[0].control else ""
         fig = comparison_plot.plot_comparison(
             mine,
-            f"{exp['title']}: {name}{aa}",
+            comparison_plot.figure_title(exp["title"], name, mine[0].control),
             Path(args.out_dir) / f"compare-{i}",
             colour_of,
             scales.get(mine[0].metric),
