@@ -233,3 +233,25 @@ def test_a_timed_step_counts_its_seconds_from_the_hosts_start_not_perfposts_laun
     threading.Timer(0.1, life.stop, args=(cell,)).start()
     time.sleep(0.6)
     assert len(done) == 1
+
+
+@pytest.mark.parametrize(("until", "want"), [(None, 300 / 30), ("bound", 300 / 10)])
+def test_a_rate_is_over_the_time_to_the_bound_in_a_run_that_waits_for_one(until, want):
+    """300 bytes copied in a run of 30 s whose bound was met 10 s in (the 20 s after it a
+    hold): 30 B/s over the work, not 10 over the wait."""
+    from perfpost.instrument.clustersteps import ClusterLife
+
+    metric = {"role": "datanode", "prometheus": "x", "as": "rate", "unit": "B/s", "factor": 1}
+    life = ClusterLife(
+        {
+            "metrics": {"copied": metric},
+            "until": {"metric": "copied", "above": 0, "every": 1.0} if until else {},
+        }
+    )
+    cell = _Cell()
+    cell.record = {"start_epoch": 100.0, "end_epoch": 130.0, "until": {}}
+    life.first, life.last = {"copied": 0.0}, (131.5, {"copied": 300.0})
+    life.reached = 110.0 if until else None
+    metrics, why = life.collect(cell, {}, [])
+    assert why is None
+    assert {m.name: m.value for m in metrics}["copied"] == pytest.approx(want)

@@ -14,7 +14,8 @@ holds, whose state is saved as daemons change (:func:`perfpost.run.deploy.live`)
 Daemon metrics are read from this machine over each daemon's HTTP port, summed over the
 role's instances that answer: at the measured step's start and end, :data:`SETTLE` beyond
 each where a change is asked (``value`` is the end's, ``delta`` the difference, ``rate`` the
-difference per second of the measured step, as its host timed it).
+difference per second of the measured step, as its host timed it, or of the time to the
+bound in a run that waits for one).
 """
 
 from __future__ import annotations
@@ -459,9 +460,14 @@ class ClusterLife(Beside):
         if self.metrics:
             first = self.first or {}
             last = self.last[1] if self.last else {}
-            # A rate is over the measured step, as the host timed it.
+            # A rate is over the measured step, as the host timed it; a run that waited for a
+            # bound, over its time to the bound: the hold after it is no part of the work (a
+            # re-replication's bytes over its whole wait would be diluted by it).
             end = record.get("end_epoch")
             span = (end - start) if start is not None and end is not None else 0.0
+            over = "the measured step"
+            if self.until and start is not None:
+                span, over = record["until"]["at"], "the time to the bound"
             values: dict[str, float] = {}
             for name, m in self.metrics.items():
                 if name not in last or (m["as"] != "value" and name not in first):
@@ -479,6 +485,7 @@ class ClusterLife(Beside):
                 "start": first,
                 "end": last,
                 "seconds": span,
+                "over": over,
                 "values": values,
             }
         return out, None
@@ -540,7 +547,8 @@ def describe(experiment: Mapping[str, Any]) -> list[str]:
         how = {
             "value": "its value as the run ended",
             "delta": "its change over the run",
-            "rate": "its change per second over the run",
+            "rate": "its change per second over the run"
+            + (" until the bound was met" if experiment.get("until") else ""),
         }[m["as"]]
         out.append(
             f"`{name}` ({m['unit']}) is {how}: {what}, summed over the cluster's "
