@@ -112,6 +112,30 @@ def test_the_steps_make_every_cell_a_cluster_of_its_own_and_travel_in_its_spec()
     assert life["until"] == {"metric": "under", "below": 1.0, "every": 1.0}
 
 
+def test_offline_steps_travel_in_the_spec_each_instance_in_turn_and_the_method_says_so():
+    steps = [
+        {"do": "run", "role": "scm", "at": "offline", "command": "{home}/bin/ozone vapor cgscm -n 4"},
+        {"do": "run", "role": "datanode", "instance": "all", "at": "offline",
+         "command": "{home}/bin/ozone vapor cgdn -n 4 --index {n} --datanodes {instances}"},
+    ]  # fmt: skip
+    cfg = _with(cluster_steps=steps, tool="command", params={"run": "true"}, until="drop")
+    del cfg["experiments"]["e"]["daemon_metrics"]
+    plan = build_plan(cfg)
+    (cell,) = plan.experiments["e"].cells
+    life = plan.spec("e", cell.id, "localhost", 1).life
+    assert [(s["do"], s["instance"], s["at"]) for s in life["steps"]] == [
+        ("run", 0, "offline"),
+        ("run", "all", "offline"),
+    ]
+    # The placeholders are the step's own, filled on the host, not the plan's.
+    assert life["steps"][1]["command"] == steps[1]["command"]
+    from perfpost.instrument.clustersteps import describe
+
+    (said,) = describe(cfg["experiments"]["e"])
+    assert said.startswith("Before each run, with every daemon of its cluster stopped")
+    assert "scm 0 ran `{home}/bin/ozone vapor cgscm -n 4`; each datanode ran" in said
+
+
 def _with(**changes) -> dict:
     cfg = copy.deepcopy(BASE)
     cfg["experiments"]["e"].update(changes)
@@ -132,6 +156,26 @@ def _with(**changes) -> dict:
             {"cluster_steps": [{"do": "kill", "role": "datanode", "instance": 2}]},
             "experiments.e.cluster_steps[0].instance",
             "has 2 datanode instance(s)",
+        ),
+        (
+            {"cluster_steps": [{"do": "run", "role": "datanode"}]},
+            "experiments.e.cluster_steps[0].command",
+            "a run step names its command",
+        ),
+        (
+            {"cluster_steps": [{"do": "kill", "role": "datanode", "command": "true"}]},
+            "experiments.e.cluster_steps[0].command",
+            "only a run step has a command (this one does kill)",
+        ),
+        (
+            {"cluster_steps": [{"do": "kill", "role": "datanode", "at": "offline"}]},
+            "experiments.e.cluster_steps[0].do",
+            "with the cluster stopped a step can run or wipe, not kill",
+        ),
+        (
+            {"cluster_steps": [{"do": "wipe", "role": "datanode", "instance": "each"}]},
+            "experiments.e.cluster_steps[0].instance",
+            "",
         ),
         ({"until": "drop"}, "experiments.e.until", "waits for an `until` bound"),
         ({"tool": "command", "params": {"run": "true"}}, "experiments.e.until", "is `wait`"),
@@ -211,7 +255,7 @@ def test_a_timed_step_counts_its_seconds_from_the_hosts_start_not_perfposts_laun
     from perfpost.instrument.clustersteps import ClusterLife
 
     done = []
-    monkeypatch.setattr(actions, "act", lambda *a: done.append(time.time()) or "killed")
+    monkeypatch.setattr(actions, "act", lambda *a, **k: done.append(time.time()) or "killed")
     step = {"do": "kill", "role": "datanode", "instance": 0, "cluster": "ozone", "at": 0.3}
     life = ClusterLife({"steps": [step]})
     cell = _Cell()

@@ -192,6 +192,8 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
     steps = rec.get("cluster_steps") or []
     # What was done to the cluster, as the run's record says it was done.
+    # With the cluster's daemons stopped first (data made offline), then before it measured.
+    lines += [f"# {s.get('did') or s.get('reason')}" for s in steps if s.get("at") == "offline"]
     lines += [f"# {s.get('did') or s.get('reason')}" for s in steps if s.get("at") == "before"]
     lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]
     each = (rec.get("clients") or {}).get("each") or []
@@ -212,7 +214,7 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     lines += [
         f"#   {float(s['at']):g} s into it: {s.get('did') or s.get('reason')}"
         for s in steps
-        if s.get("at") != "before"
+        if s.get("at") not in ("before", "offline")
     ]
     if "sync" in after:
         lines.append("time sync")

@@ -1,7 +1,10 @@
 """One role instance of a running cluster acted on, as an experiment's step asks at its
 moment (:mod:`perfpost.instrument.clustersteps`): stopped, killed, started again, restarted,
-or its data directories deleted - what an engineer does by hand to time a recovery
-("stop a datanode, delete its directories, restart it").
+its data directories deleted, or a command run on its host with its own configuration -
+what an engineer does by hand to time a recovery ("stop a datanode, delete its directories,
+restart it") or to make data offline (``ozone vapor cgdn`` with the datanode down). The whole
+cluster is stopped and started again around offline steps (:func:`stop_all`,
+:func:`start_all`).
 
 Each action says what it did in a sentence for the record, or raises :class:`ClusterError`
 with why it could not. The deployment's ``on_change`` keeps its state as the daemons change,
@@ -10,12 +13,19 @@ so the run's stop finds a daemon a step started.
 
 from __future__ import annotations
 
+import re
 import shlex
+import time
 from typing import Any
 
 from perfpost.clusters.base import STOP_GRACE, ClusterError, Daemon
 
-ACTIONS = ("stop", "kill", "start", "restart", "wipe")
+ACTIONS = ("stop", "kill", "start", "restart", "wipe", "run")
+# What a run step's command may name of the instance it runs for: its install, the
+# directory of its daemons' site files, its number (1 for the first, as vapor's cgdn
+# --index counts) and how many instances the role has.
+PLACEHOLDERS = ("home", "conf", "n", "instances")
+RUN_TIMEOUT = 1800.0
 
 
 def _current(dep: Any, role: str, index: int) -> Daemon | None:
@@ -32,7 +42,14 @@ def _gone(dep: Any, d: Daemon) -> None:
         dep.on_change(dep)
 
 
-def act(kind: Any, do: str, role: str, index: int = 0, grace: float = STOP_GRACE) -> str:
+def act(
+    kind: Any,
+    do: str,
+    role: str,
+    index: int = 0,
+    grace: float = STOP_GRACE,
+    command: str = "",
+) -> str:
     """Do ``do`` (one of :data:`ACTIONS`) to instance ``index`` of ``role`` of the cluster
     ``kind`` runs (a :class:`perfpost.clusters.deployment.Kind`); what was done, in words."""
     dep = kind.dep
@@ -42,6 +59,8 @@ def act(kind: Any, do: str, role: str, index: int = 0, grace: float = STOP_GRACE
     host = hosts[index]
     node = dep.node(host)
     label = Daemon(role, host, index).label
+    if do == "run":
+        return _run(dep, role, index, command)
     d = _current(dep, role, index)
     running = _running(dep, d)
     if do in ("stop", "kill", "restart"):
@@ -91,3 +110,70 @@ def act(kind: Any, do: str, role: str, index: int = 0, grace: float = STOP_GRACE
             f"{files} files, {size} bytes)"
         )
     raise ClusterError(f"unknown action {do!r} (known: {', '.join(ACTIONS)})")
+
+
+def _run(dep: Any, role: str, index: int, command: str) -> str:
+    """``command`` run to its end on the instance's host, with the configuration its daemons
+    read (``OZONE_CONF_DIR``, ``HADOOP_CONF_DIR``) and the cluster's environment, its
+    output in a log beside the daemons' (kept with the cluster's logs)."""
+    hosts = dep.spec.roles[role]
+    host = hosts[index]
+    label = Daemon(role, host, index).label
+    given = {
+        "home": dep.home[host],
+        "conf": dep.conf_dir(host),
+        "n": str(index + 1),
+        "instances": str(len(hosts)),
+    }
+    text = re.sub(r"\{(" + "|".join(PLACEHOLDERS) + r")\}", lambda m: given[m.group(1)], command)
+    root = dep.root(host)
+    log = f"{root}/logs/step-{label}-{time.strftime('%H%M%S')}.log"
+    env = {"OZONE_CONF_DIR": given["conf"], "HADOOP_CONF_DIR": given["conf"], **dep.spec.env}
+    envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    began = time.monotonic()
+    try:
+        dep.node(host).sh(
+            f"cd {shlex.quote(root)} && env {envs} sh -c {shlex.quote(text)} "
+            f">{shlex.quote(log)} 2>&1",
+            timeout=RUN_TIMEOUT,
+            what=f"`{text}` for the {label}",
+        )
+    except ClusterError as e:
+        raise ClusterError(f"{e}; {log} says:\n{dep.log_excerpt(host, log)}") from None
+    return f"ran `{text}` on {host} for the {label} ({time.monotonic() - began:.1f} s; {log})"
+
+
+def stop_all(kind: Any) -> str:
+    """Every running daemon of the cluster stopped (TERM, then KILL after a grace: a
+    database closes cleanly), in the reverse of the order they start in."""
+    dep = kind.dep
+    said = []
+    for role in reversed(kind.START_ORDER):
+        for index in range(len(dep.spec.roles.get(role) or [])):
+            d = _current(dep, role, index)
+            if d is not None and d.pid and _running(dep, d):
+                dep.node(d.host).stop([d.pid], STOP_GRACE)
+                _gone(dep, d)
+                said.append(f"{d.label} on {d.host} (pid {d.pid})")
+    if not said:
+        raise ClusterError("no daemon of the cluster was running")
+    return f"stopped every daemon: {', '.join(said)}"
+
+
+def start_all(kind: Any, timeout: float) -> str:
+    """Every daemon of the cluster started again in its order (each as initialised at the
+    cluster's start), then waited on until the cluster serves clients."""
+    from perfpost.clusters.lifecycle import await_ready
+
+    dep = kind.dep
+    began = time.monotonic()
+    said = []
+    for role in kind.START_ORDER:
+        for index in range(len(dep.spec.roles.get(role) or [])):
+            d = kind.start_instance(role, index)
+            said.append(f"{d.label} on {d.host} (pid {d.pid})")
+    await_ready(kind, timeout)
+    return (
+        f"started every daemon again ({', '.join(said)}); the cluster was ready after "
+        f"{time.monotonic() - began:.1f} s"
+    )

@@ -33,6 +33,30 @@ from perfpost.clusters.deployment import Deployment, Kind
 METRICS2 = "# perfpost: snapshots every second\n*.period=1\n"
 
 
+def await_ready(kind: Kind, timeout: float) -> None:
+    """Wait until ``kind``'s cluster serves clients; a daemon that exits meanwhile, or
+    ``timeout`` seconds, raises :class:`ClusterError` with what its log says."""
+    dep = kind.dep
+    deadline = time.monotonic() + timeout
+    waiting = "the daemons"
+    while time.monotonic() < deadline:
+        dead = dep.dead_daemon()
+        if dead is not None:
+            raise ClusterError(
+                f"the {dead.label} on {dead.host} exited while the cluster started; "
+                f"{dead.log} says:\n{dep.log_excerpt(dead.host, dead.log)}"
+            )
+        missing = kind.ready()
+        if missing is None:
+            return
+        waiting = missing
+        time.sleep(1.0)
+    tails = "\n".join(
+        f"--- {d.label} ({d.log}):\n{dep.log_excerpt(d.host, d.log, 3, 4)}" for d in dep.daemons
+    )
+    raise ClusterError(f"not ready after {timeout:g} s: still waiting for {waiting}\n{tails}")
+
+
 def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None) -> None:
     """Start ``dep`` from nothing: fresh directories, configuration, daemons, readiness,
     what cells need. On failure every daemon started is stopped and :class:`ClusterError`
@@ -69,28 +93,7 @@ def start(kind_cls: type[Kind], dep: Deployment, timeout: float, log: Any = None
             dep.node(host).write(files)
         say("configured; starting daemons")
         kind.launch()
-        deadline = time.monotonic() + timeout
-        waiting = "the daemons"
-        while time.monotonic() < deadline:
-            dead = dep.dead_daemon()
-            if dead is not None:
-                raise ClusterError(
-                    f"the {dead.label} on {dead.host} exited while the cluster started; "
-                    f"{dead.log} says:\n{dep.log_excerpt(dead.host, dead.log)}"
-                )
-            missing = kind.ready()
-            if missing is None:
-                break
-            waiting = missing
-            time.sleep(1.0)
-        else:
-            tails = "\n".join(
-                f"--- {d.label} ({d.log}):\n{dep.log_excerpt(d.host, d.log, 3, 4)}"
-                for d in dep.daemons
-            )
-            raise ClusterError(
-                f"not ready after {timeout:g} s: still waiting for {waiting}\n{tails}"
-            )
+        await_ready(kind, timeout)
         say(f"ready after {time.monotonic() - t0:.1f} s")
         kind.prepare()
         dep.client = client_site(

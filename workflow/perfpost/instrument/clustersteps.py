@@ -39,6 +39,14 @@ from perfpost.tools.wait import BOUNDS as _BOUNDS
 from perfpost.tools.wait import bound_text
 
 BEFORE = "before"
+# With every daemon of the cluster stopped, after its start laid out its directories and
+# before the run's other steps: data made offline (vapor cgscm, cgom, cgdn), then the
+# daemons started again and the cluster ready.
+OFFLINE = "offline"
+# What can be done with the daemons down: perfpost stops and starts them around it.
+OFFLINE_ACTIONS = ("run", "wipe")
+ALL = "all"  # a step's instance: each of the role's, in order
+READY_TIMEOUT = 300.0  # seconds the cluster may take to be ready again after offline steps
 READ_TIMEOUT = 5.0
 # Hadoop daemons publish their metrics once a period (1 s in the clusters perfpost deploys,
 # lifecycle.METRICS2): a counter read right after the run can miss its last second (a
@@ -101,22 +109,38 @@ def settings(exp: Any, specs: Mapping[str, list[dict[str, Any]]], where: str) ->
     for i, s in enumerate(steps):
         place = f"{where}.cluster_steps[{i}]"
         name = s.get("cluster") or default
-        instance = int(s.get("instance", 0))
         fewest = min(roles_of(name, place, s["role"]))
-        if instance >= fewest:
+        given = s.get("instance", 0)
+        instance: int | str = ALL if given == ALL else int(given)
+        if instance != ALL and int(instance) >= fewest:
             raise ConfigError(
                 f"{place}.instance",
                 f"cluster {name!r} has {fewest} {s['role']} instance(s): instance {instance} "
                 "is not one (0 is the first)",
             )
+        if (s["do"] == "run") != bool(s.get("command")):
+            raise ConfigError(
+                f"{place}.command",
+                "a run step names its command"
+                if s["do"] == "run"
+                else f"only a run step has a command (this one does {s['do']})",
+            )
         at = s.get("at", BEFORE)
+        if at == OFFLINE and s["do"] not in OFFLINE_ACTIONS:
+            raise ConfigError(
+                f"{place}.do",
+                f"with the cluster stopped a step can {' or '.join(OFFLINE_ACTIONS)}, not "
+                f"{s['do']}: perfpost stops every daemon before the offline steps and starts "
+                "them again after",
+            )
         out_steps.append(
             {
                 "do": s["do"],
                 "cluster": name,
                 "role": s["role"],
                 "instance": instance,
-                "at": at if at == BEFORE else float(at),
+                "at": at if at in (BEFORE, OFFLINE) else float(at),
+                **({"command": str(s["command"])} if s.get("command") else {}),
             }
         )
     out_metrics: dict[str, Any] = {}
@@ -268,11 +292,20 @@ class ClusterLife(Beside):
     def _do(self, cell: Cell, step: Mapping[str, Any]) -> bool:
         from perfpost.clusters.actions import act
 
+        kind = self._kind(cell, step["cluster"])
+        if step["instance"] == ALL:
+            count = len(kind.dep.spec.roles.get(step["role"]) or [])
+            # In order, and none after one that failed.
+            return all(self._do(cell, {**step, "instance": i}) for i in range(count))
+        do, role, index, command = step["do"], step["role"], step["instance"], step.get("command")
+        return self._note(step, lambda: act(kind, do, role, index, command=command or ""))
+
+    def _note(self, step: Mapping[str, Any], action: Any) -> bool:
+        """``action()`` done and recorded as ``step``: what it did, or why it could not."""
         begun = time.time()
         entry = {**step, "epoch": begun}
         try:
-            entry["did"] = act(self._kind(cell, step["cluster"]), step["do"], step["role"],
-                               step["instance"])  # fmt: skip
+            entry["did"] = action()
             entry["status"] = "done"
         except Exception as e:  # the run fails with it; the steps after it are not done
             entry["status"] = "failed"
@@ -288,7 +321,32 @@ class ClusterLife(Beside):
             self.done.append(entry)
         return entry["status"] == "done"
 
+    def _offline(self, cell: Cell, steps: list[dict[str, Any]]) -> bool:
+        """Every daemon of the steps' clusters stopped, the steps done in order, every
+        daemon started again and each cluster ready: what an engineer does to make data
+        offline into the daemons' own directories."""
+        from perfpost.clusters import actions
+
+        names = list(dict.fromkeys(s["cluster"] for s in steps))
+
+        def whole(name: str, do: str) -> bool:
+            kind = self._kind(cell, name)
+            step = {"do": do, "cluster": name, "role": "cluster", "instance": ALL, "at": OFFLINE}
+            if do == "stop":
+                return self._note(step, lambda: actions.stop_all(kind))
+            return self._note(step, lambda: actions.start_all(kind, READY_TIMEOUT))
+
+        return (
+            all(whole(n, "stop") for n in names)
+            and all(self._do(cell, s) for s in steps)
+            and all(whole(n, "start") for n in names)
+        )
+
     def start(self, cell: Cell) -> None:
+        offline = [s for s in self.steps if s["at"] == OFFLINE]
+        if offline and not self._offline(cell, offline):
+            self._give_up(cell)
+            return
         for s in [s for s in self.steps if s["at"] == BEFORE]:
             if not self._do(cell, s):
                 self._give_up(cell)
@@ -298,7 +356,9 @@ class ClusterLife(Beside):
         if self.metrics:
             self.first = self._read(cell)
         self.t0 = time.time()
-        timed = sorted((s for s in self.steps if s["at"] != BEFORE), key=lambda s: s["at"])
+        timed = sorted(
+            (s for s in self.steps if s["at"] not in (BEFORE, OFFLINE)), key=lambda s: s["at"]
+        )
         if timed or self.until:
             cell.when_measuring(self._going)
             self.thread = threading.Thread(target=self._watch, args=(cell, timed), daemon=True)
@@ -508,23 +568,45 @@ _DONE = {
 }
 
 
+def _who(step: Mapping[str, Any]) -> str:
+    instance = step.get("instance", 0)
+    who = f"each {step['role']}" if instance == ALL else f"{step['role']} {int(instance)}"
+    return who + (f" of `{step['cluster']}`" if step.get("cluster") else "")
+
+
+def _did(step: Mapping[str, Any]) -> str:
+    if step["do"] == "run":
+        return f"ran `{step['command']}`"
+    return _DONE[step["do"]]
+
+
 def describe(experiment: Mapping[str, Any]) -> list[str]:
     """The method's sentences on what was done to the cluster during each run and what was
     read of its daemons, as the experiment declared them."""
     out = []
     steps = experiment.get("cluster_steps") or []
+    offline = [s for s in steps if s.get("at") == OFFLINE]
+    if offline:
+        said = [f"{_who(s)} {_did(s)}" for s in offline]
+        out.append(
+            "Before each run, with every daemon of its cluster stopped (after the cluster's "
+            "start had laid out their directories), in this order: " + "; ".join(said) + ". "
+            "Then every daemon was started again and the run waited until the cluster was "
+            "ready."
+        )
+    steps = [s for s in steps if s.get("at") != OFFLINE]
     if steps:
         said = []
         for s in steps:
             at = s.get("at", BEFORE)
             when = "before it measured" if at == BEFORE else f"{float(at):g} s into it"
-            who = f"{s['role']} {int(s.get('instance', 0))}"
-            where = f" of `{s['cluster']}`" if s.get("cluster") else ""
-            said.append(f"{when}, {who}{where} {_DONE[s['do']]}")
-        out.append(
-            "In each run, in this order: " + "; ".join(said) + ". Each run had a cluster "
-            "started for it alone, so no step reached another run; the record of each run "
-            "says when each step happened, relative to its measurement."
+            said.append(f"{when}, {_who(s)} {_did(s)}")
+        out.append("In each run, in this order: " + "; ".join(said) + ". ")
+    if offline or steps:
+        out[-1] += (
+            ("" if steps else " ") + "Each run had a cluster started for it alone, so no step "
+            "reached another run; the record of each run says when each step happened, "
+            "relative to its measurement."
         )
     trace = experiment.get("daemon_trace")
     if trace:
