@@ -113,11 +113,12 @@ def test_the_steps_make_every_cell_a_cluster_of_its_own_and_travel_in_its_spec()
 
 
 def test_offline_steps_travel_in_the_spec_each_instance_in_turn_and_the_method_says_so():
+    cgscm = "{home}/bin/ozone vapor cgscm -n 4"
+    cgdn = "{home}/bin/ozone vapor cgdn -n 4 --index {n} --datanodes {instances}"
     steps = [
-        {"do": "run", "role": "scm", "at": "offline", "command": "{home}/bin/ozone vapor cgscm -n 4"},
-        {"do": "run", "role": "datanode", "instance": "all", "at": "offline",
-         "command": "{home}/bin/ozone vapor cgdn -n 4 --index {n} --datanodes {instances}"},
-    ]  # fmt: skip
+        {"do": "run", "role": "scm", "at": "offline", "command": cgscm},
+        {"do": "run", "role": "datanode", "instance": "all", "at": "offline", "command": cgdn},
+    ]
     cfg = _with(cluster_steps=steps, tool="command", params={"run": "true"}, until="drop")
     del cfg["experiments"]["e"]["daemon_metrics"]
     plan = build_plan(cfg)
@@ -129,7 +130,7 @@ def test_offline_steps_travel_in_the_spec_each_instance_in_turn_and_the_method_s
     ]
     # The placeholders are the step's own, filled on the host, not the plan's.
     assert life["steps"][1]["command"] == steps[1]["command"]
-    from perfpost.instrument.clustersteps import describe
+    from perfpost.instrument.clustermethod import describe
 
     (said,) = describe(cfg["experiments"]["e"])
     assert said.startswith("Before each run, with every daemon of its cluster stopped")

@@ -133,3 +133,34 @@ def test_a_wait_reads_as_what_was_done_to_the_cluster_and_what_it_waited_for():
         "# wait until under_replicated < 1 (read every 0.5 s)",
         "#   1.5 s into it: started the datanode-2 on h3 (pid 4800)",
     ]
+
+
+def test_a_command_an_offline_step_ran_reads_as_typed_on_its_host_first():
+    """The steps with the cluster stopped come first, whatever their order in the record;
+    a command a step ran is the command, its install's bin/ on the PATH."""
+    home = "/var/lib/u/.cache/perfpost/ozone-2.2.0-0123456789abcdef"
+    record = {
+        "workdir": WORK,
+        "tool": "wait",
+        "params": {"dir": "/var/tmp/perfpost"},
+        "command": f"sh -c 'while [ ! -e \"{WORK}/.until\" ]; do sleep 0.1; done'",
+        "clusters": [{"name": "ozone", "kind": "ozone"}],
+        "cluster_fields": {"cluster.home": home, "ozone.home": home},
+        "cluster_steps": [
+            {"at": "before", "did": "killed the datanode-2 on h3 (pid 4711)"},
+            {"at": "offline", "did": "stopped every daemon: scm on h1 (pid 1)"},
+            {
+                "at": "offline",
+                "did": f"ran `{home}/bin/ozone vapor cgscm -n 8 --from 0` on h1 for the scm "
+                "(2.2 s; /var/tmp/x/logs/step-scm-110649.log)",
+            },
+        ],
+        "until": {"metric": "closed", "above": 7.0, "every": 0.25},
+    }
+    assert typed.cell_listing(record, []) == [
+        "# stopped every daemon: scm on h1 (pid 1)",
+        "# on h1, for the scm:",
+        "ozone vapor cgscm -n 8 --from 0",
+        "# killed the datanode-2 on h3 (pid 4711)",
+        "# wait until closed > 7 (read every 0.25 s)",
+    ]

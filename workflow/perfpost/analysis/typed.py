@@ -27,6 +27,8 @@ JVM_VARS = ("OZONE_OPTS", "HADOOP_CLIENT_OPTS", "HADOOP_OPTS", "JAVA_TOOL_OPTION
 # The parameters that name a program or jar perfpost provisioned or was given by path.
 PROGRAM_PARAMS = ("launcher", "jar")
 _RUN = re.compile(r"perfpost-[0-9a-f]{12}")
+# What a cluster step's run said it did (perfpost.clusters.actions).
+_RAN = re.compile(r"ran `(?P<command>.*)` on (?P<host>\S+) for the (?P<daemon>\S+) \(")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -192,9 +194,17 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
     steps = rec.get("cluster_steps") or []
     # What was done to the cluster, as the run's record says it was done.
-    # With the cluster's daemons stopped first (data made offline), then before it measured.
-    lines += [f"# {s.get('did') or s.get('reason')}" for s in steps if s.get("at") == "offline"]
-    lines += [f"# {s.get('did') or s.get('reason')}" for s in steps if s.get("at") == "before"]
+    # With the cluster's daemons stopped first (data made offline), then before it measured;
+    # a command a step ran, as typed on its host.
+    for s in [s for s in steps if s.get("at") == "offline"] + [
+        s for s in steps if s.get("at") == "before"
+    ]:
+        ran = _RAN.match(s.get("did") or "")
+        if ran:
+            lines.append(f"# on {ran['host']}, for the {ran['daemon']}:")
+            lines += typed([ran["command"]])
+        else:
+            lines.append(f"# {s.get('did') or s.get('reason')}")
     lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]
     each = (rec.get("clients") or {}).get("each") or []
     until = rec.get("until") or {}

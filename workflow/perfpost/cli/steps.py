@@ -425,12 +425,12 @@ def _cmd_post(args: argparse.Namespace) -> int:
 
     from perfpost import tools
     from perfpost.analysis import parts, profiles, report, resources, steady, tidy
-    from perfpost.instrument import clustersteps
+    from perfpost.instrument import clustermethod
 
     exp = json.loads(args.experiment)
     tidy_df = tidy.read(args.tidy)
     method = tools.get(exp["tool"]).describe(exp, tidy.results(tidy_df))
-    exp["method"] = [*method, *clustersteps.describe(exp)]
+    exp["method"] = [*method, *clustermethod.describe(exp)]
     exp, tidy_df = parts.view(exp, tidy_df)  # by job or group, where the plot asks
     envs = {}
     for path in args.env:
