@@ -81,6 +81,45 @@ def test_the_id_follows_the_configuration_not_its_name():
     assert re.fullmatch(r"hdfs-[0-9a-f]{10}", a.ident())
 
 
+def test_a_prefix_is_a_setting_of_the_daemons_it_starts_and_fills_its_log_directory():
+    from perfpost.clusters.base import Daemon
+    from perfpost.clusters.deployment import Deployment
+
+    plain = ClusterSpec(name="a", kind="hdfs", version="3.4.2", roles={"namenode": ["x"]})
+    # The id of a configuration without one is as it was before prefixes existed.
+    assert "prefix" not in plain.identity()
+    traced = ClusterSpec(
+        name="a",
+        kind="hdfs",
+        version="3.4.2",
+        roles={"namenode": ["x"], "datanode": ["x", "y"]},
+        prefix={"datanode": "strace -f -c -o {logs}/{daemon}.strace", "all": "nice"},
+    )
+    assert traced.ident() != plain.ident()
+    dep = Deployment(spec=traced, hosts={}, tag="t")
+    dn = Daemon("datanode", "y", 1, log="/d/perfpost-cluster-x-y/logs/datanode-1.log")
+    assert dep.prefix(dn) == "strace -f -c -o /d/perfpost-cluster-x-y/logs/datanode-1.strace"
+    nn = Daemon("namenode", "x", 0, log="/d/logs/namenode-0.log")
+    assert dep.prefix(nn) == "nice"  # a role not named gets `all`'s
+    # A directory with a space stays one word.
+    odd = Daemon("datanode", "y", 0, log="/my dir/logs/datanode-0.log")
+    assert dep.prefix(odd) == "strace -f -c -o '/my dir/logs'/datanode.strace"
+    # The post says what the daemons ran under.
+    from perfpost.analysis.post import cluster_line
+
+    line = cluster_line({**traced.to_dict(), "roles": traced.roles})
+    assert "the datanodes started under `strace -f -c -o {logs}/{daemon}.strace`" in line
+    assert "every daemon started under `nice`" in line
+    # In a config, the daemon's own fields stay for its start; an axis fills its own.
+    cfg = copy.deepcopy(BASE)
+    cfg["experiments"]["e"]["axes"]["blocksize"] = ["1m"]
+    cfg["clusters"]["hdfs"]["prefix"] = {"datanode": "strace -o {logs}/{daemon}-{blocksize}.txt"}
+    plan = build_plan(cfg)
+    specs = [s for ss in plan.experiments["e"].cluster_specs.values() for s in ss]
+    (got,) = {s["prefix"]["datanode"] for s in specs if s["kind"] == "hdfs"}
+    assert got == "strace -o {logs}/{daemon}-1m.txt"
+
+
 def test_axis_values_fill_site_keys_and_id_stays_for_the_run():
     def with_axis(cfg):
         cfg["experiments"]["e"]["axes"]["blocksize"] = ["1m", "4m"]
@@ -173,6 +212,11 @@ def test_a_changed_cluster_setting_is_another_measurement():
             lambda c: c["clusters"]["hdfs"].update(jvm={"scm": "-Xmx1g"}),
             "clusters.hdfs.jvm.scm",
             "hdfs has no role 'scm'",
+        ),
+        (
+            lambda c: c["clusters"]["hdfs"].update(prefix={"om": "strace -f -c"}),
+            "clusters.hdfs.prefix.om",
+            "hdfs has no role 'om'",
         ),
     ],
 )

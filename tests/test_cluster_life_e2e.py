@@ -58,10 +58,16 @@ def run(ozone_cache, tmp_path_factory):
     traced["params"]["dir"] = str(work / "scratch")
     traced["params"]["options"]["n"] = CHUNKS
     config["experiments"]["dn-syscalls"] = traced
-    # A step that cannot be done: the datanode is running, and a wipe needs it stopped.
+    # A step that cannot be done: the datanode is running, and a wipe needs it stopped. Its
+    # cluster (a start of its own, as any cell with steps gets) has its datanode started
+    # under strace for the cluster's whole life.
+    config["clusters"]["traced"] = {
+        **config["clusters"]["ozone"],
+        "prefix": {"datanode": "strace -f -c -o {logs}/{daemon}.strace"},
+    }
     config["experiments"]["bad-step"] = {
         "tool": "wait",
-        "cluster": "ozone",
+        "cluster": "traced",
         "params": {"dir": str(work / "scratch")},
         "cluster_steps": [{"do": "wipe", "role": "datanode"}],
         "daemon_metrics": config["experiments"]["dn-back"]["daemon_metrics"],
@@ -195,7 +201,7 @@ def test_the_datanodes_system_calls_are_stracess_own_counts(run):
 def test_a_step_that_cannot_be_done_fails_its_run_at_once_with_why(run):
     (rec,) = records(run, "bad-step")
     assert rec["status"] == "failed"
-    assert "cluster step wipe datanode 0 (ozone) failed" in rec["reason"]
+    assert "cluster step wipe datanode 0 (traced) failed" in rec["reason"]
     assert "a wipe needs it stopped first" in rec["reason"]
     # The wait ended when the step failed, not at its 600 s timeout.
     assert rec["end_epoch"] - rec["start_epoch"] < 60
@@ -209,3 +215,28 @@ def test_a_step_that_cannot_be_done_fails_its_run_at_once_with_why(run):
             "600 s timeout, with the step's reason; nothing of it reached another run",
         )
     )
+
+
+def test_a_daemon_started_under_a_prefix_ran_under_it_for_the_clusters_life(run):
+    (rec,) = records(run, "bad-step")
+    (held,) = rec["clusters"]
+    sdir = run / "results" / "clusters" / held["id"] / f"start-{held['start']}"
+    # strace's own summary, written when the cluster's stop ended the datanode: its table of
+    # system calls, ending in a total row, and the calls a JVM cannot start without.
+    (out,) = (sdir / "logs").rglob("datanode.strace")
+    text = out.read_text()
+    assert re.search(r"^-+ -+ ", text, re.M), text[:500]
+    assert re.search(r"^100\.00\s.*\stotal$", text, re.M), text[-500:]
+    assert re.search(r"\sfutex$", text, re.M)
+    assert re.search(r"\sclone3?$", text, re.M)
+    # The datanode itself ran: its own start-up banner, under strace.
+    (log,) = (sdir / "logs").rglob("datanode-0.log")
+    assert "STARTUP_MSG: Starting HddsDatanodeService" in log.read_text(errors="replace")
+    # The post's set-up and its notebook say what the datanode ran under.
+    post = (run / "reports" / "bad-step" / "index.md").read_text()
+    assert "the datanodes started under `strace -f -c -o {logs}/{daemon}.strace`" in post
+    notebook = notebook_of(run / "reports" / "bad-step" / "index.md")
+    assert (
+        "Started under a command, for the cluster's whole life: "
+        "`strace -f -c -o {logs}/{daemon}.strace` (datanode)"
+    ) in notebook

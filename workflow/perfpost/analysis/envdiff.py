@@ -116,7 +116,7 @@ def _cluster_facts(entry: dict[str, Any]) -> dict[str, Any]:
         f"cluster.{name}.kind": entry["kind"],
         f"cluster.{name}.version": release(version, version.strip()) or None,
     }
-    for group in ("roles", "jvm", "env"):
+    for group in ("roles", "jvm", "prefix", "env"):
         for key, value in sorted((entry.get(group) or {}).items()):
             facts[f"cluster.{name}.{group}.{key}"] = value
     for key in sorted(entry.get("changed") or [], key=lambda k: k["key"]):

@@ -259,7 +259,12 @@ def cluster_line(c: Mapping[str, Any]) -> str:
         for role, hosts in c["roles"].items()
     )
     build = f", build `{c['build']}`" if c.get("build") else ""
-    return f"{kind} {release}{build} `{c['name']}` ({roles})"
+    # Daemons started under a command (strace, perf stat): said, since it changes them.
+    under = "".join(
+        f"; {'every daemon' if role == 'all' else f'the {role}s'} started under `{text}`"
+        for role, text in (c.get("prefix") or {}).items()
+    )
+    return f"{kind} {release}{build} `{c['name']}` ({roles}{under})"
 
 
 def cluster_lines(clusters: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -194,6 +194,7 @@ def clusters_of(cells: pd.DataFrame, root: Path = Path()) -> list[dict[str, Any]
                     for role in _role_order(spec["kind"], spec["roles"])
                 },
                 "jvm": spec.get("jvm", {}),
+                "prefix": spec.get("prefix", {}),
                 "env": spec.get("env", {}),
                 "version": dep.get("version", ""),
                 "build": spec.get("build"),

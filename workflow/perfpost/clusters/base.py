@@ -96,6 +96,8 @@ class ClusterSpec:
     roles: dict[str, list[str]]  # role -> hosts, in order
     site: dict[str, dict[str, str]] = field(default_factory=dict)  # "ozone-site" -> keys
     jvm: dict[str, str] = field(default_factory=dict)  # role (or "all") -> JVM options
+    # role (or "all") -> a command its daemons start under (strace -f -c -o ..., perf stat)
+    prefix: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     dir: str = DEFAULT_DIR
     home: str | None = None  # an install on every host; default: perfpost's provisioned one
@@ -120,7 +122,7 @@ class ClusterSpec:
         data = asdict(self)
         for k in ("name", "fresh", "shared", "cache"):
             data.pop(k)
-        for k in ("build", "steps", "sides"):  # as before they existed, where unused
+        for k in ("build", "steps", "sides", "prefix"):  # as before they existed, where unused
             if not data.get(k):
                 data.pop(k, None)
         return data

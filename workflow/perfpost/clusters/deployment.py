@@ -316,6 +316,14 @@ class Deployment:
         """A shell command running ``main`` of the install on ``host`` (a client step)."""
         return self._shell_java(host, "", main, list(args), list(QUICK_JVM))
 
+    def prefix(self, d: Daemon) -> str:
+        """The command ``d`` starts under (the config's ``prefix`` for its role, else for
+        ``all``), its ``{logs}`` the daemon's log directory (kept with the cluster's logs)
+        and ``{daemon}`` its name; empty where none was given."""
+        text = self.spec.prefix.get(d.role, self.spec.prefix.get("all", ""))
+        given = {"logs": str(Path(d.log).parent), "daemon": d.label}
+        return re.sub(r"\{(logs|daemon)\}", lambda m: shlex.quote(given[m.group(1)]), text)
+
     def start_daemon(
         self,
         role: str,
@@ -329,6 +337,9 @@ class Deployment:
         host = self.spec.roles[role][index]
         d = Daemon(role, host, index, log=f"{self.root(host)}/logs/{role}-{index}.log")
         cmd = self._shell_java(host, role, main, args, opts)
+        prefix = self.prefix(d)
+        if prefix:
+            cmd = f"{prefix} {cmd}"
         envs = " ".join(
             shlex.quote(f"{k}={v}") for k, v in {**(env or {}), **self.spec.env}.items()
         )

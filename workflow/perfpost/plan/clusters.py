@@ -40,7 +40,14 @@ def cluster_spec(
     cluster's own id (a directory of its own: "/dev/shm/perfpost/ratis-{id}")."""
     here = f"clusters.{name}"
     kind = clusters.get(raw["kind"])
-    filled = render(raw, {**values, "id": "{id}"}, here)
+    filled = render({k: v for k, v in raw.items() if k != "prefix"}, {**values, "id": "{id}"}, here)
+    if "prefix" in raw:
+        # Its {logs} and {daemon} are each daemon's own, filled as it starts.
+        filled["prefix"] = render(
+            {"prefix": raw["prefix"]},
+            {**values, "id": "{id}", "logs": "{logs}", "daemon": "{daemon}"},
+            here,
+        )["prefix"]
     roles: dict[str, list[str]] = {}
     for role, (fewest, most) in kind.ROLES.items():
         given = filled.get("roles", {}).get(role, [LOCALHOST] * fewest)
@@ -67,12 +74,17 @@ def cluster_spec(
                 f"{here}.roles.{role}",
                 f"{raw['kind']} has no role {role!r} (roles: {', '.join(kind.ROLES)})",
             )
-    jvm = filled.get("jvm", {})
-    if isinstance(jvm, str):
-        jvm = {"all": jvm}
-    for role in jvm:
-        if role != "all" and role not in kind.ROLES:
-            raise ConfigError(f"{here}.jvm.{role}", f"{raw['kind']} has no role {role!r}")
+
+    def per_role(key: str) -> dict[str, Any]:
+        """One string for every daemon (``all``), or one per role of the kind."""
+        given = filled.get(key, {})
+        given = {"all": given} if isinstance(given, str) else given
+        for role in given:
+            if role != "all" and role not in kind.ROLES:
+                raise ConfigError(f"{here}.{key}.{role}", f"{raw['kind']} has no role {role!r}")
+        return given
+
+    jvm, prefix = per_role("jvm"), per_role("prefix")
     site = {f: {k: str(v) for k, v in filled[f].items()} for f in SITE_KEYS if filled.get(f)}
     sides = {}
     for side in ("daemons", "clients"):
@@ -112,6 +124,7 @@ def cluster_spec(
         roles=roles,
         site=site,
         jvm={k: str(v) for k, v in jvm.items()},
+        prefix={k: str(v) for k, v in prefix.items()},
         env={k: str(v) for k, v in filled.get("env", {}).items()},
         dir=filled.get("dir", "/var/tmp/perfpost"),
         home=home,

@@ -89,8 +89,10 @@ def teardown(sdir: Path, state: dict[str, Any], why: str, known: Iterable[str] =
                 out = sdir / "logs" / host
                 out.mkdir(parents=True, exist_ok=True)
                 redactor = hostenv.Redactor([*known, *conf_secrets(node, dep, host)])
+                # The daemons' logs and what a command they started under wrote there
+                # (a prefix's strace summary, ``{logs}/{daemon}.strace``).
                 for name in names:
-                    if re.fullmatch(r"[\w.+-]+\.(log|out)", name):
+                    if re.fullmatch(r"[\w.+-]+\.\w+", name):
                         redactor.write(out / name, node.read(f"{root}/logs/{name}"))
                 if kind.NOTES:
                     dep.read_notes(
