@@ -112,10 +112,21 @@ def on_testbed(example: dict, inventory_file: str, cache: Path) -> dict:
 
 
 def run_on_testbed(
-    example: str, testbed: object, cache: Path, work: Path, edit: Callable[[dict], None]
+    example: str,
+    testbed: object,
+    ozone_cache: tuple[Path, object],
+    work: Path,
+    edit: Callable[[dict], None],
+    needs: str,
 ) -> Path:
     """``config/examples/<example>`` run as the README's command runs it on the testbed's
-    hosts (:func:`on_testbed`), once ``edit`` shrank it: its checkout, the run finished."""
+    hosts (:func:`on_testbed`), once ``edit`` shrank it: its checkout, the run finished.
+    Skipped where the testbed's hosts share one address (``needs`` says what needs more)."""
+    if testbed.mode != "netns":  # type: ignore[attr-defined]
+        import pytest
+
+        pytest.skip(f"{needs} need hosts with addresses of their own: network namespaces")
+    cache, _ = ozone_cache
     cfg = on_testbed(
         yaml.safe_load((ROOT / "config" / "examples" / example).read_text()),
         testbed.inventory,  # type: ignore[attr-defined]

@@ -24,9 +24,6 @@ CONTAINERS = 8
 
 @pytest.fixture(scope="module")
 def run(testbed, ozone_cache, tmp_path_factory):
-    if testbed.mode != "netns":
-        pytest.skip("three datanodes need hosts with addresses of their own: network namespaces")
-    cache, _ = ozone_cache
 
     def shrink(cfg: dict) -> None:
         exp = cfg["experiments"]["closed-containers"]
@@ -39,7 +36,9 @@ def run(testbed, ozone_cache, tmp_path_factory):
         exp["until"]["above"] = CONTAINERS - 1
 
     work = tmp_path_factory.mktemp("closedcontainers")
-    return run_on_testbed("testbed-closed-containers.yaml", testbed, cache, work, shrink)
+    return run_on_testbed(
+        "testbed-closed-containers.yaml", testbed, ozone_cache, work, shrink, "three datanodes"
+    )
 
 
 def _start_dir(run, rec):

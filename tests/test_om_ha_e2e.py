@@ -25,9 +25,6 @@ _LEADER = re.compile(r": change Leader from \S+ to (om\d+) at term (\d+) for (\w
 
 @pytest.fixture(scope="module")
 def ring(testbed, ozone_cache, tmp_path_factory):
-    if testbed.mode != "netns":
-        pytest.skip("three OMs need hosts with addresses of their own: network namespaces")
-    cache, _ = ozone_cache
 
     def shrink(cfg: dict) -> None:
         omkg = cfg["experiments"]["omkg"]
@@ -37,7 +34,7 @@ def ring(testbed, ozone_cache, tmp_path_factory):
         del cfg["clusters"]["ozone"]
 
     work = tmp_path_factory.mktemp("om-ha")
-    return run_on_testbed("testbed-om-ha.yaml", testbed, cache, work, shrink)
+    return run_on_testbed("testbed-om-ha.yaml", testbed, ozone_cache, work, shrink, "three OMs")
 
 
 def test_freon_created_every_key_in_a_ring_of_three_oms_that_agreed_on_its_leader(ring):

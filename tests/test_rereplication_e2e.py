@@ -23,9 +23,6 @@ KEYS = 12
 
 @pytest.fixture(scope="module")
 def rerun(testbed, ozone_cache, tmp_path_factory):
-    if testbed.mode != "netns":
-        pytest.skip("three datanodes need hosts with addresses of their own: network namespaces")
-    cache, _ = ozone_cache
 
     def shrink(cfg: dict) -> None:
         exp = cfg["experiments"]["rereplication"]
@@ -34,7 +31,9 @@ def rerun(testbed, ozone_cache, tmp_path_factory):
         exp["params"]["before"] = exp["params"]["before"].replace("-n 40 ", f"-n {KEYS} ")
 
     work = tmp_path_factory.mktemp("rereplication")
-    return run_on_testbed("testbed-rereplication.yaml", testbed, cache, work, shrink)
+    return run_on_testbed(
+        "testbed-rereplication.yaml", testbed, ozone_cache, work, shrink, "three datanodes"
+    )
 
 
 def test_the_run_ended_when_the_scm_counted_nothing_under_replicated(rerun):

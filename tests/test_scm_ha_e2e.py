@@ -27,9 +27,6 @@ _PEERS = re.compile(r"(?:cur|new)=peers:\[([^\]]*)\]")
 
 @pytest.fixture(scope="module")
 def ring(testbed, ozone_cache, tmp_path_factory):
-    if testbed.mode != "netns":
-        pytest.skip("three SCMs need hosts with addresses of their own: network namespaces")
-    cache, _ = ozone_cache
 
     def shrink(cfg: dict) -> None:
         ockg = cfg["experiments"]["ockg"]
@@ -39,7 +36,7 @@ def ring(testbed, ozone_cache, tmp_path_factory):
         del cfg["clusters"]["ozone"]
 
     work = tmp_path_factory.mktemp("scm-ha")
-    return run_on_testbed("testbed-scm-ha.yaml", testbed, cache, work, shrink)
+    return run_on_testbed("testbed-scm-ha.yaml", testbed, ozone_cache, work, shrink, "three SCMs")
 
 
 def test_freon_wrote_every_key_through_a_ring_of_three_scms(ring):

@@ -153,6 +153,9 @@ def test_a_command_an_offline_step_ran_reads_as_typed_on_its_host_first():
                 "at": "offline",
                 "did": f"ran `{home}/bin/ozone vapor cgscm -n 8 --from 0` on h1 for the scm "
                 "(2.2 s; /var/tmp/x/logs/step-scm-110649.log)",
+                "ran": f"{home}/bin/ozone vapor cgscm -n 8 --from 0",
+                "host": "h1",
+                "daemon": "scm",
             },
         ],
         "until": {"metric": "closed", "above": 7.0, "every": 0.25},

@@ -27,8 +27,6 @@ JVM_VARS = ("OZONE_OPTS", "HADOOP_CLIENT_OPTS", "HADOOP_OPTS", "JAVA_TOOL_OPTION
 # The parameters that name a program or jar perfpost provisioned or was given by path.
 PROGRAM_PARAMS = ("launcher", "jar")
 _RUN = re.compile(r"perfpost-[0-9a-f]{12}")
-# What a cluster step's run said it did (perfpost.clusters.actions).
-_RAN = re.compile(r"ran `(?P<command>.*)` on (?P<host>\S+) for the (?P<daemon>\S+) \(")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -199,10 +197,9 @@ def cell_listing(rec: Mapping[str, Any], after: Sequence[str]) -> list[str]:
     for s in [s for s in steps if s.get("at") == "offline"] + [
         s for s in steps if s.get("at") == "before"
     ]:
-        ran = _RAN.match(s.get("did") or "")
-        if ran:
-            lines.append(f"# on {ran['host']}, for the {ran['daemon']}:")
-            lines += typed([ran["command"]])
+        if s.get("ran"):
+            lines.append(f"# on {s['host']}, for the {s['daemon']}:")
+            lines += typed([s["ran"]])
         else:
             lines.append(f"# {s.get('did') or s.get('reason')}")
     lines += [f"{b} &" for b in typed(rec.get("background_commands") or [])]

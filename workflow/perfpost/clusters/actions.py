@@ -49,9 +49,10 @@ def act(
     index: int = 0,
     grace: float = STOP_GRACE,
     command: str = "",
-) -> str:
+) -> str | dict[str, str]:
     """Do ``do`` (one of :data:`ACTIONS`) to instance ``index`` of ``role`` of the cluster
-    ``kind`` runs (a :class:`perfpost.clusters.deployment.Kind`); what was done, in words."""
+    ``kind`` runs (a :class:`perfpost.clusters.deployment.Kind`); what was done, in words
+    (a run: those words as ``did`` beside what it ran, where)."""
     dep = kind.dep
     hosts = dep.spec.roles.get(role) or []
     if index >= len(hosts):
@@ -112,10 +113,11 @@ def act(
     raise ClusterError(f"unknown action {do!r} (known: {', '.join(ACTIONS)})")
 
 
-def _run(dep: Any, role: str, index: int, command: str) -> str:
+def _run(dep: Any, role: str, index: int, command: str) -> dict[str, str]:
     """``command`` run to its end on the instance's host, with the configuration its daemons
     read (``OZONE_CONF_DIR``, ``HADOOP_CONF_DIR``) and the cluster's environment, its
-    output in a log beside the daemons' (kept with the cluster's logs)."""
+    output in a log beside the daemons' (kept with the cluster's logs): what was done in
+    words (``did``), and the command as run, its host, daemon and log."""
     hosts = dep.spec.roles[role]
     host = hosts[index]
     label = Daemon(role, host, index).label
@@ -140,7 +142,15 @@ def _run(dep: Any, role: str, index: int, command: str) -> str:
         )
     except ClusterError as e:
         raise ClusterError(f"{e}; {log} says:\n{dep.log_excerpt(host, log)}") from None
-    return f"ran `{text}` on {host} for the {label} ({time.monotonic() - began:.1f} s; {log})"
+    took = time.monotonic() - began
+    return {
+        "did": f"ran `{text}` on {host} for the {label} ({took:.1f} s; {log})",
+        # What was typed, and where: the post lists it as a person types it.
+        "ran": text,
+        "host": host,
+        "daemon": label,
+        "log": log,
+    }
 
 
 def stop_all(kind: Any) -> str:

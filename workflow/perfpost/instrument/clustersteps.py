@@ -305,7 +305,8 @@ class ClusterLife(Beside):
         begun = time.time()
         entry = {**step, "epoch": begun}
         try:
-            entry["did"] = action()
+            done = action()
+            entry.update(done if isinstance(done, dict) else {"did": done})
             entry["status"] = "done"
         except Exception as e:  # the run fails with it; the steps after it are not done
             entry["status"] = "failed"
