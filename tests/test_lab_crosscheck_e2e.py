@@ -30,7 +30,7 @@ EXAMPLE = ROOT / "config" / "examples" / "lab-teragen-crosscheck.yaml"
 SIZE = 20_000_000  # teragen's size in the miniature: 200,000 rows of 100 bytes
 MAPS = 3
 FILES = 50  # freon dfsg files a run
-LOAD_LEAD = 25  # seconds the load's JVM gets to start on a busy h4 before teragen does
+LOAD_LEAD = 2  # seconds of the load, from its first key, before teragen starts
 _PROGRESS = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*Progress: [\d.]+ % \((\d+) out of \d+\)",
     re.M,

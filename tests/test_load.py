@@ -3,6 +3,8 @@ dd, whose bytes the kernel counts (/proc/<pid>/io, proc(5)) and dd itself report
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -189,3 +191,54 @@ def test_a_tolerance_without_a_rate_is_refused_by_its_key():
             {"tool": "fio", "params": {"dir": "/d", "size": "8m"}, "tolerance": 0.2},
             "e.background",
         )
+
+
+def _progress_line(done: int) -> str:
+    # freon's own form (tests/data/freon/cmdw-duration.log), stamped now.
+    import datetime as dt
+
+    now = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return f"{now} [Thread-3] INFO freon.ProgressBar: Progress: 0.00 % ({done} out of 1000)"
+
+
+def _freon_load(tmp_path, script: str):
+    """A Load of freon whose 'process' is ``script`` writing its log as freon would."""
+    from perfpost.run.hosts import LocalHost
+    from perfpost.tools import freon
+
+    got = load.Load({"tool": "freon", "params": {}, "rate": None, "lead": 0.0})
+    got.state = str(tmp_path / "state")
+    (tmp_path / "state").mkdir()
+    got.progress = freon.parse_series
+    got.log = "freon.log"
+    cell = type("C", (), {"host": LocalHost(), "record": {"background": {}}})()
+    proc = subprocess.Popen(["sh", "-c", script], start_new_session=True)
+    got.thread = threading.Thread(target=proc.wait, daemon=True)
+    got.thread.start()
+    return got, cell, proc
+
+
+def test_a_freon_loads_lead_counts_from_its_first_operation_not_its_launch(tmp_path):
+    log = tmp_path / "state" / "log"
+    zero, five = _progress_line(0), _progress_line(5)
+    # Lines with nothing done for 1.5 s (a JVM starting), then operations, then 30 s more.
+    script = f"echo '{zero}' >> {log}; sleep 1.5; echo '{five}' >> {log}; sleep 30"
+    got, cell, proc = _freon_load(tmp_path, script)
+    try:
+        began = time.monotonic()
+        got._await_operating(cell, 60)
+        waited = time.monotonic() - began
+        assert waited >= 1.5  # not before the first operation's line
+        assert got.thread.is_alive()  # and not for the load's end
+        assert cell.record["background"]["operating_after"] >= 1.5
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_a_load_that_exits_without_operating_is_not_waited_for(tmp_path):
+    log = tmp_path / "state" / "log"
+    got, cell, _ = _freon_load(tmp_path, f"echo '{_progress_line(0)}' >> {log}; sleep 0.3")
+    got._await_operating(cell, 60)
+    assert not got.thread.is_alive()
+    assert "operating_after" not in cell.record["background"]

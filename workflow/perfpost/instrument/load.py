@@ -12,9 +12,11 @@ What it did is measured, not assumed, over the measured step itself:
   the bytes it passed to write and read calls; a process's counters hold its children's once
   it has reaped them), read right before the step starts and right after it ends (B/s).
 
-A load that is not running (or for freon, not yet operating) when the step starts, that
-exits before it ends, or whose rate misses its target by more than its ``tolerance`` (default
-:data:`TOLERANCE`), fails
+A load with progress lines gets its lead from its first operation, not from its start: a
+JVM's start (freon's takes seconds, longer on a busy host) is no part of the load, and
+counted from the launch no lead fits every host. A load that is not running (or for freon,
+not yet operating) when the step starts, that exits before it ends, or whose rate misses its
+target by more than its ``tolerance`` (default :data:`TOLERANCE`), fails
 the run with the numbers.
 """
 
@@ -36,6 +38,10 @@ from perfpost.units import format_value
 TOLERANCE = 0.10  # of the target rate
 LEAD = 1.0  # seconds the load runs before the measured step, by default
 SHORT_TIMEOUT = 30.0
+# How long a load with progress lines may take to its first operation, and how often its log
+# is looked at meanwhile (a freon JVM prints a line a second once it operates).
+OPERATING_WITHIN = 300.0
+OPERATING_POLL = 0.5
 STOP_WAIT = 30.0
 RAW = "background.log"
 MARK = "@perfpost-load"
@@ -250,7 +256,7 @@ def progressed(
         when = f"{begun - start:+.1f} s from" if begun is not None else "at no time during"
         return (
             f"its first operation came {when} the measured step's start: it was not yet "
-            "operating (give it a longer lead)"
+            "operating"
         )
     last = pts[-1][0]
     if last < end:
@@ -338,12 +344,35 @@ class Load(Beside):
 
         self.thread = threading.Thread(target=run, daemon=True, name="background-load")
         self.thread.start()
+        if self.progress is not None:
+            self._await_operating(cell, min(OPERATING_WITHIN, timeout))
         time.sleep(self.settings["lead"])
         try:
             got = cell.host.run(counters_script(self.state, 5.0), SHORT_TIMEOUT)
             self.before = parse_counters(got.stdout)
         except Exception as e:
             self.error = self.error or e
+
+    def _await_operating(self, cell: Cell, within: float) -> None:
+        """Wait until the load's own progress lines count an operation (recorded as
+        ``operating_after``, seconds from its launch), it has exited, or ``within`` passed;
+        the lead is then counted from there. A load that never operated is found out by the
+        check of its lines over the measured step, with its numbers."""
+        began = time.monotonic()
+        look = f"tail -c 65536 {shlex.quote(self.state)}/log 2>/dev/null; exit 0"
+        while time.monotonic() - began < within and self.thread is not None:
+            if not self.thread.is_alive():
+                return
+            try:
+                got = cell.host.run(look, SHORT_TIMEOUT)
+            except Exception as e:
+                self.error = self.error or e
+                return
+            rows = self.progress({self.log: got.stdout or ""})
+            if any((r.get("completed") or 0) > 0 for r in rows):
+                cell.record["background"]["operating_after"] = round(time.monotonic() - began, 3)
+                return
+            time.sleep(OPERATING_POLL)
 
     def stop(self, cell: Cell) -> None:
         """Read the counters first (the step just ended), then stop the load."""
