@@ -327,6 +327,7 @@ def run(scale: str, log=print) -> list[Row]:
             + f"; no tool {statistics.median(no_tool) * 1000:.0f} ms; perfpost's hosts were"
             f" ready {min(ahead):.2f} to {max(ahead):.2f} s before the start"
         )
+        ratio_of = {c: skew_of[c] / floor_of[c] for c in cells}
         t_cells, done = timed([tool("perfpost"), "cells"], cwd=work)
         if done.returncode or done.stdout.count("\n") != 2 * n * len(cells) + 1:
             raise RuntimeError(f"perfpost cells: {done.returncode} {done.stderr[-2000:]}")
@@ -356,6 +357,21 @@ def run(scale: str, log=print) -> list[Row]:
                 ),
                 lambda v: v < 50,
                 "< 50 ms",
+            ),
+            check(
+                Row(
+                    item,
+                    f"start_together start skew / its floor, {k}, the worst of {len(cells)} "
+                    "cells, each against the same dd by bare ssh in the same run (sampler on: "
+                    + ", ".join(f"{c} blocks {ratio_of[c]:.2f}x" for c in cells)
+                    + ")",
+                    max(ratio_of.values()),
+                    "x",
+                    details={"ratio": ratio_of},
+                    why=WHY_TOGETHER.format(n=n, no_tool=statistics.median(no_tool) * 1000),
+                ),
+                lambda v: v <= 1.2,
+                "<= 1.20x",
             ),
             Row(
                 item,
