@@ -117,3 +117,74 @@ def test_interleaved_configurations_side_by_side_or_restarted(
         )
         assert f"Each restart cost a cluster start: 4 starts, {spread} from start to" in post
     assert "4 of the 4 runs came where the plan put them" in post
+
+
+def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
+    hdfs_cache,
+    cluster_dir,  # noqa: F811
+    tmp_path,
+):
+    """teragen on YARN into an Ozone whose configuration is an axis (the OM's handler count):
+    YARN is every cell's first cluster, yet one Ozone serves all its runs and stops before
+    the other starts, with no order asked for. (Both Ozones were up at once, the runs
+    alternating between them, when a cell's place went by its first cluster alone.)"""
+    scratch = tmp_path / "scratch"
+    quick = {"dir": str(cluster_dir), "jvm": QUICK_DAEMONS}
+    cfg = {
+        "tools": {
+            "ozone": {"version": OZONE_VERSION, "cache": str(hdfs_cache)},
+            "hadoop": {"version": HDFS_VERSION, "cache": str(hdfs_cache)},
+        },
+        "experiments": {
+            "teragen": {
+                "tool": "teragen",
+                "cluster": ["yarn", "ozone"],
+                "params": {
+                    "size": "1M",
+                    "dir": str(scratch),
+                    "output": "{ozone.fs}/{run}",
+                    "resourcemanager": "http://{yarn.web}",
+                    "env": {"HADOOP_USER_NAME": "perfpost"},
+                    "defines": {"mapreduce.job.maps": 1},
+                    "remove_output": True,
+                },
+                "axes": {"handlers": [20, 40]},
+                "repeats": 2,
+                "timeout": 600,
+            }
+        },
+        "clusters": {
+            "yarn": {"kind": "yarn", **quick},
+            "ozone": {
+                "kind": "ozone",
+                **quick,
+                "buckets": ["vol1/bucket1"],
+                "ozone-site": {"ozone.om.handler.count.key": "{handlers}"},
+            },
+        },
+    }
+    work = make_checkout(tmp_path / "w", cfg)
+    done = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not java_daemons(cluster_dir)
+    cells = pd.read_csv(work / "results" / "teragen" / "cells.csv")
+    assert set(cells["status"]) == {"done"}, cells[["cell", "status", "reason"]]
+    # Three configurations: the YARN and two Ozones, each started once.
+    ids = cluster_ids(work)
+    assert len(ids) == 3
+    assert all(starts(work, i) == ["start-1"] for i in ids)
+    ozones = sorted(
+        (state(work, i, 1) for i in ids if i.startswith("ozone")), key=lambda s: s["started"]
+    )
+    assert len(ozones) == 2
+    first, second = ozones
+    # One Ozone up at a time: the first stopped before the second began to start.
+    assert _t(first["stopped"]) <= _t(second["started"])
+    # The runs, by their own start times, are all of one configuration, then all of the
+    # other's: two of a cell, then two of the other.
+    made = cells.assign(t=pd.to_datetime(cells["start"], format="ISO8601")).sort_values("t")
+    order = list(made["cell"])
+    assert order == [order[0], order[0], order[2], order[2]], order
+    assert order[0] != order[2]
+    post = notebook_of(work / "reports" / "teragen" / "index.md")
+    assert "no cluster a run did not use was starting, up or stopping" in post

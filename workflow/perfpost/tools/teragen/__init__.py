@@ -195,17 +195,23 @@ def for_clusters(
     """``params`` with the job's file system and staging directory on the cell's HDFS when
     the cell's YARN runs NodeManagers on a host other than the client's: a staging directory
     on the client's own disk (YARN's default) is one no other host can read, and the job's
-    ApplicationMaster would fail to start. ``defines`` entries for them win. With an Ozone
-    of a build of the user's, its file system client too (:func:`_ozone_client`)."""
+    ApplicationMaster would fail to start. With every NodeManager on the client's host, the
+    staging directory is the run's own (``{work}/staging``): on a local disk its owner is the
+    client's login, and a job submitted under another name (``HADOOP_USER_NAME``) finds the
+    one an earlier job made "not as expected" and fails. ``defines`` entries for them win.
+    With an Ozone of a build of the user's, its file system client too
+    (:func:`_ozone_client`)."""
     params = _ozone_client(params, clusters)
     defines = params.get("defines", {})
     if params.get("local") or STAGING in defines or DEFAULT_FS in defines:
         return params
     yarn = next((c for c in clusters if c.get("kind") == "yarn"), None)
     hdfs = next((c for c in clusters if c.get("kind") == "hdfs"), None)
-    if yarn is None or hdfs is None:
+    if yarn is None:
         return params
     if set(yarn["roles"].get("nodemanager", [])) <= {host}:
+        return {**params, "defines": {**defines, STAGING: "{work}/staging"}}
+    if hdfs is None:
         return params
     fs = f"{{{hdfs['name']}.fs}}"
     return {
