@@ -2,7 +2,8 @@
 128 MiB), A B B A: `shared: true` clusters kept up side by side where this machine's memory
 allows (each started once, both up while the other measured), or alternated with a restart
 before every run (`fresh: cell`), and the post says which and what the restarts cost. (Not
-shared, the default, they run one at a time: the default config's hcfs shows it.)
+shared, the default, they run one at a time: the default config's hcfs shows it, and so
+does teragen on one YARN into two Ozone configurations, the last test here.)
 
 Expected values: the order from the runs' own start times in cells.csv; the starts and their
 times from each cluster's state.json; the restarts' median from those times, by hand.
