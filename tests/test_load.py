@@ -206,7 +206,8 @@ def _freon_load(tmp_path, script: str):
     from perfpost.run.hosts import LocalHost
     from perfpost.tools import freon
 
-    got = load.Load({"tool": "freon", "params": {}, "rate": None, "lead": 0.0})
+    raw = {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/d"}, "lead": 0}
+    got = load.Load(load.settings(raw, "e.background"))
     got.state = str(tmp_path / "state")
     (tmp_path / "state").mkdir()
     got.progress = freon.parse_series
