@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import quickjava
+
 ROOT = Path(__file__).resolve().parents[1]
 DD_LOGS = ROOT / "tests" / "data" / "dd"
 BIN = Path(sys.executable).parent
@@ -67,7 +69,7 @@ def testbed(tmp_path_factory):
     """Three real sshd hosts (network namespaces as root, loopback ports otherwise)."""
     from tests import testbed as tb
 
-    bed = tb.start(3, tmp_path_factory.mktemp("testbed"))
+    bed = tb.start(3, tmp_path_factory.mktemp("testbed"), quick_java=True)
     yield bed
     bed.stop()
 
@@ -335,12 +337,25 @@ def pytest_configure(config) -> None:
         BACKGROUND["dir"] = str(config._tmp_path_factory.getbasetemp() / "default-run")
         # Under /var/tmp, which testbed hosts do not share: made by the first test to use it.
         SESSION["tool_cache"] = f"/var/tmp/perfpost-test-cache-{uuid.uuid4().hex[:12]}"
+        SESSION["quick_jdk"] = str(
+            quickjava.make(Path(f"/var/tmp/{quickjava.NAME}-{uuid.uuid4().hex[:12]}"))
+        )
+    _quick_java(config)
+
+
+def _quick_java(config) -> None:
+    """Localhost commands, this process's and its children's, find the quick JDK's java
+    first (tests/quickjava.py); the testbed hosts' logins have their own."""
+    jdk = config.workerinput.get("quick_jdk") if _is_worker(config) else SESSION.get("quick_jdk")
+    if jdk and f"{jdk}/bin" not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = f"{jdk}/bin{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     node.workerinput["default_run"] = BACKGROUND.get("dir")
     node.workerinput["tool_cache"] = SESSION.get("tool_cache")
+    node.workerinput["quick_jdk"] = SESSION.get("quick_jdk")
 
 
 def _start_default_run() -> None:
@@ -394,3 +409,5 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     _cpu_profile_end(session.config)
     if not _is_worker(session.config) and SESSION.get("tool_cache"):
         shutil.rmtree(SESSION.pop("tool_cache"), ignore_errors=True)  # every worker is done
+    if not _is_worker(session.config) and SESSION.get("quick_jdk"):
+        shutil.rmtree(SESSION.pop("quick_jdk"), ignore_errors=True)

@@ -121,7 +121,7 @@ def bare(tmp_path_factory):
     """Three hosts with their own disks and no SFTP subsystem."""
     from tests import testbed as tb
 
-    bed = tb.start(3, tmp_path_factory.mktemp("deliver"), sftp=False)
+    bed = tb.start(3, tmp_path_factory.mktemp("deliver"), sftp=False, quick_java=True)
     yield bed
     bed.stop()
 

@@ -47,7 +47,7 @@ def lab(tmp_path_factory, ozone_cache):
     if os.geteuid() != 0:
         pytest.skip("six hosts with their own filesystems need network namespaces, as root")
     example = yaml.safe_load(EXAMPLE.read_text())
-    bed = tb.start(6, tmp_path_factory.mktemp("lab6x"))
+    bed = tb.start(6, tmp_path_factory.mktemp("lab6x"), quick_java=True)
     try:
         cfg = on_testbed(example, bed.inventory, tool_cache)
         # Miniature: one run a cell, 20 MB in three maps, 50 files of 10 KB.

@@ -30,7 +30,7 @@ def lab(tmp_path_factory, ozone_cache):
 
     if os.geteuid() != 0:
         pytest.skip("six hosts with their own filesystems need network namespaces, as root")
-    bed = tb.start(6, tmp_path_factory.mktemp("lab6"))
+    bed = tb.start(6, tmp_path_factory.mktemp("lab6"), quick_java=True)
     try:
         cache, _ = ozone_cache
         example = yaml.safe_load(EXAMPLE.read_text())

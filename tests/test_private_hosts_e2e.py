@@ -114,7 +114,7 @@ def testbed(tmp_path_factory):
 
     if os.geteuid() != 0:
         pytest.skip("hosts with their own filesystems need network namespaces, as root")
-    bed = tb.start(3, tmp_path_factory.mktemp("private-bed"))
+    bed = tb.start(3, tmp_path_factory.mktemp("private-bed"), quick_java=True)
     yield bed
     bed.stop()
 

@@ -47,7 +47,7 @@ def no_sftp_bed(tmp_path_factory):
     """One real sshd host whose config has no `Subsystem sftp` line."""
     from tests import testbed as tb
 
-    bed = tb.start(1, tmp_path_factory.mktemp("nosftp"), sftp=False)
+    bed = tb.start(1, tmp_path_factory.mktemp("nosftp"), sftp=False, quick_java=True)
     yield bed
     bed.stop()
 

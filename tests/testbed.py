@@ -34,6 +34,8 @@ from pathlib import Path
 
 import yaml
 
+from tests import quickjava
+
 STATE = "testbed.json"
 # As root, hosts log in as this system user: a plain /bin/sh with no start-up files, so no
 # one's dotfiles (a pyenv rehash, a slow prompt) run, or hang, on every command.
@@ -410,10 +412,14 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PermitRootLogin prohibit-password
-{subsystem}MaxStartups 200:30:400
+{subsystem}{setenv}MaxStartups 200:30:400
 MaxSessions 200
 LogLevel ERROR
 """
+
+
+# A login's PATH on the hosts (sshd's default for a user), the quick JDK's bin first.
+QUICK_PATH = f"SetEnv PATH=/opt/{quickjava.NAME}/bin:/usr/local/bin:/usr/bin:/bin:/usr/games\n"
 
 
 def start(
@@ -423,11 +429,14 @@ def start(
     user: str | None = None,
     sftp: bool = True,
     disks: str | Path | None = None,
+    quick_java: bool = False,
 ) -> Testbed:
     """Start ``n`` sshd hosts named h1..hN; returns the testbed (also saved in ``directory``).
     With ``sftp=False`` the hosts offer no SFTP subsystem, as hardened servers do. As root,
     each host's own disk is ``<disks>/hN`` (default: in the testbed directory, removed by
-    ``stop``); a ``disks`` directory given is kept, as machines keep theirs between runs."""
+    ``stop``); a ``disks`` directory given is kept, as machines keep theirs between runs.
+    With ``quick_java`` (the suite's hosts, in network namespaces) each host's login finds
+    the quick JDK's java first (tests/quickjava.py), in the host's own /opt."""
     root = os.geteuid() == 0
     if mode == "auto":
         mode = "netns" if root and shutil.which("ip") else "loopback"
@@ -468,6 +477,7 @@ def start(
         own_disks=disks is None,
     )
     disk_root = Path(disks).resolve() if disks is not None else d / "disks"
+    real_jdk = quickjava.real_jdk() if quick_java else None
     import pwd
 
     home = pwd.getpwnam(user).pw_dir
@@ -503,6 +513,8 @@ def start(
                     home=home,
                 )
                 _make_disk(Path(h.disk), user)
+                if quick_java:
+                    quickjava.make(Path(h.disk) / "opt" / quickjava.NAME, real_jdk)
                 _ip("netns", "add", h.netns)
                 _ip("link", "add", h.veth, "type", "veth", "peer", "name", f"pp{tag}{i}b")
                 _ip("link", "set", h.veth, "master", bed.bridge)
@@ -527,6 +539,7 @@ def start(
                     dir=hdir,
                     authorized=authorized,
                     subsystem="Subsystem sftp internal-sftp\n" if sftp else "",
+                    setenv=QUICK_PATH if quick_java and mode == "netns" else "",
                 )
             )
             keyname = address if port == 22 else f"[{address}]:{port}"
