@@ -19,6 +19,7 @@ from typing import Any
 from perfpost import paths
 from perfpost.clusters.base import ClusterSpec
 from perfpost.errors import PerfpostError
+from perfpost.glue import scheduler
 from perfpost.glue.attempts import cluster_pending, outcome
 from perfpost.glue.provisioning import cell_needs, cell_tools
 from perfpost.plan import order as order_
@@ -101,6 +102,7 @@ def start_run(plan: Plan, workflow: Any) -> None:
         print(f"perfpost: {line}", file=sys.stderr)
     lifeline.mark_run()
     plan.keep_checked()
+    scheduler.coalesce_wakeups(getattr(workflow, "scheduler", None))
     export_retries(workflow)
     export_runtime(plan)
     lifeline.start_janitor()

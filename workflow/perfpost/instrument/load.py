@@ -255,8 +255,7 @@ def progressed(
     if begun is None or begun > start:
         when = f"{begun - start:+.1f} s from" if begun is not None else "at no time during"
         return (
-            f"its first operation came {when} the measured step's start: it was not yet "
-            "operating"
+            f"its first operation came {when} the measured step's start: it was not yet operating"
         )
     last = pts[-1][0]
     if last < end:
