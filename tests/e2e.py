@@ -19,7 +19,9 @@ WORKFLOW_FILES = ("Snakefile", "workflow/rules", "workflow/report", "profiles", 
 # The daemons of the clusters the tests deploy start with the client compiler and the serial
 # collector, as perfpost's own unmeasured JVMs do: their start-up is what most of the suite's
 # time goes to on two cores (an Ozone was ready in 15 s instead of 22 on a quiet machine), and
-# no test measures their speed. The default config's clusters keep the JVM's defaults.
+# no test measures their speed. Every JVM of the suite also gets the client compiler from
+# the JDK it runs on (tests/quickjava.py), the default run's included; this adds the serial
+# collector for the daemons, and keeps the client compiler where a test runs without it.
 QUICK_DAEMONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 

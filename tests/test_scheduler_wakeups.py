@@ -23,6 +23,12 @@ def _wakeups(sem: threading.Semaphore) -> int:
     return n
 
 
+# A timer of 0.2 s may fire late on a busy machine: each test waits up to WAIT for a wake-up
+# it expects, then SETTLE more for any it must not see (every timer of a batch is started
+# within microseconds of the first, so they fire together).
+WAIT, SETTLE = 20.0, 0.5
+
+
 def test_snakemakes_own_method_wakes_the_scheduler_once_per_ask():
     """The premise: fifty asks within the delay, fifty passes of the scheduler."""
     from snakemake.scheduling.job_scheduler import JobScheduler
@@ -30,8 +36,7 @@ def test_snakemakes_own_method_wakes_the_scheduler_once_per_ask():
     fake = _fake()
     for _ in range(50):
         getattr(JobScheduler, scheduler.METHOD)(fake, 0.2)
-    time.sleep(0.6)
-    assert _wakeups(fake._open_jobs) == 50
+    assert all(fake._open_jobs.acquire(timeout=WAIT) for _ in range(50))
 
 
 def test_fifty_asks_while_one_is_pending_wake_the_scheduler_once():
@@ -40,8 +45,9 @@ def test_fifty_asks_while_one_is_pending_wake_the_scheduler_once():
     for _ in range(50):
         fake._schedule_reevalutation(0.2)
     assert _wakeups(fake._open_jobs) == 0  # not before the delay
-    time.sleep(0.6)
-    assert _wakeups(fake._open_jobs) == 1  # Snakemake's own would have released 50 times
+    assert fake._open_jobs.acquire(timeout=WAIT)
+    time.sleep(SETTLE)
+    assert _wakeups(fake._open_jobs) == 0  # Snakemake's own would have woken it 49 more times
     assert fake.own == []  # Snakemake's method is no longer called
 
 
@@ -49,10 +55,9 @@ def test_an_ask_after_the_wakeup_gets_a_timer_of_its_own():
     fake = _fake()
     scheduler.coalesce_wakeups(fake)
     fake._schedule_reevalutation(0.05)
-    time.sleep(0.3)
+    assert fake._open_jobs.acquire(timeout=WAIT)
     fake._schedule_reevalutation(0.05)
-    time.sleep(0.3)
-    assert _wakeups(fake._open_jobs) == 2
+    assert fake._open_jobs.acquire(timeout=WAIT)
 
 
 def test_the_timer_does_not_hold_up_the_process_exit():
