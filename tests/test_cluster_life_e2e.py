@@ -34,6 +34,7 @@ CHUNKS = 100
 KEYS = 60
 START_AT = 1.0  # seconds into the wait when the datanode starts again
 UP_FOR_MS = 2000  # the wait ends once the new datanode JVM has been up this long
+EXPERIMENT_TIMEOUT = 300  # the example's own timeout for dn-back
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,7 @@ def run(ozone_cache, tmp_path_factory):
     steps = config["experiments"]["dn-back"]["cluster_steps"]
     assert steps[-1] == {"do": "start", "role": "datanode", "at": START_AT}
     assert config["experiments"]["dn-back"]["until"]["above"] == UP_FOR_MS
+    assert config["experiments"]["dn-back"]["timeout"] == EXPERIMENT_TIMEOUT
     # The datanode under strace (config/examples/strace-datanode.yaml) on the same Ozone
     # configuration as om-commits: one start serves both.
     traced = yaml.safe_load(TRACED.read_text())["experiments"]["dn-syscalls"]
@@ -98,11 +100,14 @@ def test_the_oms_own_counter_counted_every_key_freon_created(run):
 
 def test_the_datanode_was_killed_wiped_and_started_at_its_moment(run):
     (rec,) = records(run, "dn-back")
-    # A cluster of its own: started for this cell, and no other cell's record names it.
+    # A cluster of its own: started for this cell, and no other cell's record names it. A
+    # start is its cluster's id and its number: bad-step's cluster ("traced") counts its
+    # starts from 1 too.
     (held,) = rec["clusters"]
     others = [
         r for e in ("om-commits", "dn-syscalls", "bad-step") for r in records(run, e)
-        if r["clusters"] and r["clusters"][0]["start"] == held["start"]
+        if r["clusters"] and (r["clusters"][0]["id"], r["clusters"][0]["start"])
+        == (held["id"], held["start"])
     ]  # fmt: skip
     assert others == []
     assert rec["status"] == "done", rec["reason"]
@@ -137,13 +142,17 @@ def test_the_wait_ended_when_the_new_datanode_had_been_up_two_seconds(run):
     metrics = {m["name"]: m["value"] for m in rec["metrics"]}
     until = metrics["until_time"]
     # The JVM started no earlier than the step (its offset), so its uptime passes 2 s no
-    # earlier than that + 2; read every 0.2 s, it is seen within a few seconds of that.
+    # earlier than that + 2. How soon after it was read is the machine's, not perfpost's:
+    # the reading needs the new datanode's HTTP server, which took 30 s to answer on a
+    # loaded two-core CI machine; the bound, not the run's timeout, ended the wait.
     started = rec["cluster_steps"][2]["offset"]
-    assert started + UP_FOR_MS / 1000 <= until < started + UP_FOR_MS / 1000 + 30
+    assert started + UP_FOR_MS / 1000 <= until < EXPERIMENT_TIMEOUT
     assert rec["until"]["met"] is True
     assert metrics["dn_uptime"] > UP_FOR_MS / 1000  # in seconds, perfpost's base unit
-    # The wait ended a tenth of a second or so after the reading (its loop's sleep, ssh).
-    assert 0 <= metrics["wall_time"] - until < 5
+    # The wait tool ended on perfpost's signal, after the reading that met the bound.
+    (log,) = (rec["path"].parent / "raw").glob("wait.log")
+    assert "the bound was met" in log.read_text()
+    assert metrics["wall_time"] >= until
 
 
 def test_the_post_lists_the_steps_and_the_daemon_metrics(run):
