@@ -573,3 +573,35 @@ def test_a_comparison_figure_names_its_comparison_once(title, name, want):
 
     assert figure_title(title, name) == want
     assert figure_title(title, name, control=True) == want + " (A/A control: the noise floor)"
+
+
+def test_every_interval_of_the_changes_panel_stands_clear_of_its_frame(tmp_path, figures):
+    # The default run's onefile (one file per block ~16x faster at 1 KiB): the 1 KiB
+    # interval's upper cap sat on the panel's top edge, where a reader cannot tell it from
+    # the frame. Every cap and estimate is drawn at least 3 pixels inside the panel.
+    plan = _onefile_plan(compare=True, repeats=5)
+    rate = {
+        "FILE_PER_CHUNK": {"1k": 1000.0, "1M": 300.0},
+        "FILE_PER_BLOCK": {"1k": 16000.0, "1M": 303.0},
+    }
+    records = _records(
+        plan,
+        "onefile",
+        lambda labels, r: rate[labels["layout"]].get(labels["size"], 500.0) * (1 + 0.2 * r),
+    )
+    _draw(tmp_path, plan, "onefile", records)
+    fig = next(f for f in figures if "one file per block vs" in f.get_suptitle())
+    bottom = fig.axes[1]
+    fig.canvas.draw()
+    from matplotlib.collections import LineCollection
+
+    box = bottom.get_window_extent()
+    ys = [
+        bottom.transData.transform(p)[1]
+        for c in bottom.collections
+        if isinstance(c, LineCollection)
+        for s in c.get_segments()
+        for p in s
+    ]
+    assert ys
+    assert all(box.y0 + 3 <= y <= box.y1 - 3 for y in ys), (box, sorted(ys))

@@ -32,18 +32,20 @@ def coalesce_wakeups(scheduler: Any) -> bool:
     if not callable(getattr(scheduler, METHOD, None)) or not hasattr(scheduler, "_open_jobs"):
         return False
     lock = threading.Lock()
-    pending = threading.Event()
+    pending = False
 
     def fire() -> None:
+        nonlocal pending
         with lock:
-            pending.clear()
+            pending = False
         scheduler._open_jobs.release()
 
     def wake_within(delay: float) -> None:
+        nonlocal pending
         with lock:
-            if pending.is_set():
+            if pending:
                 return
-            pending.set()
+            pending = True
         timer = threading.Timer(delay, fire)
         timer.daemon = True
         timer.start()
