@@ -256,7 +256,9 @@ def test_a_timed_step_counts_its_seconds_from_the_hosts_start_not_perfposts_laun
     from perfpost.instrument.clustersteps import ClusterLife
 
     done = []
-    monkeypatch.setattr(actions, "act", lambda *a, **k: done.append(time.time()) or "killed")
+    monkeypatch.setattr(
+        actions, "act", lambda *a, **k: done.append(time.time()) or {"did": "killed"}
+    )
     step = {"do": "kill", "role": "datanode", "instance": 0, "cluster": "ozone", "at": 0.3}
     life = ClusterLife({"steps": [step]})
     cell = _Cell()

@@ -49,19 +49,25 @@ def act(
     index: int = 0,
     grace: float = STOP_GRACE,
     command: str = "",
-) -> str | dict[str, str]:
+) -> dict[str, str]:
     """Do ``do`` (one of :data:`ACTIONS`) to instance ``index`` of ``role`` of the cluster
-    ``kind`` runs (a :class:`perfpost.clusters.deployment.Kind`); what was done, in words
-    (a run: those words as ``did`` beside what it ran, where)."""
-    dep = kind.dep
-    hosts = dep.spec.roles.get(role) or []
+    ``kind`` runs (a :class:`perfpost.clusters.deployment.Kind`); what was done, in words,
+    as ``did`` (a run: beside what it ran, where, and its log)."""
+    hosts = kind.dep.spec.roles.get(role) or []
     if index >= len(hosts):
         raise ClusterError(f"the cluster has {len(hosts)} {role} instance(s), no instance {index}")
-    host = hosts[index]
+    if do == "run":
+        return _run(kind.dep, role, index, command)
+    return {"did": _change(kind, do, role, index, grace)}
+
+
+def _change(kind: Any, do: str, role: str, index: int, grace: float) -> str:
+    """A daemon stopped, killed, started, restarted or its directories wiped: what was done,
+    in words."""
+    dep = kind.dep
+    host = dep.spec.roles[role][index]
     node = dep.node(host)
     label = Daemon(role, host, index).label
-    if do == "run":
-        return _run(dep, role, index, command)
     d = _current(dep, role, index)
     running = _running(dep, d)
     if do in ("stop", "kill", "restart"):

@@ -28,7 +28,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -300,13 +300,12 @@ class ClusterLife(Beside):
         do, role, index, command = step["do"], step["role"], step["instance"], step.get("command")
         return self._note(step, lambda: act(kind, do, role, index, command=command or ""))
 
-    def _note(self, step: Mapping[str, Any], action: Any) -> bool:
+    def _note(self, step: Mapping[str, Any], action: Callable[[], dict[str, str]]) -> bool:
         """``action()`` done and recorded as ``step``: what it did, or why it could not."""
         begun = time.time()
         entry = {**step, "epoch": begun}
         try:
-            done = action()
-            entry.update(done if isinstance(done, dict) else {"did": done})
+            entry.update(action())
             entry["status"] = "done"
         except Exception as e:  # the run fails with it; the steps after it are not done
             entry["status"] = "failed"
@@ -334,8 +333,8 @@ class ClusterLife(Beside):
             kind = self._kind(cell, name)
             step = {"do": do, "cluster": name, "role": "cluster", "instance": ALL, "at": OFFLINE}
             if do == "stop":
-                return self._note(step, lambda: actions.stop_all(kind))
-            return self._note(step, lambda: actions.start_all(kind, READY_TIMEOUT))
+                return self._note(step, lambda: {"did": actions.stop_all(kind)})
+            return self._note(step, lambda: {"did": actions.start_all(kind, READY_TIMEOUT)})
 
         return (
             all(whole(n, "stop") for n in names)
