@@ -330,18 +330,25 @@ def beans(text: str) -> list[dict]:
     return out
 
 
+def values(got: list[dict], pattern: str, attribute: str) -> list[float]:
+    """``attribute`` of each bean whose name matches ``pattern`` (an ObjectName pattern, as
+    fnmatch reads it) and holds it as a number (a bool is none)."""
+    return [
+        float(b[attribute])
+        for b in got
+        if fnmatch.fnmatchcase(str(b.get("name", "")), pattern)
+        and isinstance(b.get(attribute), int | float)
+        and not isinstance(b.get(attribute), bool)
+    ]
+
+
 def read(text: str, found: Iterable[Source]) -> dict[str, float]:
     """Each source's raw value in ``text``: counters summed over the beans that hold them (a
     datanode's Ratis groups, a server's RPC ports), gauges the largest (the busiest one's)."""
     got = beans(text)
     out: dict[str, float] = {}
     for s in found:
-        values = [
-            float(b[s.attribute])
-            for b in got
-            if fnmatch.fnmatchcase(str(b.get("name", "")), s.beans)
-            and isinstance(b.get(s.attribute), int | float)
-        ]
-        if values:
-            out[s.name] = sum(values) if s.kind == "counter" else max(values)
+        numbers = values(got, s.beans, s.attribute)
+        if numbers:
+            out[s.name] = sum(numbers) if s.kind == "counter" else max(numbers)
     return out

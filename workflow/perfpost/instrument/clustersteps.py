@@ -20,7 +20,6 @@ bound in a run that waits for one).
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 import shlex
@@ -32,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from perfpost.clusters.metrics import values as bean_values
 from perfpost.errors import ConfigError
 from perfpost.instrument.beside import Beside, Cell
 from perfpost.tools.base import Metric
@@ -240,14 +240,8 @@ def prometheus_sum(text: str, wanted: str) -> float | None:
 def jmx_sum(beans: list[dict[str, Any]], pattern: str, attribute: str) -> float | None:
     """The sum of ``attribute`` over the beans whose name matches ``pattern``; None when none
     has it as a number."""
-    values = [
-        float(b[attribute])
-        for b in beans
-        if fnmatch.fnmatchcase(str(b.get("name", "")), pattern)
-        and isinstance(b.get(attribute), int | float)
-        and not isinstance(b.get(attribute), bool)
-    ]
-    return sum(values) if values else None
+    found = bean_values(beans, pattern, attribute)
+    return sum(found) if found else None
 
 
 def _get(url: str) -> str:
