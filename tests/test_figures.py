@@ -463,9 +463,10 @@ def test_two_sizes_are_two_categories_not_a_line(tmp_path, figures):
     assert "lines join" not in _note(rate)
 
 
-def test_changes_far_apart_keep_the_small_ones_interval_visible(tmp_path, figures):
-    # The default run's onefile: one file per block 16 times one file per chunk's rate at
-    # 1 KiB chunks, within a few percent at 1 MiB.
+def _layouts_far_apart(tmp_path, figures, spread: float):
+    """The default run's onefile: one file per block 16 times one file per chunk's rate at
+    1 KiB chunks, within a few percent at 1 MiB; the runs of a cell ``spread`` apart (a
+    fraction of its rate). The comparison's figure."""
     plan = _onefile_plan(compare=True, repeats=5)  # 5 against 5: an interval per group
     rate = {
         "FILE_PER_CHUNK": {"1k": 1000.0, "1M": 300.0},
@@ -474,10 +475,14 @@ def test_changes_far_apart_keep_the_small_ones_interval_visible(tmp_path, figure
     records = _records(
         plan,
         "onefile",
-        lambda labels, r: rate[labels["layout"]].get(labels["size"], 500.0) * (1 + 0.02 * r),
+        lambda labels, r: rate[labels["layout"]].get(labels["size"], 500.0) * (1 + spread * r),
     )
     _draw(tmp_path, plan, "onefile", records)
-    fig = next(f for f in figures if "one file per block vs" in f.get_suptitle())
+    return next(f for f in figures if "one file per block vs" in f.get_suptitle())
+
+
+def test_changes_far_apart_keep_the_small_ones_interval_visible(tmp_path, figures):
+    fig = _layouts_far_apart(tmp_path, figures, 0.02)
     bottom = fig.axes[1]
     assert bottom.get_yscale() == "log"
     # The 1M group's interval, a few percent, still spans pixels: on the linear axis to
@@ -579,18 +584,7 @@ def test_every_interval_of_the_changes_panel_stands_clear_of_its_frame(tmp_path,
     # The default run's onefile (one file per block ~16x faster at 1 KiB): the 1 KiB
     # interval's upper cap sat on the panel's top edge, where a reader cannot tell it from
     # the frame. Every cap and estimate is drawn at least 3 pixels inside the panel.
-    plan = _onefile_plan(compare=True, repeats=5)
-    rate = {
-        "FILE_PER_CHUNK": {"1k": 1000.0, "1M": 300.0},
-        "FILE_PER_BLOCK": {"1k": 16000.0, "1M": 303.0},
-    }
-    records = _records(
-        plan,
-        "onefile",
-        lambda labels, r: rate[labels["layout"]].get(labels["size"], 500.0) * (1 + 0.2 * r),
-    )
-    _draw(tmp_path, plan, "onefile", records)
-    fig = next(f for f in figures if "one file per block vs" in f.get_suptitle())
+    fig = _layouts_far_apart(tmp_path, figures, 0.2)
     bottom = fig.axes[1]
     fig.canvas.draw()
     from matplotlib.collections import LineCollection
