@@ -252,8 +252,8 @@ def test_two_starts_of_one_set_up_that_differ_temper_the_sizes_across_clusters()
     said = post.answer([across, same], [ran], [])
     assert post.conclusion(said, [ran], {}).startswith(
         "Ozone: 3.7 times as long as HDFS. One set-up measured on two cluster starts differed "
-        "by 42%: a size above that compares clusters may move by as much from one start to "
-        "the next."
+        "by 42%: a comparison of clusters can move by as much from one start to the next, so "
+        "only a difference well beyond it is the clusters'."
     )
     # Starts that did not differ measurably say nothing of it.
     calm = row("FILE_PER_CHUNK vs FILE_PER_BLOCK", comparison(-0.05, -0.2, 0.1,

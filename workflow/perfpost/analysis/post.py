@@ -570,8 +570,8 @@ def conclusion(
         )
         starts = (
             f" One set-up measured on two cluster starts differed by {said['start_spread']:.0%}"
-            ": a size above that compares clusters may move by as much from one start to the "
-            "next."
+            ": a comparison of clusters can move by as much from one start to the next, so "
+            "only a difference well beyond it is the clusters'."
             if said.get("start_spread")
             else ""
         )
