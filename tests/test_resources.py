@@ -178,6 +178,39 @@ def test_validity_flags_a_cpu_bound_system_under_test_and_writes_on_another_disk
     assert "every second on 3 hosts (c1, d1, h1)" in got["facts"][0]
 
 
+def test_a_cell_bound_in_some_runs_is_counted_apart_from_cells_bound_in_every_run():
+    # hcfs in a default run: two cells CPU-bound in each of their runs, a third in 2 of its
+    # 5, whose median (under 90% busy) the figure shows; a fourth never. "CPU-bound in 3 of
+    # 4 cells" overstated the third.
+    busy = {"a": [0.99] * 5, "b": [0.98] * 5, "c": [0.95, 0.95, 0.7, 0.7, 0.7], "d": [0.5] * 5}
+    w = table(
+        *(
+            rows(cell, r + 1, "h1", "client", share, 1.0 if share >= 0.9 else 0.0)
+            for cell, shares in busy.items()
+            for r, share in enumerate(shares)
+        )
+    )
+    got = resource_checks.check(w, [])
+    assert got["headline"].startswith(
+        "the host of the system under test was CPU-bound in every run of 2 of 4 cells and in "
+        "2 of 5 runs of another, so they measured the CPU"
+    )
+    # Cells bound in some runs only: the runs are counted, over all of them (20).
+    got = resource_checks.check(table(*(rows("c", r + 1, "h1", "client", s, 1.0 if s >= 0.9
+                                                 else 0.0) for r, s in enumerate(busy["c"])),
+                                      *(rows("d", r + 1, "h1", "client", 0.5, 0.0)
+                                        for r in range(5))), [])  # fmt: skip
+    assert "CPU-bound in 2 of 10 runs (in 1 of 2 cells)" in got["headline"]
+    # Every run of the flagged cells: the cells are counted ("every" where all were).
+    bound = [rows(c, r + 1, "h1", "client", 0.99, 1.0) for c in "ab" for r in range(3)]
+    got = resource_checks.check(table(*bound[:3]), [])
+    assert "CPU-bound in every run, so" in got["headline"]
+    got = resource_checks.check(table(*bound), [])
+    assert "CPU-bound in every cell, so" in got["headline"]
+    got = resource_checks.check(table(*bound, rows("d", 1, "h1", "client", 0.5, 0.0)), [])
+    assert "CPU-bound in 2 of 3 cells, so" in got["headline"]
+
+
 def test_a_cpu_bound_command_is_not_said_to_have_measured_the_storage():
     # The same CPU-bound run, once from dd (its subject is the disk) and once from a command
     # (iperf3's subject is the network; perfpost cannot know a command's).
