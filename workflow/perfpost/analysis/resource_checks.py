@@ -191,7 +191,7 @@ def check(
             f"the host of the system under test was CPU-bound {where}, so they measured the "
             f"CPU at least as much as {subject}"
             + (
-                f"; in {len(others)} of them the CPU went mostly to other work on the host"
+                f"; in {len(others)} of those cells the CPU went mostly to other work on the host"
                 if others
                 else ""
             )
