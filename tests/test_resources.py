@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfpost.analysis import resource_checks, resources
+from perfpost.analysis import resource_checks, resource_plots, resources
 
 
 def rows(cell, repeat, node, roles, cpu_busy, cpu_share, disks=(), procs=(), dirs=(), step=None):
@@ -319,7 +319,6 @@ def test_the_tools_gc_is_a_median_share_of_each_runs_step():
 def test_the_overview_s_title_stays_inside_the_figure_beside_long_cell_labels(tmp_path, figures):
     # Long cell labels push the axes right of the figure's centre: a title centred over the
     # axes lost its last word off the right edge (onefile's "resources while measuring").
-    from perfpost.analysis import resource_plots
 
     cell = "layout=FILE_PER_CHUNK,size=1M,threads=16,sync=on"
     w = table(rows(cell, 1, "h1", "client", 0.95, 0.9, step=5.0))
@@ -337,7 +336,6 @@ def test_the_overview_s_title_stays_inside_the_figure_beside_long_cell_labels(tm
 
 def test_the_overview_names_each_cell_as_the_post_does(tmp_path, figures):
     # The default hcfs's bars were labelled by cell id (`...,instrument=on` in every one).
-    from perfpost.analysis import resource_plots
 
     cell = "storage=ozone,buffer=default,instrument=on"
     w = table(rows(cell, 1, "h1", "client", 0.95, 0.9, step=5.0))
@@ -346,3 +344,35 @@ def test_the_overview_names_each_cell_as_the_post_does(tmp_path, figures):
     (fig,) = figures
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["storage=ozone, buffer=default"]
+
+
+def test_a_latency_far_from_zero_is_drawn_below_the_top_of_its_panel(tmp_path, figures):
+    # A default run's teragen: the datanode's Ratis sync p50 at 0.49 to 0.54 ms over a run.
+    # The panel starts at 0; its top had the autoscale's margin of the lines' own span
+    # (5% of 0.05 ms), so the highest level ran along the frame. Every line of every panel
+    # lies at least 3 pixels below its panel's top.
+    rows_ = []
+    for i in range(6):
+        t = float(i + 1)
+
+        def add(resource, metric, value, t=t):
+            rows_.append({"cell": "c", "host": "h1", "repeat": 1, "node": "h1", "t": t,
+                          "seconds": 1.0, "resource": resource, "metric": metric,
+                          "value": value})  # fmt: skip
+
+        add("cpu", "busy", 0.99)
+        add("process:ozone:datanode", "cpu", 0.1 + 0.02 * i)
+        add("daemon:ozone:datanode", "ratis_sync_p50", (0.49 + 0.01 * i) / 1000)
+        add("daemon:ozone:datanode", "ratis_syncs", 50.0)
+    got = resource_plots.over_time(pd.DataFrame(rows_), None, "c", "h1", 1, "t", tmp_path / "r")
+    assert got is not None
+    (fig,) = figures
+    fig.canvas.draw()
+    # The lines drawn from data (the dotted ones mark the step's start and end).
+    drawn = {ax: [ln for ln in ax.get_lines() if ln.get_linestyle() != ":"] for ax in fig.axes}
+    panels = [ax for ax, lines in drawn.items() if lines]
+    assert panels[-1].get_ylabel().startswith("daemon latency")
+    for ax in panels:
+        top = ax.get_window_extent().y1
+        ys = [ax.transData.transform((0, y))[1] for ln in drawn[ax] for y in ln.get_ydata()]
+        assert max(ys) <= top - 3, (ax.get_ylabel(), top, max(ys))
