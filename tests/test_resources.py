@@ -5,6 +5,7 @@ tables written here by hand: each expected sentence follows from the numbers in 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from perfpost.analysis import resource_checks, resource_plots, resources
 
@@ -346,13 +347,11 @@ def test_the_overview_names_each_cell_as_the_post_does(tmp_path, figures):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["storage=ozone, buffer=default"]
 
 
-def test_a_latency_far_from_zero_is_drawn_below_the_top_of_its_panel(tmp_path, figures):
-    # A default run's teragen: the datanode's Ratis sync p50 at 0.49 to 0.54 ms over a run.
-    # The panel starts at 0; its top had the autoscale's margin of the lines' own span
-    # (5% of 0.05 ms), so the highest level ran along the frame. Every line of every panel
-    # lies at least 3 pixels below its panel's top.
+def _latency_figure(tmp_path, figures, p50s):
+    """A run's resources over time whose datanode synced its Ratis log in ``p50s`` (seconds,
+    one a sampling interval): the figure."""
     rows_ = []
-    for i in range(6):
+    for i, p50 in enumerate(p50s):
         t = float(i + 1)
 
         def add(resource, metric, value, t=t):
@@ -362,17 +361,36 @@ def test_a_latency_far_from_zero_is_drawn_below_the_top_of_its_panel(tmp_path, f
 
         add("cpu", "busy", 0.99)
         add("process:ozone:datanode", "cpu", 0.1 + 0.02 * i)
-        add("daemon:ozone:datanode", "ratis_sync_p50", (0.49 + 0.01 * i) / 1000)
+        add("daemon:ozone:datanode", "ratis_sync_p50", p50)
         add("daemon:ozone:datanode", "ratis_syncs", 50.0)
     got = resource_plots.over_time(pd.DataFrame(rows_), None, "c", "h1", 1, "t", tmp_path / "r")
     assert got is not None
     (fig,) = figures
     fig.canvas.draw()
+    return fig
+
+
+def test_a_latency_far_from_zero_is_drawn_below_the_top_of_its_panel(tmp_path, figures):
+    # A default run's teragen: the datanode's Ratis sync p50 at 0.49 to 0.54 ms over a run.
+    # The panel starts at 0; its top had the autoscale's margin of the lines' own span
+    # (5% of 0.05 ms), so the highest level ran along the frame. Every line of every panel
+    # lies at least 3 pixels below its panel's top.
+    fig = _latency_figure(tmp_path, figures, [(0.49 + 0.01 * i) / 1000 for i in range(6)])
     # The lines drawn from data (the dotted ones mark the step's start and end).
     drawn = {ax: [ln for ln in ax.get_lines() if ln.get_linestyle() != ":"] for ax in fig.axes}
     panels = [ax for ax, lines in drawn.items() if lines]
-    assert panels[-1].get_ylabel().startswith("daemon latency")
+    assert panels[-1].get_ylabel() == "daemon latency\n(ms)"
     for ax in panels:
         top = ax.get_window_extent().y1
         ys = [ax.transData.transform((0, y))[1] for ln in drawn[ax] for y in ln.get_ydata()]
         assert max(ys) <= top - 3, (ax.get_ylabel(), top, max(ys))
+
+
+def test_latencies_of_microseconds_are_drawn_in_microseconds(tmp_path, figures):
+    # ratis-placement's datanode with its Ratis log in memory: a p50 of 9.2 to 9.6 us. In
+    # ms its ticks read 0.0025 to 0.0100; in us, 9.6 reads 9.6.
+    fig = _latency_figure(tmp_path, figures, [9.6e-6, 9.5e-6, 9.2e-6, 9.2e-6])
+    panel = fig.axes[-1]
+    assert panel.get_ylabel() == "daemon latency\n(us)"
+    (line,) = [ln for ln in panel.get_lines() if ln.get_linestyle() != ":"]
+    assert max(line.get_ydata()) == pytest.approx(9.6)
