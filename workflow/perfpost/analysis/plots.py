@@ -229,17 +229,17 @@ def _plain(value: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _scale_y(ax: Any, values: Sequence[float]) -> bool:
-    """Linear from zero, or log (see :func:`_log_y`) with plain numbers on its ticks.
+def from_zero(ax: Any, top: float) -> None:
+    """A y axis from zero with :data:`HEADROOM` over ``top``, the highest value drawn
+    (matplotlib's margin, 5% of the values' range, is no room for values close together)."""
+    room = top * (1 + HEADROOM) if math.isfinite(top) and top > 0 else 0.0
+    ax.set_ylim(0, max(ax.get_ylim()[1], room))
 
-    From zero, the top keeps 5% of the highest value above it: matplotlib's margin is 5% of
-    the values' range, which for runs close together (an A/A control's) is no room at all,
-    and cut the highest run's dot in half at the frame."""
+
+def _scale_y(ax: Any, values: Sequence[float]) -> bool:
+    """Linear from :func:`from_zero`, or log (:func:`_log_y`) with plain numbers on its ticks."""
     if not _log_y(values):
-        ax.set_ylim(bottom=0)
-        top = max((v for v in values if math.isfinite(v)), default=0.0)
-        if top > 0:
-            ax.set_ylim(top=max(ax.get_ylim()[1], top * (1 + HEADROOM)))
+        from_zero(ax, max((v for v in values if math.isfinite(v)), default=0.0))
         return False
     ax.set_yscale("log")
     span = math.log10(max(values) / min(values))

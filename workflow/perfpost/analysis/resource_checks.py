@@ -163,30 +163,22 @@ def check(
         others = [c for c, said in cpu_bound.items() if any("other work" in x for x in said)]
         # A cell bound in some of its runs is said apart: its median may read well under
         # the threshold in the figure.
-        every = [c for c in cpu_bound if bound_runs[c] >= runs_of[c]]
-        some = [c for c in cpu_bound if c not in every]
+        whole = [c for c in cpu_bound if bound_runs[c] >= runs_of[c]]
+        some = [c for c in cpu_bound if c not in whole]
         cells = done["cell"].nunique()
-        if not some:
-            where = (
-                f"in {len(every)} of {cells} cells"
-                if len(every) < cells
-                else "in every run"
-                if cells == 1
-                else "in every cell"
-            )
-        elif every:
-            hit = sum(len(bound_runs[c]) for c in some)
-            of = sum(len(runs_of[c]) for c in some)
+        hit = sum(len(bound_runs[c]) for c in some)
+        if some and whole:
             more = "another" if len(some) == 1 else f"{len(some)} others"
+            of = sum(len(runs_of[c]) for c in some)
             where = (
-                f"in every run of {len(every)} of {cells} cells and in {hit} of {of} runs of {more}"
+                f"in every run of {len(whole)} of {cells} cells and in {hit} of {of} runs of {more}"
             )
+        elif some:
+            where = f"in {hit} of {n_runs} runs (in {len(some)} of {cells} cells)"
+        elif len(whole) < cells:
+            where = f"in {len(whole)} of {cells} cells"
         else:
-            hit = sum(len(bound_runs[c]) for c in some)
-            where = (
-                f"in {hit} of {sum(len(r) for r in runs_of.values())} runs "
-                f"(in {len(some)} of {cells} cells)"
-            )
+            where = "in every run" if cells == 1 else "in every cell"
         headline = (
             f"the host of the system under test was CPU-bound {where}, so they measured the "
             f"CPU at least as much as {subject}"

@@ -21,9 +21,9 @@ import pandas as pd
 from perfpost.analysis.plots import (
     COLOURS,
     DPI,
-    HEADROOM,
     WIDTH_IN,
     fit_title,
+    from_zero,
     legend_below,
     save_figure,
 )
@@ -115,15 +115,6 @@ def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
     return line
 
 
-def _from_zero(ax: Any) -> None:
-    """The panel's y from 0 to a little over its highest line. ``set_ylim(bottom=0)`` alone
-    keeps the autoscaled top, whose margin is of the lines' own span: a level far from 0
-    (a latency of 0.49 to 0.54 ms) then ran along the top of the frame."""
-    tops = [np.nanmax(y) for y in (line.get_ydata() for line in ax.get_lines()) if len(y)]
-    top = max((t for t in tops if np.isfinite(t)), default=0.0)
-    ax.set_ylim(0, top * (1 + HEADROOM) if top > 0 else None)
-
-
 def _daemon_style(daemon: str, node: str, labels: list[str], nodes: list[str]) -> dict:
     styles = ["-", "--", ":", "-."]
     colour = COLOURS[(len(nodes) + labels.index(daemon)) % 10] if daemon in labels else "grey"
@@ -213,7 +204,7 @@ def over_time(
             x = rate["t_step"] if "t_step" in rate and rate["t_step"].notna().all() else rate["t"]
             ax.plot(x, rate["rate"], color="black", lw=1.2, marker=".", ms=3)
             ax.set_ylabel("tool ops/s", fontsize=8)
-            _from_zero(ax)
+            from_zero(ax, ax.dataLim.y1)
         elif panel == "cpu":
             for i, node in enumerate(nodes):
                 d = busy[busy["node"] == node]
@@ -256,7 +247,7 @@ def over_time(
                 handles.setdefault(key, line)
                 said.setdefault(key, []).append(metric.replace("_", " "))
             ax.set_ylabel(f"daemon latency\n({unit})", fontsize=8)
-            _from_zero(ax)
+            from_zero(ax, ax.dataLim.y1)
         else:
             for res, d in procs.groupby("resource", sort=True):
                 node = d["node"].iloc[0]
@@ -265,7 +256,7 @@ def over_time(
                 handles.setdefault(key, line)
                 said.setdefault(key, []).append("CPU")
             ax.set_ylabel("daemon CPU\n(cores)", fontsize=8)
-            _from_zero(ax)
+            from_zero(ax, ax.dataLim.y1)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
         for x in (0.0, end):
