@@ -161,7 +161,7 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
             assert "2.2.0(Katmai)" in post
         if "### HDFS" in post:
             assert "Hadoop version:" in post
-    # The HCFS table, counted inside freon by the Byteman agent: 200 files of 10240 bytes
+    # The HCFS table, counted inside freon by the Byteman agent: 400 files of 10240 bytes
     # each way; the default copy buffer (4096) takes 3 write calls per file, the 1-byte one
     # 10,240, and Ozone's and HDFS's streams have no .crc stream inside: the counts are exact.
     hcfs = notebook_of(work / "reports" / "hcfs" / "index.md")
@@ -170,8 +170,8 @@ def test_default_config_measures_this_machine_into_posts(request, tmp_path):
         inside
     )
     for storage in ("ozone", "hdfs"):
-        for buffer, writes in (("default", "600"), ("one-byte", "2,048,000")):
-            row = rf"^\| {storage} \| {buffer} \| 5 \| {writes} \| [^|]+ \| 200 \| "
+        for buffer, writes in (("default", "1,200"), ("one-byte", "4,096,000")):
+            row = rf"^\| {storage} \| {buffer} \| 5 \| {writes} \| [^|]+ \| 400 \| "
             assert re.search(row, inside, re.M), inside
     # Every cell carries the agent: no cost is claimed, and no `instrument=off` cell named.
     assert "so what it costs is not measured here" in inside
