@@ -12,7 +12,6 @@ tables; none restates a number another module did not compute.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,19 +19,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfpost.analysis import typed
 from perfpost.analysis.compare import Row
 from perfpost.analysis.design import Finding
 from perfpost.analysis.verdicts import (
     capital,
     claim,
     control,
+    distance,
     families,
     no_claim,
     no_difference,
     not_compared,
     plain,
+    starts_clause,
     summed,
+    within_starts,
 )
 from perfpost.units import (
     counted,
@@ -72,16 +73,27 @@ def undermined_by(
     return None
 
 
+def _across(row: Row, starts: Mapping[str, set[str]]) -> bool:
+    """Whether a comparison's sides ran on different cluster starts (``starts``: per cell)."""
+    base = set().union(*(starts.get(c, set()) for c in row.base_cells))
+    cand = set().union(*(starts.get(c, set()) for c in row.cand_cells))
+    return bool(base) and bool(cand) and not base & cand
+
+
 def answer(
     rows: Sequence[Row],
     findings: Sequence[Finding],
     fallback: Sequence[str],
     on_disk: Mapping[str, bool] | None = None,
+    starts: Mapping[str, set[str]] | None = None,
 ) -> dict[str, Any]:
     """The post's answer: what the comparisons say in plain words, claims first, then those a
     design check undermines, each with why; where every comparison is undermined, why this
     machine cannot answer the question comes first of all. ``fallback``: the sentences of an
-    experiment that declared no comparison."""
+    experiment that declared no comparison. Where two starts of one set-up differed (a
+    setting that did not take effect), a claimed difference between sides on different
+    cluster starts (``starts``: each cell's) that lies within it is not claimed: it could be
+    the starts'."""
     sound: list[tuple[str, int]] = []  # a sentence and the comparisons it speaks for
     weak: list[tuple[str, int]] = []
     controls: list[str] = []
@@ -90,7 +102,16 @@ def answer(
     ordered = sorted(rows, key=lambda r: (r.control, not r.result.significant))
     plain_no: list[Row] = []
     claimed: list[Row] = []  # claimed and no design check undermines them
-    spread: list[float] = []  # how far apart one set-up's two cluster starts measured
+    tempered: list[Row] = []  # claimed, but within how far two cluster starts differed
+    # How far apart one set-up's two cluster starts measured, the farthest.
+    ran_twice = [
+        r.result.change
+        for r in rows
+        if not r.control
+        and r.result.significant
+        and getattr(undermined_by(r, findings, on_disk), "ran", None)
+    ]
+    widest = max(ran_twice, key=distance, default=None)
     for row in ordered:
         f = None if row.control else undermined_by(row, findings, on_disk)
         if row.control:
@@ -100,11 +121,17 @@ def answer(
                 said_findings.append(f)
             if f.ran:  # a setting that did not take effect: the sides ran one set-up
                 weak.append((not_compared(row, f), 1))
-                if row.result.significant:  # two starts of one set-up differed
-                    spread.append(abs(row.result.change))
             else:
                 text = claim(row) if row.result.significant else no_claim(row)
                 weak.append((f"{text}; {f.short or 'see the caveats'}", 1))
+        elif (
+            row.result.significant
+            and widest is not None
+            and _across(row, starts or {})
+            and within_starts(row, widest)
+        ):
+            weak.append((f"{claim(row)}; {starts_clause(widest)}", 1))
+            tempered.append(row)
         elif row.result.significant:
             sound.append((claim(row), 1))
             claimed.append(row)
@@ -120,20 +147,25 @@ def answer(
         lines = list(fallback)
     compared = [r for r in rows if not r.control]
     # Nothing stands: the reason first, then what the runs measured.
-    cannot = [f.headline or f.caveat for f in said_findings] if compared and not sound else []
+    # (A claim within how far two starts differed is no design check's: it is said, not this.)
+    stands = sound or tempered
+    cannot = [f.headline or f.caveat for f in said_findings] if compared and not stands else []
     # What could not be answered beside what could.
-    unanswered = [f.headline for f in said_findings if f.headline] if sound else []
-    lead = next((r for r in ordered if not r.control), None)
+    unanswered = [f.headline for f in said_findings if f.headline] if stands else []
+    lead = next((r for r in [*claimed, *ordered] if not r.control), None)
     if lead is not None:
         f = undermined_by(lead, findings, on_disk)
         description = plain(lead) + (f"; {f.short}" if f is not None and f.short else "")
+        if lead in tempered and widest is not None:
+            description += f"; {starts_clause(widest)}"
     else:
         description = lines[0] if lines else ""
     return {
         "undermining": said_findings,
         "claims": summed(claimed, compared),
         "claimed": len(claimed),
-        "start_spread": max(spread) if spread else None,
+        "start_spread": abs(widest) if widest is not None else None,
+        "tempered": [plain(r) for r in tempered],
         "compared": len(compared),
         "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
@@ -341,120 +373,6 @@ def one_side_only(clusters: Sequence[Mapping[str, Any]]) -> bool:
     )
 
 
-TERSE_OVER = 8  # lines of listing past which listings alike are shown by what they change
-TERSE_WORDS = 6  # words of change past which a listing is shown in full
-
-
-def _words(body: Sequence[str]) -> list[str]:
-    return [w for w in " ".join(body).split() if w != "\\"]
-
-
-def _key(word: str) -> str:
-    """An option's name in ``name=value`` (dd's ``oflag=dsync``); the word itself else."""
-    return word.split("=", 1)[0] if "=" in word else word
-
-
-def _changed(first: Sequence[str], other: Sequence[str]) -> str | None:
-    """What ``other`` changes in ``first``, word by word ("-l FILE_PER_BLOCK -s 1048576",
-    "without --copy-buffer=1"), a changed value with its flag; None past a few words."""
-    a, b = _words(first), _words(other)
-    said: list[str] = []
-    gone: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            continue
-        if op == "delete":
-            gone += a[i1:i2]
-            continue
-        new = b[j1:j2]
-        old = a[i1:i2]
-        if (
-            op == "replace"
-            and len(old) == len(new) == 1
-            and "=" in old[0] + new[0]
-            and _key(old[0]) != _key(new[0])
-        ):
-            said.append(f"{new[0]} instead of {old[0]}")  # another option, not a value
-            continue
-        if j1 > 0 and b[j1 - 1].startswith("-") and not new[0].startswith("-"):
-            new = [b[j1 - 1], *new]  # the value's flag with it
-        said += new
-    if (not said and not gone) or len(said) + len(gone) > TERSE_WORDS:
-        return None
-    return " ".join([*said, *(["without", *gone] if gone else [])])
-
-
-def _height(body: Sequence[str]) -> int:
-    """A listing's lines as shown: a wrapped command counts each of its lines."""
-    return len("\n".join(body).splitlines())
-
-
-def _terse(bodies: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str] | None:
-    """What each listing but the first changes in it, where the listings are long, of one
-    shape and each changes a few words; else None."""
-    if len(bodies) < 2 or sum(_height(k) for k in bodies) <= TERSE_OVER:
-        return None
-    if len({_shape(k) for k in bodies}) != 1:
-        return None
-    changes = {body: _changed(bodies[0], body) for body in bodies[1:]}
-    if any(c is None for c in changes.values()):
-        return None
-    return {k: str(v) for k, v in changes.items()}
-
-
-def _shape(body: Sequence[str]) -> tuple[str, ...]:
-    """A listing's commands without their arguments: what it does, not with which values
-    (a command continued over lines is one command)."""
-    logical = "\n".join(body).replace("\\\n", " ").splitlines()
-    return tuple(x.split(maxsplit=1)[0] if x.strip() else "" for x in logical)
-
-
-def listings(
-    per_cell: Mapping[str, list[str]], names: Mapping[str, str], keep: Sequence[str]
-) -> dict[str, Any]:
-    """The commands the post shows, in one listing: the environment once, then each distinct
-    command under a comment naming its cells (by the axes that vary). Where the cells are
-    many or their listings long, only those of the answer's cells (``keep``) and one of each
-    other shape of listing (a step more, such as a dropped cache), and how many more there
-    are: those differ from a shown one only in their values."""
-    distinct: dict[tuple[str, ...], list[str]] = {}
-    exports: list[str] = []
-    for cell, lines in per_cell.items():
-        exports += [x for x in lines if x.startswith("export ") and x not in exports]
-        body = tuple(x for x in lines if not x.startswith("export "))
-        distinct.setdefault(body, []).append(cell)
-    # Listings alike but for a few values: the first in full, each other as what it
-    # changes, as a person writes "the same with -l FILE_PER_BLOCK"; then every cell fits.
-    terse = _terse(list(distinct))
-    small = (terse is not None and len(distinct) <= 12) or (
-        len(distinct) <= 6 and sum(_height(k) for k in distinct) <= 24
-    )
-    shown = distinct
-    if not small:
-        shown = {k: cs for k, cs in distinct.items() if any(c in keep for c in cs)}
-        shown = shown or dict(list(distinct.items())[:2])
-        shapes = {_shape(k) for k in shown}
-        for body, cells in distinct.items():
-            if _shape(body) not in shapes:
-                shapes.add(_shape(body))
-                shown[body] = cells
-        terse = _terse(list(shown))
-    lines = list(exports)
-    for body, cells in shown.items():
-        named = "; ".join(names.get(c, c) for c in cells)
-        if terse and body in terse:
-            said = f"# {named}: the same with {terse[body]}"
-            if len(said) > typed.WIDTH:
-                said = f"# {named}:\n#   the same with {terse[body]}"
-            lines += said.split("\n")
-            continue
-        if len(distinct) > 1:
-            lines.append(f"# {named}")
-        lines += body
-    rest = len(per_cell) - sum(len(cs) for cs in shown.values())
-    return {"lines": lines, "rest": rest}
-
-
 # -- the results table -----------------------------------------------------------------
 
 
@@ -558,9 +476,12 @@ def conclusion(
         if said.get("unanswered")
         else ""
     )
-    if claims:
+    tempered = said.get("tempered") or []
+    if claims or tempered:
         claimed = said.get("claimed", len(claims))
-        others = said.get("compared", 0) - claimed - len(said.get("unanswered") or [])
+        others = (
+            said.get("compared", 0) - claimed - len(tempered) - len(said.get("unanswered") or [])
+        )
         more = (
             " The other comparison showed no difference these runs could tell."
             if others == 1
@@ -568,14 +489,23 @@ def conclusion(
             if others > 1
             else ""
         )
+        spread = f"{said['start_spread']:.0%}" if said.get("start_spread") else ""
         starts = (
-            f" One set-up measured on two cluster starts differed by {said['start_spread']:.0%}"
-            ": a comparison of clusters can move by as much from one start to the next, so "
-            "only a difference well beyond it is the clusters'."
-            if said.get("start_spread")
+            f" One set-up measured on two cluster starts differed by {spread}: a comparison "
+            "of clusters can move by as much from one start to the next, so only a difference "
+            "well beyond it is the clusters'."
+            if spread and not tempered
             else ""
         )
-        return f"{'. '.join(c.rstrip('.') for c in claims)}.{more}{starts}{unanswered}{caveats}"
+        if tempered:  # claimed, but within that: said as such, with what would answer it
+            it = "it" if len(tempered) == 1 else "them"
+            starts = (
+                f" {'. '.join(tempered)}, within the {spread} by which one set-up measured on "
+                f"two cluster starts differed: these runs do not show {it} to be the clusters' "
+                "difference; several starts of each cluster would."
+            )
+        said_claims = f"{'. '.join(c.rstrip('.') for c in claims)}." if claims else ""
+        return f"{said_claims}{more}{starts}{unanswered}{caveats}".strip()
     if said.get("compared"):
         floors = said.get("floors") or []
         lo, hi = (f"{min(floors):.0%}", f"{max(floors):.0%}") if floors else ("", "")

@@ -28,6 +28,7 @@ from perfpost.analysis import (
     compare,
     design,
     instrumented,
+    listing,
     narrow,
     post,
     profiles,
@@ -161,7 +162,7 @@ def _listings(
         except (OSError, ValueError):
             continue
         per_cell[str(row.cell)] = typed.cell_listing(rec, experiment["after"])
-    return post.listings(per_cell, names, keep)
+    return listing.listings(per_cell, names, keep)
 
 
 def _names(
@@ -384,7 +385,11 @@ def _post_context(
     axes = list(experiment["axes"])
     fallback = post.axis_effects(summary, axes, metric) if metric and not comparisons else []
     on_disk = {c: bool(w.get("on_disk")) for c, w in checked.where.items()}
-    said = post.answer(comparisons, findings, fallback, on_disk)
+    # Each cell's cluster starts: a comparison across starts can move as far as two differ.
+    starts: dict[str, set[str]] = {}
+    for cell, named in zip(cells.get("cell", []), cells.get("clusters", []), strict=False):
+        starts.setdefault(str(cell), set()).update(named.split() if isinstance(named, str) else [])
+    said = post.answer(comparisons, findings, fallback, on_disk, starts)
     cross = getattr(adapter, "CROSS", {}).get(metric) if metric else None
     if cross and comparisons:
         other, why = cross

@@ -1,7 +1,8 @@
 """A comparison in a reader's words: a claim with its interval and runs ("Ozone: 40% slower
 than HDFS with buffer=one-byte (rate; 95% CI 15% to 68%, 5 runs each)"), what is not claimed
-and why, a comparison's groups that did not differ in one sentence, and where the rate and the
-elapsed time disagree. The post (:mod:`perfpost.analysis.post`) puts them in order; every
+and why, a comparison's groups that did not differ in one sentence, a difference of clusters
+within how far two starts of one set-up differed, and where the rate and the elapsed time
+disagree. The post (:mod:`perfpost.analysis.post`) puts them in order; every
 number here is one :mod:`perfpost.analysis.compare` computed.
 """
 
@@ -295,6 +296,32 @@ def not_compared(row: Row, f: Finding) -> str:
         else ""
     )
     return f"{capital(cand)} against {base}{group}: not compared, {f.short}{between}"
+
+
+# -- a difference of clusters within how far two starts of one set-up differed -------------
+
+
+def distance(change: float) -> float:
+    """How far a change lies from none, as a ratio either way (+100% and -50% alike)."""
+    return math.inf if change <= -1 else abs(math.log1p(change))
+
+
+def within_starts(row: Row, spread: float) -> bool:
+    """Whether a claimed change could be its two cluster starts' rather than the clusters':
+    its interval's end nearest no change is no farther from it than ``spread``, how far two
+    starts of one set-up differed (a change, either way). A difference of clusters stands
+    only where its whole interval lies beyond the starts'."""
+    r = row.result
+    ends = [x for x in (r.ci_low, r.ci_high) if x is not None and x == x] or [r.change]
+    return min(distance(x) for x in ends) <= distance(spread)
+
+
+def starts_clause(spread: float) -> str:
+    """Why a claim :func:`within_starts` is not the clusters' difference, after the claim."""
+    return (
+        f"within the {_pct(spread)} by which two starts of one set-up differed here, so not "
+        "shown to be the clusters' difference"
+    )
 
 
 # -- when the rate and the elapsed time disagree --------------------------------------------
