@@ -166,6 +166,7 @@ def answer(
         "claimed": len(claimed),
         "start_spread": abs(widest) if widest is not None else None,
         "tempered": [plain(r) for r in tempered],
+        "tempered_groups": [(r.name, r.group) for r in tempered],
         "compared": len(compared),
         "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
@@ -240,6 +241,34 @@ def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> lis
         else f"The {word} median {label} was {value} ({name}, {runs})",
     )
     return out
+
+
+def figures_shown(
+    figures: Sequence[Mapping[str, Any]],
+    rows: Sequence[Row],
+    findings: Sequence[Finding],
+    said: Mapping[str, Any],
+    metric: str | None,
+    on_disk: Mapping[str, bool] | None = None,
+) -> list[Mapping[str, Any]]:
+    """The figures that carry the answer (``said``, :func:`answer`'s): the metric's, and each
+    comparison's but those whose every group is not claimed for a reason other than the runs:
+    a design check voids it (a setting that did not take effect compares a set-up with
+    itself; a cache called a disk, memory with that cache) or it is a difference of clusters
+    within how far two starts of one set-up differed. Their figure marks a claimed difference
+    in black, which the post does not claim; the notebook has them."""
+    tempered = set(said.get("tempered_groups") or [])
+    voided: dict[str, bool] = {}
+    for r in rows:
+        gone = undermined_by(r, findings, on_disk) is not None or (r.name, r.group) in tempered
+        voided[r.name] = voided.get(r.name, True) and gone
+    void = {name for name, gone in voided.items() if gone}
+    return [
+        f
+        for f in figures
+        if (f.get("comparison") and f["comparison"] not in void)
+        or (f.get("metric") == metric and "comparison" not in f)
+    ]
 
 
 # -- how it was run ----------------------------------------------------------------------

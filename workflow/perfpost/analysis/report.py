@@ -415,21 +415,7 @@ def _post_context(
     names = _names(tidy_df, cells, axes, checked.labels)
     covers = getattr(adapter, "COVERS", {}).get(metric) if metric else None
     table = post.results_table(tidy_df, axes, metric, names, covers) if metric else None
-    # The figures that carry the answer: the metric's, and each comparison's, but those whose
-    # every group a design check voids (a setting that did not take effect compares a set-up
-    # with itself; a cache called a disk, memory with that cache): their figure marks a
-    # claimed difference in black, which the post does not claim. The notebook has them.
-    voided: dict[str, bool] = {}
-    for r in comparisons:
-        gone = post.undermined_by(r, findings, on_disk) is not None
-        voided[r.name] = voided.get(r.name, True) and gone
-    void = {name for name, gone in voided.items() if gone}
-    figures = [
-        f
-        for f in full["figures"]
-        if (f.get("comparison") and f["comparison"] not in void)
-        or (f.get("metric") == metric and "comparison" not in f)
-    ]
+    figures = post.figures_shown(full["figures"], comparisons, findings, said, metric, on_disk)
     return {
         "answer": said,
         "hosts": [post.host_line(h, envs.get(h), r) for h, r in roles.items()],
