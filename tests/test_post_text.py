@@ -698,3 +698,30 @@ def test_a_ring_of_scms_is_named_with_its_service_id_beside_a_ring_of_oms():
         "Ozone 2.2.0 `ozone-ha` (scm on h1, h2, h3 (SCM HA, service id `scmservice`); "
         "datanode on h1; om on h1, h2, h3 (OM HA, service id `omservice`))"
     )
+
+
+def test_a_description_of_groups_that_did_not_differ_names_them_all():
+    # hcfs in a quiet run: Ozone vs HDFS did not differ with either buffer (+32.3%, 95% CI
+    # -33.4% to +96.7%; -1.8%, -23.9% to +26.3%). The description said "No difference shown
+    # between Ozone and HDFS with buffer=default", as if the other buffer had not been run.
+    def none(change, low, high, group):
+        result = comparison(change, low, high, verdict="no significant difference", tests=2,
+                            p_adjusted=0.5)  # fmt: skip
+        return row("Ozone vs HDFS", result, group=group)
+
+    default = none(0.323, -0.334, 0.967, "buffer=default")
+    one_byte = none(-0.018, -0.239, 0.263, "buffer=one-byte")
+    said = post.answer([default, one_byte], [], [])
+    assert said["description"] == (
+        "Ozone and HDFS did not differ measurably in rate with buffer=default or with "
+        "buffer=one-byte."
+    )
+    third = none(0.05, -0.2, 0.3, "buffer=1k")
+    said = post.answer([default, one_byte, third], [], [])
+    assert said["description"] == (
+        "Ozone and HDFS did not differ measurably in rate in any of the 3 settings compared."
+    )
+    # One group alone reads as before.
+    assert post.answer([default], [], [])["description"] == (
+        "No difference shown between Ozone and HDFS with buffer=default."
+    )

@@ -31,6 +31,7 @@ from perfpost.analysis.verdicts import (
     no_difference,
     not_compared,
     plain,
+    plain_none,
     starts_clause,
     summed,
     within_starts,
@@ -138,7 +139,8 @@ def answer(
         else:
             plain_no.append(row)
     # A comparison's groups that did not differ are one sentence, not one a group.
-    sound += [(no_difference(family), len(family)) for family in families(plain_no)]
+    gathered = families(plain_no)
+    sound += [(no_difference(family), len(family)) for family in gathered]
     shown = [*sound, *weak][:MAX_ANSWERS]
     lines = [text for text, _ in shown]
     more = sum(n for _, n in sound) + sum(n for _, n in weak) - sum(n for _, n in shown)
@@ -155,7 +157,8 @@ def answer(
     lead = next((r for r in [*claimed, *ordered] if not r.control), None)
     if lead is not None:
         f = undermined_by(lead, findings, on_disk)
-        description = plain(lead) + (f"; {f.short}" if f is not None and f.short else "")
+        family = next((x for x in gathered if lead in x), [lead])
+        description = plain_none(family) + (f"; {f.short}" if f is not None and f.short else "")
         if lead in tempered and widest is not None:
             description += f"; {starts_clause(widest)}"
     else:

@@ -210,6 +210,22 @@ def plain(row: Row) -> str:
     return text[: text.rfind(" (")]
 
 
+def plain_none(rows: Sequence[Row]) -> str:
+    """A comparison's groups that all did not differ (:func:`no_difference`), for a page's
+    description: which, without the numbers ("Ozone and HDFS did not differ measurably in rate
+    with buffer=default or with buffer=one-byte")."""
+    if len(rows) == 1:
+        return plain(rows[0])
+    cand, base = _sides(rows[0])
+    label = metric_label(rows[0].metric).lower()
+    where = (
+        f"with {rows[0].group} or with {rows[1].group}"
+        if len(rows) == 2
+        else f"in any of the {len(rows)} settings compared"
+    )
+    return f"{capital(cand)} and {base} did not differ measurably in {label} {where}"
+
+
 def _change_words(rows: Sequence[Row]) -> str:
     """The range of several claimed changes of one direction in a claim's words: "43% to 52%
     faster than 1", "2.3 to 3.1 times as fast as 4k"."""
