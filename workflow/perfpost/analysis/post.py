@@ -104,17 +104,17 @@ def answer(
     plain_no: list[Row] = []
     claimed: list[Row] = []  # claimed and no design check undermines them
     tempered: list[Row] = []  # claimed, but within how far two cluster starts differed
+    # The design finding that undermines each comparison, found once for every use below.
+    voids = {id(r): undermined_by(r, findings, on_disk) for r in rows}
     # How far apart one set-up's two cluster starts measured, the farthest.
     ran_twice = [
         r.result.change
         for r in rows
-        if not r.control
-        and r.result.significant
-        and getattr(undermined_by(r, findings, on_disk), "ran", None)
+        if not r.control and r.result.significant and getattr(voids[id(r)], "ran", None)
     ]
     widest = max(ran_twice, key=distance, default=None)
     for row in ordered:
-        f = None if row.control else undermined_by(row, findings, on_disk)
+        f = None if row.control else voids[id(row)]
         if row.control:
             controls.append(control(row))
         elif f is not None:
@@ -156,7 +156,7 @@ def answer(
     unanswered = [f.headline for f in said_findings if f.headline] if stands else []
     lead = next((r for r in [*claimed, *ordered] if not r.control), None)
     if lead is not None:
-        f = undermined_by(lead, findings, on_disk)
+        f = voids[id(lead)]
         family = next((x for x in gathered if lead in x), [lead])
         description = plain_none(family) + (f"; {f.short}" if f is not None and f.short else "")
         if lead in tempered and widest is not None:
@@ -169,7 +169,9 @@ def answer(
         "claimed": len(claimed),
         "start_spread": abs(widest) if widest is not None else None,
         "tempered": [plain(r) for r in tempered],
-        "tempered_groups": [(r.name, r.group) for r in tempered],
+        # The groups the post does not claim for a reason other than the runs: their figures
+        # mark a claimed difference in black (:func:`figures_shown`).
+        "unshown": [(r.name, r.group) for r in rows if voids[id(r)] is not None or r in tempered],
         "compared": len(compared),
         "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
@@ -249,10 +251,8 @@ def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> lis
 def figures_shown(
     figures: Sequence[Mapping[str, Any]],
     rows: Sequence[Row],
-    findings: Sequence[Finding],
     said: Mapping[str, Any],
     metric: str | None,
-    on_disk: Mapping[str, bool] | None = None,
 ) -> list[Mapping[str, Any]]:
     """The figures that carry the answer (``said``, :func:`answer`'s): the metric's, and each
     comparison's but those whose every group is not claimed for a reason other than the runs:
@@ -260,10 +260,10 @@ def figures_shown(
     itself; a cache called a disk, memory with that cache) or it is a difference of clusters
     within how far two starts of one set-up differed. Their figure marks a claimed difference
     in black, which the post does not claim; the notebook has them."""
-    tempered = set(said.get("tempered_groups") or [])
+    unshown = set(said.get("unshown") or [])
     voided: dict[str, bool] = {}
     for r in rows:
-        gone = undermined_by(r, findings, on_disk) is not None or (r.name, r.group) in tempered
+        gone = (r.name, r.group) in unshown
         voided[r.name] = voided.get(r.name, True) and gone
     void = {name for name, gone in voided.items() if gone}
     return [

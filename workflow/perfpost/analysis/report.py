@@ -415,7 +415,7 @@ def _post_context(
     names = _names(tidy_df, cells, axes, checked.labels)
     covers = getattr(adapter, "COVERS", {}).get(metric) if metric else None
     table = post.results_table(tidy_df, axes, metric, names, covers) if metric else None
-    figures = post.figures_shown(full["figures"], comparisons, findings, said, metric, on_disk)
+    figures = post.figures_shown(full["figures"], comparisons, said, metric)
     return {
         "answer": said,
         "hosts": [post.host_line(h, envs.get(h), r) for h, r in roles.items()],
