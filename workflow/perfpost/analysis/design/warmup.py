@@ -198,7 +198,7 @@ def warmup(
         untestable.append(
             Untestable(
                 "Warm-up after a cluster start",
-                f"not testable on {', '.join(counted)}, with {n} runs in "
+                f"not testable on {', '.join(counted)}, with {units.counted(n, 'run')} in "
                 f"{units.counted(k, 'cell')} a start: "
                 f"the smallest p they could give is {floor} after Holm's correction",
             )
