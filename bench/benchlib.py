@@ -257,6 +257,32 @@ def _own_cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + sum(UNREAPED_CPU)
 
 
+# Before an item, the machine must have calmed down from the last one: the 64 hosts of
+# ``scale`` take tens of seconds to go (their namespaces, sshd and tools), and the ``deliver``
+# item measured right after them read "others ~0.85 cores" (15 hosts at once 3.7x OpenSSH's
+# time, against 1.6x on a quiet machine). The bench waits until the machine's busy CPU over a
+# short window falls under SETTLE_CORES, for at most SETTLE_MAX_S, and says how long it
+# waited and what it left at.
+SETTLE_CORES = 0.15
+SETTLE_WINDOW_S = 2.0
+SETTLE_MAX_S = 90.0
+
+
+def settle(
+    cores: float = SETTLE_CORES, window: float = SETTLE_WINDOW_S, limit: float = SETTLE_MAX_S
+) -> dict[str, float]:
+    """Wait until the whole machine is busy less than ``cores`` over ``window`` seconds, or
+    ``limit`` seconds have passed; returns the wait and the busy cores of the last window."""
+    start = time.perf_counter()
+    while True:
+        b0, _ = _busy_jiffies()
+        time.sleep(window)
+        busy = (_busy_jiffies()[0] - b0) / window
+        waited = time.perf_counter() - start
+        if busy < cores or waited >= limit:
+            return {"settle_s": round(waited, 1), "busy_cores_before": round(busy, 2)}
+
+
 class CpuWatch:
     """CPU the machine spent during a span, and how much of it was not this suite's.
 

@@ -37,6 +37,8 @@ Items (each ratio is against a baseline measured in the same run):
 It prints one table (item, measure, perfpost's figure, the baseline's, the figure the target
 holds: their ratio or difference, the target, met; a missed target says why) and writes it,
 with the machine's description and each item's CPU contention, to bench/results/latest.json.
+Before each item (not at smoke size) it waits, up to 90 s, for the machine to fall quiet
+after the last one (the 64 hosts of item 8 take tens of seconds to go), and records the wait.
 Remote items need root (network namespaces) or fall back to loopback ports; items 8 and 9
 need root. Nothing is asserted: a missed target is a row that says "no".
 """
@@ -52,7 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, SIZES, CpuWatch, Row, asjson, machine, table
+from benchlib import ROOT, SIZES, CpuWatch, Row, asjson, machine, settle, table
 
 SCHEMA_VERSION = 1
 ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver", "sampler", "history")
@@ -122,6 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     contention: dict[str, dict[str, float]] = {}
     errors: dict[str, str] = {}
     for name in chosen:
+        # A smoke run checks that every step runs, in a busy test suite: it does not wait.
+        calm = settle() if scale != "smoke" else {}
+        if calm:
+            print(
+                f"[{time.perf_counter() - started:6.1f} s] waited {calm['settle_s']:.0f} s for a"
+                f" quiet machine (busy {calm['busy_cores_before']:.2f} cores)",
+                flush=True,
+            )
         print(f"[{time.perf_counter() - started:6.1f} s] {name} ...", flush=True)
         watch = CpuWatch()
         try:
@@ -130,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
             errors[name] = f"{type(e).__name__}: {e}"
             got = [Row(name, f"failed: {type(e).__name__}: {e}"[:90], None, "", "", False)]
-        contention[name] = watch.result()
+        contention[name] = {**watch.result(), **calm}
         rows += got
         c = contention[name]
         print(

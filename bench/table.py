@@ -60,6 +60,15 @@ def table(doc: dict[str, Any]) -> str:
             "read long, and ratios move.",
             "",
         ]
+    waits = {n: c["settle_s"] for n, c in doc["contention"].items() if c.get("settle_s")}
+    if waits:
+        worst = max(waits, key=waits.get)
+        lines += [
+            "Before each item the bench waited for the machine to fall quiet (under 0.15 busy "
+            f"cores over 2 s): {sum(waits.values()):.0f} s in all, the longest "
+            f"{waits[worst]:.0f} s before {worst}.",
+            "",
+        ]
     missing = [i for i in ITEMS if i not in doc["items"]]
     if missing:
         lines += [f"Items not in this run: {', '.join(missing)}.", ""]

@@ -65,3 +65,34 @@ def test_a_bench_item_runs_at_its_smoke_size(item, tmp_path, request):
     # A row with a target that has no figure is an item that broke inside (shown "error").
     assert not [r["figure"] for r in rows if r["shown"] == "error"], said
     assert any(r["value"] is not None for r in rows), rows
+
+
+def test_settle_waits_for_a_quiet_machine_and_says_how_long(monkeypatch):
+    """A machine busy 1.5 cores for three windows, then 0.05: the bench waits four windows
+    (8 s of its clock) and reports the last window's load; one busy for ever is left at the
+    limit. The load is made up (what /proc/stat would say), the clock too: no time passes."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import benchlib
+
+    def machine(loads: list[float]):
+        clock = {"t": 0.0, "busy": 0.0}
+        it = iter(loads)
+
+        def sleep(s: float) -> None:
+            clock["busy"] += next(it) * s
+            clock["t"] += s
+
+        monkeypatch.setattr(benchlib.time, "sleep", sleep)
+        monkeypatch.setattr(benchlib.time, "perf_counter", lambda: clock["t"])
+        monkeypatch.setattr(benchlib, "_busy_jiffies", lambda: (clock["busy"], 0.0))
+
+    machine([1.5, 1.5, 1.5, 0.05, 1.5])
+    assert benchlib.settle(cores=0.15, window=2.0, limit=90.0) == {
+        "settle_s": 8.0,
+        "busy_cores_before": 0.05,
+    }
+    machine([1.0] * 100)
+    assert benchlib.settle(cores=0.15, window=2.0, limit=10.0) == {
+        "settle_s": 10.0,
+        "busy_cores_before": 1.0,
+    }
