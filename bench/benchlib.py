@@ -257,12 +257,11 @@ def _own_cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + sum(UNREAPED_CPU)
 
 
-# Before an item, the machine must have calmed down from the last one: the 64 hosts of
-# ``scale`` take tens of seconds to go (their namespaces, sshd and tools), and the ``deliver``
-# item measured right after them read "others ~0.85 cores" (15 hosts at once 3.7x OpenSSH's
-# time, against 1.6x on a quiet machine). The bench waits until the machine's busy CPU over a
-# short window falls under SETTLE_CORES, for at most SETTLE_MAX_S, and says how long it
-# waited and what it left at.
+# Before an item, the machine must have calmed down from the last one. The bench waits until
+# the machine's busy CPU over a short window falls under SETTLE_CORES, for at most
+# SETTLE_MAX_S, and says how long it waited and what it left at. (The busy "others" the
+# deliver item read at a64f52e were not the last item's: the machine was quiet before it;
+# they were its own hosts' sshd and tar, which it now counts as its own.)
 SETTLE_CORES = 0.15
 SETTLE_WINDOW_S = 2.0
 SETTLE_MAX_S = 90.0

@@ -38,7 +38,7 @@ It prints one table (item, measure, perfpost's figure, the baseline's, the figur
 holds: their ratio or difference, the target, met; a missed target says why) and writes it,
 with the machine's description and each item's CPU contention, to bench/results/latest.json.
 Before each item (not at smoke size) it waits, up to 90 s, for the machine to fall quiet
-after the last one (the 64 hosts of item 8 take tens of seconds to go), and records the wait.
+after the last one, and records the wait.
 Remote items need root (network namespaces) or fall back to loopback ports; items 8 and 9
 need root. Nothing is asserted: a missed target is a row that says "no".
 """
