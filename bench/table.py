@@ -55,9 +55,10 @@ def table(doc: dict[str, Any]) -> str:
     ]
     if busy:
         lines += [
-            "The machine was shared and busy while it ran: besides the bench, other work kept "
-            f"cores busy, on average {', '.join(busy)} (of {m['cpus']}), so figures in seconds "
-            "read long, and ratios move.",
+            "CPU the bench could not count as its own kept cores busy while it ran, on average "
+            f"{', '.join(busy)} (of {m['cpus']}): other work on the machine, or processes an "
+            "item started in a session of its own (a run's cell server) that it cannot reap. "
+            "Where it was other work, figures in seconds read long, and ratios move.",
             "",
         ]
     waits = {n: c["settle_s"] for n, c in doc["contention"].items() if c.get("settle_s")}
