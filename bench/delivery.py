@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from subprocess import PIPE
 
-from benchlib import ROOT, UNREAPED_CPU, Row, pick, tree_cpu
+from benchlib import ROOT, UNREAPED_CPU, Row, hosts_cpu, pick
 
 
 def small_install(where: Path) -> Path:
@@ -176,7 +176,7 @@ def run(scale: str, log=print) -> list[Row]:
         )
     finally:
         # The hosts' sshd, tar and digests ran for this item: its own CPU, not others'.
-        UNREAPED_CPU.append(sum(tree_cpu(h.pid) for h in bed.hosts if h.pid))
+        UNREAPED_CPU.append(hosts_cpu(bed))
         bed.stop()
         shutil.rmtree(bdir, ignore_errors=True)
     return rows

@@ -234,13 +234,6 @@ class CellServer:
         self.proc.wait(60)
 
 
-def hosts_cpu(bed: Any) -> float:
-    """CPU seconds the testbed's hosts (sshd and all they ran) have used so far."""
-    from benchlib import tree_cpu
-
-    return sum(tree_cpu(h.pid) for h in bed.hosts if h.pid)
-
-
 def children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -251,6 +244,8 @@ def cpu_per_cell(
 ) -> tuple[tuple[float, float], float, float]:
     """``fn()``'s result, and the CPU seconds per host it cost here (client processes, and
     the cells ``server`` forked) and on the hosts (sshd, the shell and the tool)."""
+    from benchlib import hosts_cpu
+
     here = (lambda: children_cpu() + server.cpu()) if server else children_cpu
     c0, h0 = here(), hosts_cpu(bed)
     got = fn()
@@ -452,7 +447,7 @@ def together_skew(bed: Any, k: int) -> float:
 
 
 def run(scale: str, log=print) -> list[Row]:
-    from benchlib import ROOT, UNREAPED_CPU, Row, check, median
+    from benchlib import ROOT, UNREAPED_CPU, Row, check, hosts_cpu, median
 
     sys.path.insert(0, str(ROOT))
     from tests import testbed

@@ -23,6 +23,8 @@ RESULTS = ROOT / "bench" / "results" / "latest.json"
 PAGE = ROOT / "docs" / "performance.md"
 START = "<!-- bench-table: start (written by python bench/table.py; do not edit) -->"
 END = "<!-- bench-table: end -->"
+from benchlib import SETTLE_CORES, SETTLE_WINDOW_S  # noqa: E402
+
 ITEMS = ("parse", "cell", "matrix", "remote", "agent", "scale", "deliver", "sampler", "history")
 
 
@@ -65,8 +67,9 @@ def table(doc: dict[str, Any]) -> str:
     if waits:
         worst = max(waits, key=waits.get)
         lines += [
-            "Before each item the bench waited for the machine to fall quiet (under 0.15 busy "
-            f"cores over 2 s): {sum(waits.values()):.0f} s in all, the longest "
+            "Before each item the bench waited for the machine to fall quiet (under "
+            f"{SETTLE_CORES} busy cores over {SETTLE_WINDOW_S:.0f} s): "
+            f"{sum(waits.values()):.0f} s in all, the longest "
             f"{waits[worst]:.0f} s before {worst}.",
             "",
         ]
