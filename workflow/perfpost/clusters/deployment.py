@@ -184,6 +184,40 @@ class Kind:
         return None
 
 
+# The daemons' ports, chosen on their host (``python3 -c PORT_CHOOSER <address> <count>``):
+# free ones below the host's ephemeral range (ip_local_port_range, 32768-60999 by default),
+# in random order from 10000 (above most of Hadoop's and Ozone's default ports; one that
+# listens is skipped as any port in use is). A port the kernel hands out for port 0 is from
+# the ephemeral range, where every outgoing connection on the host takes its local port too:
+# one taken between its choice and the daemon's bind failed a datanode's start ("Address
+# already in use") on a host busy with other clients. Each is held until all are chosen, so
+# none is chosen twice; only where the range below leaves too few does the kernel choose.
+PORT_CHOOSER = """import random, socket, sys
+n = int(sys.argv[2])
+held = []
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 0
+ports = list(range(10000, low))
+random.shuffle(ports)
+for port in ports:
+    if len(held) == n:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("", port))
+        held.append(s)
+    except OSError:
+        s.close()
+while len(held) < n:
+    s = socket.socket()
+    s.bind((sys.argv[1], 0))
+    held.append(s)
+print(*[s.getsockname()[1] for s in held])
+"""
+
+
 @dataclass
 class Deployment:
     """A cluster configuration on its hosts; see the module's docstring."""
@@ -250,15 +284,12 @@ class Deployment:
     # -- what kinds use -----------------------------------------------------------------
     def free_ports(self, host: str, names: list[str]) -> None:
         """Choose a port nothing listens on for each of ``names`` on ``host``, once: a
-        restart keeps them (Ratis state records its peers)."""
+        restart keeps them (Ratis state records its peers). See :data:`PORT_CHOOSER`."""
         wanted = [n for n in names if n not in self.ports]
         if not wanted:
             return
         script = (
-            "python3 -c 'import socket,sys\n"
-            "ss=[socket.socket() for _ in range(int(sys.argv[2]))]\n"
-            "[s.bind((sys.argv[1],0)) for s in ss]\n"
-            "print(*[s.getsockname()[1] for s in ss])' "
+            f"python3 -c {shlex.quote(PORT_CHOOSER)} "
             f"{shlex.quote(self.node(host).address)} {len(wanted)}"
         )
         got = self.node(host).sh(script, what="choosing free ports").split()
