@@ -184,22 +184,25 @@ class Kind:
         return None
 
 
-# The daemons' ports, chosen on their host (``python3 -c PORT_CHOOSER <address> <count>``):
+# The daemons' ports, chosen on their host (``python3 -c PORT_CHOOSER <address> <count> <taken>``):
 # free ones below the host's ephemeral range (ip_local_port_range, 32768-60999 by default),
 # in random order from 10000 (above most of Hadoop's and Ozone's default ports; one that
 # listens is skipped as any port in use is). A port the kernel hands out for port 0 is from
 # the ephemeral range, where every outgoing connection on the host takes its local port too:
 # one taken between its choice and the daemon's bind failed a datanode's start ("Address
 # already in use") on a host busy with other clients. Each is held until all are chosen, so
-# none is chosen twice; only where the range below leaves too few does the kernel choose.
+# none is chosen twice, and the ports the deployment chose before (``<taken>``, comma-separated:
+# its other daemons', not bound yet) are left alone; only where the range below leaves too few
+# does the kernel choose.
 PORT_CHOOSER = """import random, socket, sys
 n = int(sys.argv[2])
+taken = {int(p) for p in sys.argv[3].split(",") if p} if len(sys.argv) > 3 else set()
 held = []
 try:
     low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 except (OSError, ValueError, IndexError):
     low = 0
-ports = list(range(10000, low))
+ports = [p for p in range(10000, low) if p not in taken]
 random.shuffle(ports)
 for port in ports:
     if len(held) == n:
@@ -290,7 +293,8 @@ class Deployment:
             return
         script = (
             f"python3 -c {shlex.quote(PORT_CHOOSER)} "
-            f"{shlex.quote(self.node(host).address)} {len(wanted)}"
+            f"{shlex.quote(self.node(host).address)} {len(wanted)} "
+            + ",".join(str(p) for p in sorted(set(self.ports.values())))
         )
         got = self.node(host).sh(script, what="choosing free ports").split()
         self.ports.update(zip(wanted, (int(p) for p in got), strict=True))
