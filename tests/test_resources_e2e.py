@@ -115,11 +115,16 @@ def test_the_loop_disk_counted_the_bytes_dd_wrote(run, loop_fs):
 
 def test_a_pinned_burner_keeps_its_core_busy_and_its_cpu_time_is_its_own(run):
     s = pd.read_csv(run / "results" / "burn" / "resources.csv")
-    core0 = s[(s["resource"] == "cpu0") & (s["metric"] == "busy")]
+    cpu0 = s[s["resource"] == "cpu0"]
+    busy, steal = (cpu0[cpu0["metric"] == m].set_index(["repeat", "t"]) for m in ("busy", "steal"))
+    core0 = busy.assign(busy=busy["value"], steal=steal["value"])
     # Whole intervals inside the 4 s step (the first and last may reach past its ends).
-    inside = core0[(core0["t"] - core0["seconds"] >= 0.5) & (core0["t"] <= 3.5)]
+    t = core0.index.get_level_values("t")
+    inside = core0[(t - core0["seconds"] >= 0.5) & (t <= 3.5)]
     assert len(inside) >= 2, core0
-    assert (inside["value"] >= 0.97).all(), inside
+    # The core never idles: busy, or taken by the virtual machine's host (steal), which the
+    # burner cannot refuse (in a CI run, 0.94 busy and 0.06 stolen in one second).
+    assert (inside["busy"] + inside["steal"] >= 0.97).all(), inside
     record = next((run / "results" / "burn").rglob("record.json"))
     metrics = {m["name"]: m["value"] for m in json.loads(record.read_text())["metrics"]}
     # One thread: its CPU time cannot pass its wall time; fio's own clock says 4 s.
