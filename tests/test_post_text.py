@@ -262,6 +262,13 @@ def test_two_starts_of_one_set_up_that_differ_temper_the_sizes_across_clusters()
                base_cells=("blk",), cand_cells=("chk",))  # fmt: skip
     said = post.answer([across, calm], [ran], [])
     assert "two cluster starts" not in post.conclusion(said, [ran], {})
+    # Two starts a little apart: the conclusion gives their 4.0% as the answer's own sentences
+    # would (one decimal under 9.5%), never "4%" beside "4.0%", nor "0%" for 0.4%.
+    near = row("FILE_PER_CHUNK vs FILE_PER_BLOCK", comparison(-0.04, -0.06, -0.02,
+               verdict="better"), unit="s", metric="elapsed", base_cells=("blk",),
+               cand_cells=("chk",))  # fmt: skip
+    said = post.answer([across, near], [ran], [], None, starts)
+    assert "two cluster starts differed by 4.0%: a comparison" in post.conclusion(said, [ran], {})
 
 
 def test_a_difference_of_clusters_within_two_starts_of_one_set_up_is_not_claimed():

@@ -30,6 +30,7 @@ from perfpost.analysis.verdicts import (
     no_claim,
     no_difference,
     not_compared,
+    percent,
     plain,
     plain_none,
     starts_clause,
@@ -521,7 +522,7 @@ def conclusion(
             if others > 1
             else ""
         )
-        spread = f"{said['start_spread']:.0%}" if said.get("start_spread") else ""
+        spread = percent(said["start_spread"]) if said.get("start_spread") else ""
         starts = (
             f" One set-up measured on two cluster starts differed by {spread}: a comparison "
             "of clusters can move by as much from one start to the next, so only a difference "

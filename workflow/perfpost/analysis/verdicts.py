@@ -31,7 +31,9 @@ def _sides(row: Row) -> tuple[str, str]:
     return row.cand_label, row.base_label
 
 
-def _pct(x: float) -> str:
+def percent(x: float) -> str:
+    """A change's size as the posts write it, unsigned: whole percent from 9.5% up, one
+    decimal below (a 0.4% difference never reads "0%")."""
     x = abs(x)
     return f"{x:.0%}" if x >= 0.095 else f"{x:.1%}"
 
@@ -86,8 +88,8 @@ def claim(row: Row) -> str:
         said = f"{_times(1 + r.change)} times as {as_} as {base}"
         ci = f"{_times(1 + lo)} to {_times(1 + hi)} times"
     else:
-        said = f"{_pct(r.change)} {more if up else less} than {base}"
-        ci = f"{_pct(lo)} to {_pct(hi)}"
+        said = f"{percent(r.change)} {more if up else less} than {base}"
+        ci = f"{percent(lo)} to {percent(hi)}"
     return f"{capital(cand)}: {said}{group} ({label}; 95% CI {ci}, {_runs(r)})"
 
 
@@ -238,8 +240,8 @@ def _change_words(rows: Sequence[Row]) -> str:
     if as_ and lo >= 1:
         return f"{_times(1 + lo)} to {_times(1 + hi)} times as {as_} as {base}"
     if as_ and hi >= 1:
-        return f"{_pct(lo)} {more} to {_times(1 + hi)} times as {as_} as {base}"
-    return f"{_pct(lo)} to {_pct(hi)} {more if up else less} than {base}"
+        return f"{percent(lo)} {more} to {_times(1 + hi)} times as {as_} as {base}"
+    return f"{percent(lo)} to {percent(hi)} {more if up else less} than {base}"
 
 
 def summed(claimed: Sequence[Row], compared: Sequence[Row]) -> list[str]:
@@ -335,7 +337,7 @@ def within_starts(row: Row, spread: float) -> bool:
 def starts_clause(spread: float) -> str:
     """Why a claim :func:`within_starts` is not the clusters' difference, after the claim."""
     return (
-        f"within the {_pct(spread)} by which two starts of one set-up differed here, so not "
+        f"within the {percent(spread)} by which two starts of one set-up differed here, so not "
         "shown to be the clusters' difference"
     )
 
