@@ -173,3 +173,32 @@ def test_freon_metrics_series_and_post(freon_run):
     for link in image_links(post):
         assert (work / "reports" / "cmdw" / link).is_file()
     assert "-D hdds.datanode.dir=$WORK/data" in post  # {work} became the run's directory
+
+
+def test_the_tool_cache_at_another_path_runs_nothing_again(freon_run, ozone_cache, tmp_path):
+    """The finished run with its tool cache named by another path, as a cache moved, or
+    named by $PERFPOST_CACHE or another user's would be (here a symlink to it, so nothing is
+    copied): no job runs, on localhost or on the remote host, and every record and log
+    stays byte for byte."""
+    work, _ = freon_run
+    cache, _ = ozone_cache
+    moved = tmp_path / "moved-cache"
+    moved.symlink_to(cache)
+    config = work / "config" / "config.yaml"
+    kept = config.read_text()
+    cfg = yaml.safe_load(kept)
+    cfg["tools"]["ozone"]["cache"] = str(moved)
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    found = sorted((work / "results").glob("*/cells/*/*/r*/attempt-*/*.*"))
+    before = {p: p.read_bytes() for p in found}
+    assert len([p for p in found if p.name == "record.json"]) == 6  # cmdw 2 x 2 hosts, dfsg 2
+    try:
+        dry = snakemake(work, "-n", "--cores", "2", "report")
+        assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+        assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-3000:]
+        again = snakemake(work, "--cores", "2", "report")
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        config.write_text(kept)
+    assert sorted((work / "results").glob("*/cells/*/*/r*/attempt-*/*.*")) == found
+    assert {p: p.read_bytes() for p in found} == before

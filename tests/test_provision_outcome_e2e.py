@@ -72,9 +72,13 @@ def test_a_build_that_cannot_be_provisioned_fails_its_cells_only(hdfs_cache, tmp
         f"results/k/cells/build={BAD}/localhost/r1/attempt-2/record.json",
         f"results/k/cells/build={BAD}/localhost/r2/attempt-2/record.json",
     ]
+    (failed_outcome,) = (work / "results" / "tools").glob(f"hdfs-{BAD}-*.json")
+    failed_at = failed_outcome.stat().st_mtime_ns
     again = snakemake(work, "--cores", "2", "report", timeout=900)
     assert again.returncode == 0, again.stderr[-4000:]
     tried = work / "results" / "tools"
+    # Tried again (Maven asked again), not the first run's outcome read a second time.
+    assert failed_outcome.stat().st_mtime_ns > failed_at
     assert len(list(tried.glob(f"hdfs-{BAD}-*.log"))) == 1
     after = records(work)
     assert {p: r["status"] for p, r in after.items() if p in got} == {

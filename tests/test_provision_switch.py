@@ -317,3 +317,55 @@ def test_a_pom_changed_back_switches_to_its_install_again_without_maven(tmp_path
     assert len(maven) == 2
     assert again == first != second
     assert Path(second).exists()
+
+
+def test_a_cell_provisions_again_what_failed_or_is_gone_and_nothing_else(
+    tmp_path, maven, monkeypatch
+):
+    """The outcome of an install a cell needs says failed (Maven could not, the last run),
+    or done while the install is not in the cache the config names (removed, or the cache
+    moved): the cell provisions it there and rewrites the outcome; a done outcome with its
+    install in place costs no Maven call."""
+    monkeypatch.chdir(tmp_path)  # the workflow's directory: outcomes are under results/
+    rt = runtime(tmp_path / "files")
+    cache = tmp_path / "cache"
+    marker = str(provision.marker(rt, "1.0", str(cache)))
+    outcome = Path(provision.outcome_path(marker))
+    assert outcome.parent == Path("results/tools")
+    outcome.parent.mkdir(parents=True)
+    what = {"tool": "fake", "version": "1.0", "cache": str(cache)}
+    provision.write_outcome(outcome, status="failed", reason="mvn: no network", **what)
+    runtimes = {"fake": rt}
+
+    said = provision.failed_outcomes([marker])
+    assert said == "provisioning fake 1.0 failed: mvn: no network"
+    assert provision.failed_outcomes([marker], again=runtimes) is None
+    assert len(maven) == 1
+    done = json.loads(outcome.read_text())
+    assert done["status"] == "done"
+    assert Path(done["launcher"]).is_file()
+    # Maven's output goes to the provisioning rule's log: <tool>-<version>-<pom>.log
+    assert outcome.with_suffix(".log").exists()
+
+    assert provision.failed_outcomes([marker], again=runtimes) is None
+    assert len(maven) == 1  # in place: nothing to do
+
+    shutil.rmtree(cache)
+    assert provision.failed_outcomes([marker], again=runtimes) is None
+    assert len(maven) == 2
+    assert Path(marker).exists()
+
+    moved = str(provision.marker(rt, "1.0", str(tmp_path / "moved")))
+    assert provision.outcome_path(moved) == str(outcome)
+    assert provision.failed_outcomes([moved], again=runtimes) is None
+    assert len(maven) == 3
+    assert json.loads(outcome.read_text())["cache"] == str(tmp_path / "moved")
+
+    def broken(args: list[str], log) -> None:
+        raise provision.PerfpostError("mvn dependency:copy-dependencies failed (exit 1)")
+
+    monkeypatch.setattr(provision, "_mvn", broken)
+    shutil.rmtree(tmp_path / "moved")
+    said = provision.failed_outcomes([moved], again=runtimes)
+    assert said == "provisioning fake 1.0 failed: mvn dependency:copy-dependencies failed (exit 1)"
+    assert json.loads(outcome.read_text())["status"] == "failed"

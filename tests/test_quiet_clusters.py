@@ -105,7 +105,7 @@ def test_every_cluster_cell_waits_for_every_cluster_cells_tools():
     # hcfs (freon against ozone and hdfs) and teragen (a Hadoop client against the same
     # ozone): a teragen cell waiting for its Hadoop client alone let hcfs's hdfs cells run
     # while their shared ozone stayed up for it.
-    from perfpost.glue.provisioning import cell_needs, cell_tools
+    from perfpost.glue.provisioning import cell_needs, cell_tools, provision_outcome
     from perfpost.plan.build import build_plan
 
     plan = build_plan(
@@ -147,8 +147,13 @@ def test_every_cluster_cell_waits_for_every_cluster_cells_tools():
     assert cell_tools(plan, "plain", ["localhost"], "default") == []
     # ...but each needs only its own: teragen no freon, an hdfs cell no Ozone cluster. A
     # failed provisioning of one fails only the cells that need it.
-    teragen_needs = set(cell_needs(plan, "teragen", ["localhost"], "default"))
-    hdfs_needs = set(cell_needs(plan, "hcfs", ["localhost"], "storage=hdfs"))
+    # (A cell is handed the installs it needs by their markers; their outcomes are these.)
+    teragen_needs = {
+        provision_outcome(m) for m in cell_needs(plan, "teragen", ["localhost"], "default")
+    }
+    hdfs_needs = {
+        provision_outcome(m) for m in cell_needs(plan, "hcfs", ["localhost"], "storage=hdfs")
+    }
     assert teragen_needs < teragen
     assert hdfs_needs < hcfs
     kinds = {

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from perfpost import tools
-from perfpost.glue.provisioning import provision_outcome, provision_rules
+from perfpost import provision, tools
+from perfpost.errors import PerfpostError
+from perfpost.glue.provisioning import outcome_caches, provision_cache, provision_outcome
 from perfpost.plan.build import build_plan
 
 FREON = {"tool": "freon", "params": {"subcommand": "ockg", "dir": "/data"}}
@@ -89,20 +90,29 @@ def test_without_a_version_the_tool_folders_own_is_used(tmp_path, tool, runtime)
     )
 
 
-def test_the_provisioning_rule_covers_every_configured_cache_and_the_default(tmp_path):
-    import hashlib
-
+def test_an_outcome_is_named_by_its_install_and_provisioned_into_its_configured_cache(tmp_path):
     p = plan(tmp_path, FREON, tool_settings={"ozone": {"cache": str(tmp_path / "c")}})
-    rules = dict((cache, pattern) for pattern, cache in provision_rules(p))
-    assert len(rules) == 2  # and the default cache, where the others live
-    # One outcome per runtime, version, pom and cache: the cache by sha256 of its path.
-    tag = hashlib.sha256(str(tmp_path / "c").encode()).hexdigest()[:8]
-    assert rules[str(tmp_path / "c")] == f"results/tools/{{tool}}-{{version}}-{{pom}}.{tag}.json"
-    # A cell waits for the outcome of the provisioning that leaves its marker.
     marker = p.provisioned_marker("e", "localhost")
-    assert str(provision_outcome(marker)) == (
-        f"results/tools/ozone-{tools.get('freon').VERSION}-{pom_hash('freon')}.{tag}.json"
-    )
+    # A cell waits for the outcome of the provisioning that leaves its marker, named by
+    # runtime, version and pom alone: the same file wherever the cache is.
+    outcome = f"results/tools/ozone-{tools.get('freon').VERSION}-{pom_hash('freon')}.json"
+    assert provision_outcome(marker) == outcome
+    assert provision_outcome(marker.replace(str(tmp_path / "c"), "/elsewhere")) == outcome
+    # The one rule provisions it into the config's cache, any other into the default one.
+    cache = provision_cache(p)
+    assert cache(None, [outcome]) == str(tmp_path / "c")
+    other = "results/tools/ozone-9.9-0123456789abcdef.json"
+    assert cache(None, [other]) == str(provision.cache_dir(None))
+
+
+def test_one_install_wanted_in_two_caches_is_refused(tmp_path):
+    a = str(tmp_path / "a" / "ozone-2.2.0" / "COMPLETE-0123456789abcdef")
+    b = a.replace("/a/", "/b/")
+    with pytest.raises(PerfpostError, match="two caches"):
+        outcome_caches([a, b])
+    assert outcome_caches([a]) == {
+        "results/tools/ozone-2.2.0-0123456789abcdef.json": str(tmp_path / "a")
+    }
 
 
 def pom_hash(tool):
@@ -111,3 +121,38 @@ def pom_hash(tool):
 
     pom = Path(tools.get(tool).__file__).parent / "pom.xml"
     return hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("tool", ["freon", "teragen"])
+def test_where_the_cache_is_defines_no_measurement(tmp_path, monkeypatch, tool):
+    """A finished cell's record carries its measurement's id; a cache at another path (moved,
+    ``$PERFPOST_CACHE``, a ``tools:`` setting) must leave it as it was, or every finished
+    cell would be measured again. The install itself (its version) and a data directory
+    inside the cache still count."""
+    from dataclasses import replace
+
+    exp = FREON if tool == "freon" else TERAGEN
+    runtime = "ozone" if tool == "freon" else "hadoop"
+
+    def spec(cache=None, version=None, **params):
+        settings = {k: v for k, v in (("cache", cache), ("version", version)) if v}
+        e = {**exp, "params": {**exp["params"], **params}}
+        p = plan(tmp_path, e, tool_settings={runtime: settings})
+        return p.spec("e", p.experiments["e"].cells[0].id, "localhost", 1)
+
+    monkeypatch.delenv("PERFPOST_CACHE", raising=False)
+    default = spec()
+    assert default.params["launcher"].startswith(str(Path("~/.cache/perfpost").expanduser()))
+    # Before specs knew their caches, the id was that of the measurement as it stood.
+    assert default.measurement_id() == replace(default, caches=[]).measurement_id()
+    for elsewhere in (spec(cache=str(tmp_path / "a")), spec(cache=str(tmp_path / "b/"))):
+        assert elsewhere.params["launcher"] != default.params["launcher"]
+        assert elsewhere.measurement_id() == default.measurement_id()
+    monkeypatch.setenv("PERFPOST_CACHE", str(tmp_path / "env"))
+    by_env = spec()
+    assert by_env.params["launcher"].startswith(str(tmp_path / "env") + "/")
+    assert by_env.measurement_id() == default.measurement_id()
+    assert spec(version="3.3.6").measurement_id() != default.measurement_id()
+    inside = spec(cache=str(tmp_path / "a"), dir=str(tmp_path / "a" / "data"))
+    moved = spec(cache=str(tmp_path / "b"), dir=str(tmp_path / "b" / "data"))
+    assert inside.measurement_id() != moved.measurement_id()

@@ -79,10 +79,11 @@ CLUSTER_START_DIR = CLUSTER_DIR + "/start-{start}"
 # The cells of this run still to come, per cluster: the last one stops its cluster.
 CLUSTERS_PENDING = CLUSTERS_DIR + "/pending.json"
 
-# A runtime's provisioning: its log, and its outcome (done, or failed with the reason) per
-# cache (a short hash of the cache's path), which the cells that need the runtime wait for.
+# A runtime's provisioning: its log, and its outcome (done, or failed with the reason), which
+# the cells that need the runtime wait for. Not named after the cache it went into: a cache at
+# another path is no reason to run a finished cell again (perfpost.provision.outcome_path).
 PROVISION_LOG = RESULTS + "/tools/{tool}-{version}-{pom}.log"
-PROVISION = RESULTS + "/tools/{tool}-{version}-{pom}.{cache}.json"
+PROVISION = RESULTS + "/tools/{tool}-{version}-{pom}.json"
 
 # What the wildcards may match; ids are checked at config time to fit these.
 WILDCARDS = {

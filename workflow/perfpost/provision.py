@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfpost import paths
 from perfpost.errors import PerfpostError
 
 DEFAULT_CACHE = "~/.cache/perfpost"
@@ -84,6 +85,45 @@ def configured_marker(runtime: Runtime, tools: Mapping[str, Any]) -> Path:
 
 def cache_dir(cache: str | None = None) -> Path:
     return Path(os.path.expanduser(cache or os.environ.get("PERFPOST_CACHE") or DEFAULT_CACHE))
+
+
+def caches(tools: Mapping[str, Any]) -> list[str]:
+    """Every cache a config's runtimes are provisioned into: the default one (or
+    ``$PERFPOST_CACHE``) and each ``tools.<runtime>.cache``."""
+    found = {str(cache_dir(None))}
+    found |= {str(cache_dir(s.get("cache"))) for s in tools.values() if isinstance(s, Mapping)}
+    return sorted(found)
+
+
+# An install's path inside a cache: <name>-<version>[-<pom hash>]/... or builds/<name>-<stamp>/
+_INSTALL = r"/(?=[A-Za-z][\w.]*-\d|builds/)"
+_BOUNDARY = r"(?<![^\s:=,;\"'])"  # a path's start: the string's, or after a separator
+
+
+def cache_free(value: Any, in_caches: list[str]) -> Any:
+    """``value`` (a JSON-like tree) with every path of an install in one of ``in_caches``
+    written as in the default cache: where the installs live is not what a run measured, so
+    a cache moved, named by ``$PERFPOST_CACHE`` or another user's leaves a measurement's
+    identity as it was. Other paths are left as they are, those inside a cache too (a data
+    directory there is another directory when the cache moves)."""
+    if not in_caches:
+        return value
+    default = os.path.expanduser(DEFAULT_CACHE).rstrip("/")
+    alternatives = "|".join(
+        re.escape(c.rstrip("/")) for c in sorted(in_caches, key=len, reverse=True)
+    )
+    pattern = re.compile(_BOUNDARY + "(?:" + alternatives + ")" + _INSTALL)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return pattern.sub(lambda _m: default + "/", v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
 
 
 def home(tool: str, version: str, cache: str | None = None) -> Path:
@@ -147,21 +187,57 @@ def write_outcome(path: str | Path, **fields: Any) -> None:
     os.replace(tmp, target)
 
 
-def failed_outcomes(paths_: list[str]) -> str | None:
-    """Why a cell cannot run, from the outcomes it waits for: None when every runtime it
-    needs was provisioned (or a path is no outcome: an older perfpost's marker)."""
+def outcome_path(marker: str | Path) -> str:
+    """The outcome file of the provisioning that leaves ``marker``
+    (<cache>/<tool>-<version>/COMPLETE-<pom>; no runtime's name has a dash), relative to the
+    workflow's directory. Named without the cache: cells take it as input, and Snakemake
+    runs a finished cell again (in place, its log replaced) when its input files are others."""
+    m = Path(marker)
+    tool, version = m.parent.name.split("-", 1)
+    pom = m.name.split("-", 1)[1]
+    return paths.fill(paths.PROVISION, tool=tool, version=version, pom=pom)
+
+
+def failed_outcomes(markers: list[str], again: Mapping[str, Runtime] | None = None) -> str | None:
+    """Why a cell cannot run, from the outcomes of the installs it needs (by their
+    ``markers``): None when every runtime it needs was provisioned. With ``again`` (the
+    runtimes by name), each one whose outcome says it failed, or whose install is not in
+    the cache the config names (one emptied or moved, ``$PERFPOST_CACHE``), is provisioned
+    again first, here, and its outcome rewritten.
+
+    The provisioning rule cannot do that: Snakemake runs a job whose output exists again
+    only for a changed recorded param, and a job so run hides every job after it whose input
+    is ``ancient`` (the cells, which must not run again for a newer outcome), which would not
+    run at all that time. So the next cell that needs the runtime tries, as the rule would
+    have (Maven's output appended to the rule's log), one at a time per cache (``install``
+    locks it): after one succeeds the others find the install."""
     reasons = []
-    for path in paths_:
-        if not path.endswith(".json"):
-            continue
+    for marker in markers:
+        path = Path(outcome_path(marker))
         try:
-            outcome = json.loads(Path(path).read_text())
+            outcome = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        runtime = (again or {}).get(str(outcome.get("tool")))
+        if runtime is not None and (outcome.get("status") == "failed" or not Path(marker).exists()):
+            outcome = _provision_again(runtime, str(outcome["version"]), marker, path)
         if outcome.get("status") == "failed":
             what = f"{outcome.get('tool', '?')} {outcome.get('version', '')}".strip()
             reasons.append(f"provisioning {what} failed: {outcome.get('reason', '')}")
     return "; ".join(reasons) or None
+
+
+def _provision_again(runtime: Runtime, version: str, marker: str, path: Path) -> dict[str, Any]:
+    cache = str(Path(marker).parents[1])
+    what = {"tool": runtime.name, "version": version, "cache": cache}
+    log = path.with_suffix(".log")  # the rule's: <tool>-<version>-<pom>.log
+    try:
+        launcher = install(runtime, version, cache, str(log))
+    except (PerfpostError, OSError, subprocess.SubprocessError) as e:
+        write_outcome(path, status="failed", reason=str(e), **what)
+    else:
+        write_outcome(path, status="done", launcher=str(launcher), **what)
+    return json.loads(path.read_text())
 
 
 def _small_files(runtime: Runtime) -> dict[str, Path]:

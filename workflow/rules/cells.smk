@@ -110,30 +110,26 @@ for group in glue.together(PLAN):
 # Runtimes from Maven Central (Ozone's freon and vapor, a Hadoop client for teragen), for
 # hosts that have none installed: localhost by default.
 # A failed provisioning is an outcome too (exit 0): the cells that need the runtime fail with
-# its reason, each with a record, and the rest of the run goes on; the next run tries again.
-for i, (pattern, cache) in enumerate(provisioning.provision_rules(PLAN)):
-
-    rule:
-        name:
-            f"provision_{i}"
-        output:
-            pattern,
-        log:
-            paths.PROVISION_LOG,
-        wildcard_constraints:
-            tool=provisioning.provisioned_names(),
-            pom="[0-9a-f]{16}",
-        # Before any cell: cells are ordered by cluster, and one waiting for its tool would
-        # let another cluster's cells in between (two clusters up at once).
-        priority: glue.STEP_PRIORITY
-        localrule: True
-        conda:
-            "../../envs/perfpost.yaml"
-        resources:
-            **CONTROLLER,
-        params:
-            cache=cache,
-            again=provisioning.provision_again_param(cache),
-        shell:
-            "perfpost provision {wildcards.tool:q} --version {wildcards.version:q}"
-            " --cache {params.cache:q} --log {log:q} --outcome {output:q} > /dev/null"
+# its reason, each with a record, and the rest of the run goes on; in the next run, the first
+# cell that needs it tries again (perfpost.provision.failed_outcomes).
+rule provision:
+    output:
+        paths.PROVISION,
+    log:
+        paths.PROVISION_LOG,
+    wildcard_constraints:
+        tool=provisioning.provisioned_names(),
+        pom="[0-9a-f]{16}",
+    # Before any cell: cells are ordered by cluster, and one waiting for its tool would
+    # let another cluster's cells in between (two clusters up at once).
+    priority: glue.STEP_PRIORITY
+    localrule: True
+    conda:
+        "../../envs/perfpost.yaml"
+    resources:
+        **CONTROLLER,
+    params:
+        cache=provisioning.provision_cache(PLAN),
+    shell:
+        "perfpost provision {wildcards.tool:q} --version {wildcards.version:q}"
+        " --cache {params.cache:q} --log {log:q} --outcome {output:q} > /dev/null"

@@ -100,7 +100,7 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     if spec.params.get("launcher"):
         provision.refresh_launcher(spec.params["launcher"], runtimes())
     (env,), redactor = _secret_guard([spec])
-    unmet = provision.failed_outcomes(args.needs)
+    unmet = provision.failed_outcomes(args.needs, again=runtimes())
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
         began = time.time()
@@ -141,7 +141,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     if _finished_already(specs, list(args.outs)):
         return _keep(list(args.outs))
     envs, redactor = _secret_guard(specs)
-    unmet = provision.failed_outcomes(args.needs)
+    unmet = provision.failed_outcomes(args.needs, again=runtimes())
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
         began = time.time()

@@ -1,27 +1,27 @@
-"""Provisioning as the rules see it: one rule per tool cache, each outcome a file named
-after the install it makes, made again when it failed or its install is gone; and the
-outcomes a cell waits for (only those it uses)."""
+"""Provisioning as the rules see it: one rule, each outcome a file named after the install
+it makes (not after its cache), made again by the next cell that needs it when it failed or
+its install is not where the config wants it (:func:`perfpost.provision.failed_outcomes`);
+and the outcomes a cell waits for (only those it uses)."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
-from perfpost import paths
+from perfpost.errors import PerfpostError
 from perfpost.plan.model import Plan
+from perfpost.provision import outcome_path as provision_outcome
 
 
 def cell_needs(plan: Plan, experiment: str, hosts: list[str], cell: str | None = None) -> list[str]:
-    """The provisioning outcomes a cell needs: its tool's runtime (freon on localhost), its
-    own clusters' and the agent's. Only what the cell uses: a runtime that cannot be
+    """The installs a cell needs, by their markers: its tool's runtime (freon on localhost),
+    its own clusters' and the agent's. Only what the cell uses: a runtime that cannot be
     provisioned fails its cells, not its neighbours'."""
     markers = {plan.provisioned_marker(experiment, h) for h in hosts} - {None}
     markers |= set(plan.cluster_markers(experiment, cell))
     markers |= set(plan.instrument_markers(experiment))
-    return [provision_outcome(m) for m in sorted(markers)]
+    return sorted(markers)
 
 
 def cell_tools(plan: Plan, experiment: str, hosts: list[str], cell: str | None = None) -> list[Any]:
@@ -34,84 +34,55 @@ def cell_tools(plan: Plan, experiment: str, hosts: list[str], cell: str | None =
     provisioning again, or a newer install, is no reason to re-run finished cells."""
     from snakemake.io import ancient
 
-    outcomes = set(cell_needs(plan, experiment, hosts, cell))
+    outcomes = {provision_outcome(m) for m in cell_needs(plan, experiment, hosts, cell)}
     exp = plan.experiments[experiment]
     if cell is not None and exp.cluster_specs.get(cell):
-        outcomes |= {provision_outcome(m) for m in _every_cluster_cells_markers(plan)}
+        outcomes |= {provision_outcome(m) for m in _markers(plan, clusters_only=True)}
     return [ancient(o) for o in sorted(outcomes)]
 
 
-def _every_cluster_cells_markers(plan: Plan) -> set[str]:
-    cached = getattr(plan, "_cluster_markers_all", None)
+def _markers(plan: Plan, clusters_only: bool = False) -> set[str]:
+    """The install markers of every experiment's cells (of those against a cluster only)."""
+    key = "_cluster_markers_all" if clusters_only else "_markers_all"
+    cached = getattr(plan, key, None)
     if cached is None:
         cached = set()
         for name, exp in plan.experiments.items():
-            if not exp.cluster_specs:
+            if clusters_only and not exp.cluster_specs:
                 continue
-            cached |= {plan.provisioned_marker(name, h) for h in exp.hosts} - {None}
-            cached |= set(plan.cluster_markers(name))
-            cached |= set(plan.instrument_markers(name))
-        plan._cluster_markers_all = cached  # type: ignore[attr-defined]
+            cached |= set(cell_needs(plan, name, exp.hosts))
+        setattr(plan, key, cached)
     return cached
 
 
-def _cache_tag(cache: str | Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(str(cache).encode()).hexdigest()[:8]
-
-
-def provision_outcome(marker: str) -> str:
-    """The outcome file of the provisioning that leaves ``marker``
-    (<cache>/<tool>-<version>/COMPLETE-<pom>; no runtime's name has a dash)."""
-    m = Path(marker)
-    tool, version = m.parent.name.split("-", 1)
-    pom = m.name.split("-", 1)[1]
-    return paths.fill(
-        paths.PROVISION, tool=tool, version=version, pom=pom, cache=_cache_tag(m.parents[1])
-    )
-
-
-def provision_rules(plan: Plan) -> list[tuple[str, str]]:
-    """(output pattern, cache) of each provisioning rule, one per cache the config names
-    (the tools may share one)."""
-    from perfpost import provision
-
-    # The default cache is always one: runtimes no experiment configures live there.
-    caches = {provision.cache_dir(None)}
-    caches |= {provision.cache_dir(plan.tools.get(t, {}).get("cache")) for t in plan.tools}
-    out = []
-    for c in sorted(caches):
-        pattern = paths.PROVISION.replace("{cache}", _cache_tag(c))
-        out.append((pattern, str(c)))
+def outcome_caches(markers: set[str] | list[str]) -> dict[str, str]:
+    """The cache each outcome's install goes into, by outcome: the one its marker names. A
+    runtime has one cache in a config (``tools.<runtime>.cache``), so two for one outcome
+    are an error of perfpost's own."""
+    out: dict[str, str] = {}
+    for m in sorted(markers):
+        outcome, cache = provision_outcome(m), str(Path(m).parents[1])
+        if out.setdefault(outcome, cache) != cache:
+            raise PerfpostError(f"{outcome} is wanted in two caches: {out[outcome]} and {cache}")
     return out
 
 
-def provision_again_param(cache: str) -> Any:
-    """The provisioning rule's ``again`` param for the rules of ``cache``."""
-
-    def again(wildcards: Any, output: Any) -> str:
-        return provision_again(output[0], cache, wildcards)
-
-    return again
-
-
-def provision_again(outcome: str, cache: str, wildcards: Any) -> str:
-    """A param of the provisioning rule that changes when its outcome must be made again
-    (Snakemake re-runs a job whose params changed): after a failure, and when the install it
-    made is gone. Empty otherwise, as it was when the first outcome was made."""
-    try:
-        said = json.loads(Path(outcome).read_text())
-    except (OSError, ValueError):
-        return ""
-    if said.get("status") == "failed":
-        return f"failed at {os.stat(outcome).st_mtime_ns}"
+def provision_cache(plan: Plan) -> Any:
+    """The provisioning rule's ``cache`` param: where its outcome's install goes (the
+    default cache for one no cell of the config names). A function of ``output``, so one
+    Snakemake does not record: a recorded param that changed (the cache at another path)
+    would run the job again, and hide every cell after it that run (see
+    :func:`perfpost.provision.failed_outcomes`); the cells provision it there instead."""
     from perfpost import provision
 
-    home = Path(cache) / f"{wildcards.tool}-{wildcards.version}"
-    if not (home / f"{provision.COMPLETE}-{wildcards.pom}").exists():
-        return "install gone"
-    return ""
+    caches: list[dict[str, str]] = []  # worked out at the first job, not as the rules load
+
+    def cache(wildcards: Any, output: Any) -> str:
+        if not caches:
+            caches.append(outcome_caches(_markers(plan)))
+        return caches[0].get(str(output[0]), str(provision.cache_dir(None)))
+
+    return cache
 
 
 def provisioned_names() -> str:

@@ -246,6 +246,7 @@ class Plan:
             ),
             setup=copy.deepcopy(exp.setups.get(cell, {})),
             life=copy.deepcopy(exp.life),
+            caches=provision.caches(self.tools),
         )
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from perfpost import hostenv, instrument
+from perfpost import hostenv, instrument, provision
 from perfpost.clusters.base import ClusterSpec, setup_specs
 from perfpost.errors import ConfigError
 
@@ -24,6 +24,7 @@ OPTIONAL_FIELDS = (
     "background",
     "setup",
     "life",
+    "caches",
 )
 
 
@@ -58,6 +59,9 @@ class CellSpec:
     # What is done to the cell's clusters at moments of the run and what is read of their
     # daemons (instrument.clustersteps.settings): part of the measurement.
     life: dict[str, Any] = field(default_factory=dict)
+    # The tool caches the config provisions into (provision.caches): not part of the
+    # measurement, which names its installs as in the default cache (provision.cache_free).
+    caches: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         """The whole spec, connection settings and timeout included (``run-cell --spec``)."""
@@ -88,7 +92,8 @@ class CellSpec:
     def measurement(self) -> dict[str, Any]:
         """What defines this run's measurement: the tool, its parameters (the launcher
         included: another install may be another build), what runs after it, and the
-        variables its commands get (secrets by their source only)."""
+        variables its commands get (secrets by their source only). An install is named by
+        what it is, not by where the tool cache is: a moved cache re-measures nothing."""
         out = {
             "tool": self.tool,
             "params": self.params,
@@ -108,7 +113,7 @@ class CellSpec:
             out["setup"] = self.setup
         if self.life:  # what was done to the cluster, what was read of its daemons
             out["life"] = self.life
-        return out
+        return provision.cache_free(out, self.caches)
 
     def cluster_specs(self) -> list[ClusterSpec]:
         """The clusters the cell runs against, and its host's set-up (held as one)."""
