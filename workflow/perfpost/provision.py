@@ -208,9 +208,11 @@ def failed_outcomes(markers: list[str], again: Mapping[str, Runtime] | None = No
     The provisioning rule cannot do that: Snakemake runs a job whose output exists again
     only for a changed recorded param, and a job so run hides every job after it whose input
     is ``ancient`` (the cells, which must not run again for a newer outcome), which would not
-    run at all that time. So the next cell that needs the runtime tries, as the rule would
-    have (Maven's output appended to the rule's log), one at a time per cache (``install``
-    locks it): after one succeeds the others find the install."""
+    run at all that time (Snakemake 9.27's ``DAG.update_needrun`` masks the jobs after a job
+    it will run, then skips those whose input is ancient; snakemake/snakemake#4166). So the
+    next cell that needs the runtime tries, as the rule would have (Maven's output appended
+    to the rule's log), one at a time per cache (``install`` locks it): after one succeeds
+    the others find the install."""
     reasons = []
     for marker in markers:
         path = Path(outcome_path(marker))
