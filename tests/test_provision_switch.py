@@ -369,3 +369,24 @@ def test_a_cell_provisions_again_what_failed_or_is_gone_and_nothing_else(
     said = provision.failed_outcomes([moved], again=runtimes)
     assert said == "provisioning fake 1.0 failed: mvn dependency:copy-dependencies failed (exit 1)"
     assert json.loads(outcome.read_text())["status"] == "failed"
+
+
+def test_an_outcome_named_after_its_cache_by_an_older_perfpost_keeps_its_name(
+    tmp_path, monkeypatch
+):
+    """Outcomes were named after their cache (8 hex digits of sha256 of its path, by hand
+    below); a result directory that has one keeps using it, so no finished cell's input
+    changes when perfpost is upgraded. Another cache's, or none, gets the plain name."""
+    import hashlib
+
+    monkeypatch.chdir(tmp_path)
+    cache = "/home/someone/.cache/perfpost"
+    marker = f"{cache}/ozone-2.2.0/COMPLETE-0123456789abcdef"
+    plain = "results/tools/ozone-2.2.0-0123456789abcdef.json"
+    assert provision.outcome_path(marker) == plain
+    tag = hashlib.sha256(cache.encode()).hexdigest()[:8]
+    older = Path(f"results/tools/ozone-2.2.0-0123456789abcdef.{tag}.json")
+    older.parent.mkdir(parents=True)
+    older.write_text("{}")
+    assert provision.outcome_path(marker) == str(older)
+    assert provision.outcome_path(marker.replace(cache, "/elsewhere")) == plain

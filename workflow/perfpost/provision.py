@@ -191,11 +191,20 @@ def outcome_path(marker: str | Path) -> str:
     """The outcome file of the provisioning that leaves ``marker``
     (<cache>/<tool>-<version>/COMPLETE-<pom>; no runtime's name has a dash), relative to the
     workflow's directory. Named without the cache: cells take it as input, and Snakemake
-    runs a finished cell again (in place, its log replaced) when its input files are others."""
+    runs a finished cell again (in place, its log replaced) when its input files are others.
+
+    For the same reason an outcome an older perfpost named after its cache
+    (``<tool>-<version>-<pom>.<sha256 of the cache's path, 8 digits>.json``) keeps its name
+    where it exists: its finished cells would otherwise all run again once."""
+    import hashlib
+
     m = Path(marker)
     tool, version = m.parent.name.split("-", 1)
     pom = m.name.split("-", 1)[1]
-    return paths.fill(paths.PROVISION, tool=tool, version=version, pom=pom)
+    path = paths.fill(paths.PROVISION, tool=tool, version=version, pom=pom)
+    tag = hashlib.sha256(str(m.parents[1]).encode()).hexdigest()[:8]
+    older = f"{path.removesuffix('.json')}.{tag}.json"
+    return older if os.path.exists(older) else path
 
 
 def failed_outcomes(markers: list[str], again: Mapping[str, Runtime] | None = None) -> str | None:
