@@ -523,7 +523,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--out", required=True, help="record path")
     s.add_argument("--retries", type=int, default=retries, help=retries_help)
     s.add_argument(
-        "--needs", nargs="*", default=[], help="provisioning outcomes the cell waits for"
+        "--needs", nargs="*", default=[], help="the installs the cell needs, by their markers"
     )
     s.set_defaults(func=_cmd_run_cell)
 
@@ -532,7 +532,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--outs", required=True, nargs="+", help="record paths, in the same order")
     s.add_argument("--retries", type=int, default=retries, help=retries_help)
     s.add_argument(
-        "--needs", nargs="*", default=[], help="provisioning outcomes the cell waits for"
+        "--needs", nargs="*", default=[], help="the installs the cell needs, by their markers"
     )
     s.set_defaults(func=_cmd_run_together)
 

@@ -245,7 +245,7 @@ def cell_inputs(plan: Plan) -> Any:
 
 
 def cell_needed(plan: Plan) -> Any:
-    """The cell rule's ``needs`` param: the outcomes of its input the cell itself needs
+    """The cell rule's ``needs`` param: the installs the cell itself needs, by their markers
     (glue.provisioning.cell_needs); a failed one fails it, another cell's does not."""
     if not _any_needs(plan):
         return []
