@@ -322,10 +322,11 @@ def test_a_pom_changed_back_switches_to_its_install_again_without_maven(tmp_path
 def test_a_cell_provisions_again_what_failed_or_is_gone_and_nothing_else(
     tmp_path, maven, monkeypatch
 ):
-    """The outcome of an install a cell needs says failed (Maven could not, the last run),
-    or done while the install is not in the cache the config names (removed, or the cache
-    moved): the cell provisions it there and rewrites the outcome; a done outcome with its
-    install in place costs no Maven call."""
+    """The outcome of an install a cell needs says failed (Maven could not, in an earlier
+    run), or done while the install is not in the cache the config names (removed, or the
+    cache moved): the cell provisions it there and rewrites the outcome. A done outcome
+    with its install in place costs no Maven call, and nor does a failure of the cell's own
+    run (the rule's, or an earlier cell's): one try a run, not one a cell."""
     monkeypatch.chdir(tmp_path)  # the workflow's directory: outcomes are under results/
     rt = runtime(tmp_path / "files")
     cache = tmp_path / "cache"
@@ -333,42 +334,52 @@ def test_a_cell_provisions_again_what_failed_or_is_gone_and_nothing_else(
     outcome = Path(provision.outcome_path(marker))
     assert outcome.parent == Path("results/tools")
     outcome.parent.mkdir(parents=True)
-    what = {"tool": "fake", "version": "1.0", "cache": str(cache)}
+    what = {"tool": "fake", "version": "1.0", "cache": str(cache), "run": "host:1:100"}
     provision.write_outcome(outcome, status="failed", reason="mvn: no network", **what)
     runtimes = {"fake": rt}
+    said = "provisioning fake 1.0 failed: mvn: no network"
 
-    said = provision.failed_outcomes([marker])
-    assert said == "provisioning fake 1.0 failed: mvn: no network"
-    assert provision.failed_outcomes([marker], again=runtimes) is None
+    assert provision.failed_outcomes([marker]) == said
+    assert provision.failed_outcomes([marker], runtimes, "host:1:100") == said
+    assert maven == []  # that run's own failure
+    assert provision.failed_outcomes([marker], runtimes, "host:2:200") is None
     assert len(maven) == 1
     done = json.loads(outcome.read_text())
     assert done["status"] == "done"
+    assert done["run"] == "host:2:200"
     assert Path(done["launcher"]).is_file()
     # Maven's output goes to the provisioning rule's log: <tool>-<version>-<pom>.log
     assert outcome.with_suffix(".log").exists()
 
-    assert provision.failed_outcomes([marker], again=runtimes) is None
+    assert provision.failed_outcomes([marker], runtimes, "host:3:300") is None
     assert len(maven) == 1  # in place: nothing to do
 
     shutil.rmtree(cache)
-    assert provision.failed_outcomes([marker], again=runtimes) is None
+    assert provision.failed_outcomes([marker], runtimes, "host:3:300") is None
     assert len(maven) == 2
     assert Path(marker).exists()
 
     moved = str(provision.marker(rt, "1.0", str(tmp_path / "moved")))
     assert provision.outcome_path(moved) == str(outcome)
-    assert provision.failed_outcomes([moved], again=runtimes) is None
+    assert provision.failed_outcomes([moved], runtimes, "host:3:300") is None
     assert len(maven) == 3
     assert json.loads(outcome.read_text())["cache"] == str(tmp_path / "moved")
 
     def broken(args: list[str], log) -> None:
+        maven.append("broken")
         raise provision.PerfpostError("mvn dependency:copy-dependencies failed (exit 1)")
 
     monkeypatch.setattr(provision, "_mvn", broken)
     shutil.rmtree(tmp_path / "moved")
-    said = provision.failed_outcomes([moved], again=runtimes)
-    assert said == "provisioning fake 1.0 failed: mvn dependency:copy-dependencies failed (exit 1)"
+    said = "provisioning fake 1.0 failed: mvn dependency:copy-dependencies failed (exit 1)"
+    assert provision.failed_outcomes([moved], runtimes, "host:4:400") == said
     assert json.loads(outcome.read_text())["status"] == "failed"
+    assert len(maven) == 4
+    # The run's next cell takes its failure as it is; the next run tries again.
+    assert provision.failed_outcomes([moved], runtimes, "host:4:400") == said
+    assert len(maven) == 4
+    assert provision.failed_outcomes([moved], runtimes, "host:5:500") == said
+    assert len(maven) == 5
 
 
 def test_an_outcome_named_after_its_cache_by_an_older_perfpost_keeps_its_name(

@@ -207,21 +207,24 @@ def outcome_path(marker: str | Path) -> str:
     return older if os.path.exists(older) else path
 
 
-def failed_outcomes(markers: list[str], again: Mapping[str, Runtime] | None = None) -> str | None:
+def failed_outcomes(
+    markers: list[str], again: Mapping[str, Runtime] | None = None, run: str | None = None
+) -> str | None:
     """Why a cell cannot run, from the outcomes of the installs it needs (by their
     ``markers``): None when every runtime it needs was provisioned. With ``again`` (the
-    runtimes by name), each one whose outcome says it failed, or whose install is not in
-    the cache the config names (one emptied or moved, ``$PERFPOST_CACHE``), is provisioned
-    again first, here, and its outcome rewritten.
+    runtimes by name), each one whose outcome says it failed in another run than ``run``
+    (the mark of the run the cell is part of), or whose install is not in the cache the
+    config names (one emptied or moved, ``$PERFPOST_CACHE``), is provisioned again first,
+    here, and its outcome rewritten.
 
     The provisioning rule cannot do that: Snakemake runs a job whose output exists again
     only for a changed recorded param, and a job so run hides every job after it whose input
     is ``ancient`` (the cells, which must not run again for a newer outcome), which would not
     run at all that time (Snakemake 9.27's ``DAG.update_needrun`` masks the jobs after a job
     it will run, then skips those whose input is ancient; snakemake/snakemake#4166). So the
-    next cell that needs the runtime tries, as the rule would have (Maven's output appended
-    to the rule's log), one at a time per cache (``install`` locks it): after one succeeds
-    the others find the install."""
+    first cell of a run that needs the runtime tries, as the rule would have (Maven's output
+    appended to the rule's log); a failure it meets is this run's, and the run's other cells
+    take it as it is rather than each asking Maven again."""
     reasons = []
     for marker in markers:
         path = Path(outcome_path(marker))
@@ -230,20 +233,27 @@ def failed_outcomes(markers: list[str], again: Mapping[str, Runtime] | None = No
         except (OSError, ValueError):
             continue
         runtime = (again or {}).get(str(outcome.get("tool")))
-        if runtime is not None and (outcome.get("status") == "failed" or not Path(marker).exists()):
-            outcome = _provision_again(runtime, str(outcome["version"]), marker, path)
+        if outcome.get("status") == "failed":
+            stale = outcome.get("run") != run
+        else:
+            stale = not Path(marker).exists()
+        if runtime is not None and stale:
+            outcome = _provision_again(runtime, marker, path, run)
         if outcome.get("status") == "failed":
             what = f"{outcome.get('tool', '?')} {outcome.get('version', '')}".strip()
             reasons.append(f"provisioning {what} failed: {outcome.get('reason', '')}")
     return "; ".join(reasons) or None
 
 
-def _provision_again(runtime: Runtime, version: str, marker: str, path: Path) -> dict[str, Any]:
-    cache = str(Path(marker).parents[1])
-    what = {"tool": runtime.name, "version": version, "cache": cache}
-    log = path.with_suffix(".log")  # the rule's: <tool>-<version>-<pom>.log
+def _provision_again(runtime: Runtime, marker: str, path: Path, run: str | None) -> dict[str, Any]:
+    m = Path(marker)
+    version, cache = m.parent.name.split("-", 1)[1], str(m.parents[1])
+    what = {"tool": runtime.name, "version": version, "cache": cache, "run": run or ""}
+    log = paths.fill(
+        paths.PROVISION_LOG, tool=runtime.name, version=version, pom=m.name.split("-", 1)[1]
+    )
     try:
-        launcher = install(runtime, version, cache, str(log))
+        launcher = install(runtime, version, cache, log)
     except (PerfpostError, OSError, subprocess.SubprocessError) as e:
         write_outcome(path, status="failed", reason=str(e), **what)
     else:

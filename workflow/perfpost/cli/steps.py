@@ -19,7 +19,7 @@ from typing import Any
 
 from perfpost.cli.attempts import run_attempts
 from perfpost.errors import PerfpostError
-from perfpost.run.lifeline import RETRIES_ENV
+from perfpost.run import lifeline
 
 
 def runtimes() -> dict[str, Any]:
@@ -100,7 +100,7 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
     if spec.params.get("launcher"):
         provision.refresh_launcher(spec.params["launcher"], runtimes())
     (env,), redactor = _secret_guard([spec])
-    unmet = provision.failed_outcomes(args.needs, again=runtimes())
+    unmet = provision.failed_outcomes(args.needs, runtimes(), os.environ.get(lifeline.ENV))
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
         began = time.time()
@@ -141,7 +141,7 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     if _finished_already(specs, list(args.outs)):
         return _keep(list(args.outs))
     envs, redactor = _secret_guard(specs)
-    unmet = provision.failed_outcomes(args.needs, again=runtimes())
+    unmet = provision.failed_outcomes(args.needs, runtimes(), os.environ.get(lifeline.ENV))
 
     def run(outs: list[str]) -> list[dict[str, Any]]:
         began = time.time()
@@ -482,6 +482,7 @@ def _cmd_provision(args: argparse.Namespace) -> int:
     runtime = known[args.tool]
     version = args.version or runtime.version
     what = {"tool": args.tool, "version": version, "cache": str(provision.cache_dir(args.cache))}
+    what["run"] = os.environ.get(lifeline.ENV, "")  # tried in this run: its cells do not try again
     try:
         launcher = provision.install(runtime, version, args.cache or None, args.log)
     except (PerfpostError, OSError, subprocess.SubprocessError) as e:
@@ -499,8 +500,8 @@ def _cmd_provision(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """The workflow's steps, as subcommands of ``perfpost``."""
-    retries = int(os.environ.get(RETRIES_ENV) or 0)
-    retries_help = f"new attempts after a failed one (default: ${RETRIES_ENV}, else 0)"
+    retries = int(os.environ.get(lifeline.RETRIES_ENV) or 0)
+    retries_help = f"new attempts after a failed one (default: ${lifeline.RETRIES_ENV}, else 0)"
 
     # The runtimes are listed when the command runs, not here: listing them loads every
     # tool and cluster kind, which each run-cell would pay for.
