@@ -198,11 +198,8 @@ def outcome_path(marker: str | Path) -> str:
     where it exists: its finished cells would otherwise all run again once."""
     import hashlib
 
-    m = Path(marker)
-    tool, version = m.parent.name.split("-", 1)
-    pom = m.name.split("-", 1)[1]
-    path = paths.fill(paths.PROVISION, tool=tool, version=version, pom=pom)
-    tag = hashlib.sha256(str(m.parents[1]).encode()).hexdigest()[:8]
+    path = paths.fill(paths.PROVISION, **_install_of(marker))
+    tag = hashlib.sha256(str(Path(marker).parents[1]).encode()).hexdigest()[:8]
     older = f"{path.removesuffix('.json')}.{tag}.json"
     return older if os.path.exists(older) else path
 
@@ -245,13 +242,18 @@ def failed_outcomes(
     return "; ".join(reasons) or None
 
 
-def _provision_again(runtime: Runtime, marker: str, path: Path, run: str | None) -> dict[str, Any]:
+def _install_of(marker: str | Path) -> dict[str, str]:
+    """The tool, version and pom of the install ``marker`` (<cache>/<tool>-<version>/
+    COMPLETE-<pom>) leaves: what its outcome and log are named by."""
     m = Path(marker)
-    version, cache = m.parent.name.split("-", 1)[1], str(m.parents[1])
+    tool, version = m.parent.name.split("-", 1)
+    return {"tool": tool, "version": version, "pom": m.name.split("-", 1)[1]}
+
+
+def _provision_again(runtime: Runtime, marker: str, path: Path, run: str | None) -> dict[str, Any]:
+    version, cache = _install_of(marker)["version"], str(Path(marker).parents[1])
     what = {"tool": runtime.name, "version": version, "cache": cache, "run": run or ""}
-    log = paths.fill(
-        paths.PROVISION_LOG, tool=runtime.name, version=version, pom=m.name.split("-", 1)[1]
-    )
+    log = paths.fill(paths.PROVISION_LOG, **_install_of(marker))
     try:
         launcher = install(runtime, version, cache, log)
     except (PerfpostError, OSError, subprocess.SubprocessError) as e:

@@ -246,8 +246,14 @@ class Plan:
             ),
             setup=copy.deepcopy(exp.setups.get(cell, {})),
             life=copy.deepcopy(exp.life),
-            caches=provision.caches(self.tools),
+            caches=self._caches(),
         )
+
+    def _caches(self) -> list[str]:
+        """The config's tool caches (provision.caches), worked out once, not once a job."""
+        if "_tool_caches" not in self.__dict__:
+            self.__dict__["_tool_caches"] = provision.caches(self.tools)
+        return list(self.__dict__["_tool_caches"])
 
     def _instrument(self, exp: Experiment, cell: str, host: dict[str, Any]) -> dict[str, Any]:
         rules = exp.rules.get(cell)
