@@ -115,7 +115,8 @@ def test_runtime_settings_rerun_nothing_and_a_new_measurement_keeps_old_records(
 def test_a_finished_cell_snakemake_runs_again_keeps_its_record(tmp_path):
     """Snakemake runs a finished cell's job again when it never saw the job end (killed
     meanwhile: rerun-incomplete) or when told to (--forcerun): the record is not deleted
-    first, and the job keeps it rather than measuring again (perfpost rerun does that)."""
+    first, and the job keeps it rather than measuring again (perfpost rerun does that). The
+    log Snakemake deletes before such a job is written back: it is the record's."""
     target = tmp_path / "target"
     target.mkdir()
     work = make_checkout(tmp_path / "checkout", config(target))
@@ -123,6 +124,11 @@ def test_a_finished_cell_snakemake_runs_again_keeps_its_record(tmp_path):
     assert first.returncode == 0, first.stderr[-3000:]
     before = digests(work)
     assert len(before) == 4
+    logs = {r: (work / r).with_name("perfpost.log").read_text() for r in before}
+    # What the measuring job said of its run: which run, which attempt, how it ended.
+    for record, log in logs.items():
+        _, _, _, cell, host, repeat, _, _ = Path(record).parts
+        assert f"w {cell} {host} {repeat} attempt 1: done" in log, log
     again = snakemake(work, "--cores", "2", "--forcerun", "cell", "report")
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("rule cell:") + again.stderr.count("rule cell:") == 4
@@ -131,4 +137,8 @@ def test_a_finished_cell_snakemake_runs_again_keeps_its_record(tmp_path):
         log = (work / record).with_name("perfpost.log").read_text()
         # The first line names the run's cell server that forked the job; nothing else.
         said = [line for line in log.splitlines() if "run by the run's cell server" not in line]
-        assert said == [f"perfpost: {record} is finished already; kept as it is"], log
+        assert said[:2] == [
+            f"perfpost: {record} is finished already; kept as it is",
+            "perfpost: the log of the job that made it follows",
+        ], log
+        assert log.endswith(logs[record]), log

@@ -168,3 +168,11 @@ def latest_record(record_path: str | Path) -> str:
         n for n in attempts_in(base) if n > planned and (base / f"attempt-{n}" / path.name).exists()
     ]
     return str(base / f"attempt-{later[-1]}" / path.name) if later else str(record_path)
+
+
+def kept_log(log: str | Path) -> Path:
+    """A job log's second name, hidden beside it: Snakemake deletes a job's log before it
+    runs the job again (``--forcerun``, ``rerun-incomplete``), and a finished attempt's log
+    is part of its result."""
+    p = Path(log)
+    return p.with_name("." + p.name)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perfpost.cli.attempts import run_attempts
+from perfpost.cli.attempts import hold_log, keep, run_attempts
 from perfpost.errors import PerfpostError
 from perfpost.run import lifeline
 
@@ -69,12 +69,6 @@ def _finished_already(specs: list[Any], outs: list[str]) -> bool:
     return True
 
 
-def _keep(outs: list[str]) -> int:
-    for out in outs:
-        print(f"perfpost: {out} is finished already; kept as it is", flush=True)
-    return 0
-
-
 def _say(rec: dict[str, Any]) -> None:
     """The job log's line for a record: which run, which attempt, how it ended and why."""
     line = (
@@ -96,7 +90,8 @@ def _cmd_run_cell(args: argparse.Namespace) -> int:
 
     spec = CellSpec.from_json(args.spec)
     if _finished_already([spec], [args.out]):
-        return _keep([args.out])
+        return keep([args.out])
+    hold_log()
     if spec.params.get("launcher"):
         provision.refresh_launcher(spec.params["launcher"], runtimes())
     (env,), redactor = _secret_guard([spec])
@@ -139,7 +134,8 @@ def _cmd_run_together(args: argparse.Namespace) -> int:
     if len(specs) != len(args.outs):
         raise PerfpostError(f"{len(specs)} specs but {len(args.outs)} record paths")
     if _finished_already(specs, list(args.outs)):
-        return _keep(list(args.outs))
+        return keep(list(args.outs))
+    hold_log()
     envs, redactor = _secret_guard(specs)
     unmet = provision.failed_outcomes(args.needs, runtimes(), os.environ.get(lifeline.ENV))
 
