@@ -329,17 +329,50 @@ def _autogroups_restore() -> None:
             pass
 
 
+# A session's tool cache (half a gigabyte once Ozone and Hadoop are in) and quick JDK.
+LEFTOVERS = ("/var/tmp/perfpost-test-cache-", f"/var/tmp/{quickjava.NAME}-")
+
+
+def reap_leftovers(root: Path = Path("/var/tmp")) -> list[Path]:
+    """Remove what sessions killed before their end (SIGKILL, a CI limit) left in ``root``:
+    each such directory names the pytest that made it (``<prefix><pid>-<hex>``), and one
+    whose pytest is gone is removed; an older one, named without it, once a day old.
+    Returns what was removed."""
+    import re
+    import time
+
+    gone = []
+    for prefix in (Path(p).name for p in LEFTOVERS):
+        for d in root.glob(prefix + "*"):
+            m = re.fullmatch(re.escape(prefix) + r"(?:(\d+)-)?[0-9a-f]{12}", d.name)
+            if not m or not d.is_dir():
+                continue
+            if m.group(1) is None:
+                stale = time.time() - d.stat().st_mtime > 86400
+            else:
+                try:
+                    cmd = Path(f"/proc/{m.group(1)}/cmdline").read_bytes()
+                except OSError:
+                    cmd = b""
+                stale = b"pytest" not in cmd
+            if stale:
+                shutil.rmtree(d, ignore_errors=True)
+                gone.append(d)
+    return gone
+
+
 @pytest.hookimpl(trylast=True)  # after the tmp_path plugin's
 def pytest_configure(config) -> None:
     if _is_worker(config) and config.workerinput.get("default_run"):
         os.nice(WORKER_NICE)
     if not _is_worker(config) and not config.option.collectonly:
         BACKGROUND["dir"] = str(config._tmp_path_factory.getbasetemp() / "default-run")
+        reap_leftovers()
         # Under /var/tmp, which testbed hosts do not share: made by the first test to use it.
-        SESSION["tool_cache"] = f"/var/tmp/perfpost-test-cache-{uuid.uuid4().hex[:12]}"
-        SESSION["quick_jdk"] = str(
-            quickjava.make(Path(f"/var/tmp/{quickjava.NAME}-{uuid.uuid4().hex[:12]}"))
-        )
+        # Named after this process, so that a later session knows when it is gone.
+        me = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        SESSION["tool_cache"] = f"{LEFTOVERS[0]}{me}"
+        SESSION["quick_jdk"] = str(quickjava.make(Path(f"{LEFTOVERS[1]}{me}")))
     _quick_java(config)
 
 

@@ -1,0 +1,51 @@
+"""A test session killed before its end leaves its tool cache and quick JDK in /var/tmp; the
+next session removes them, and never those of a session still running beside it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from tests.conftest import LEFTOVERS, reap_leftovers
+
+CACHE, JDK = (p.rsplit("/", 1)[1] for p in LEFTOVERS)
+
+
+def _sleeper(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *args])
+
+
+def test_what_a_gone_session_left_goes_and_a_running_one_s_stays(tmp_path):
+    running = _sleeper("pytest")  # a pytest still running: its cmdline names it
+    other = _sleeper()  # a pid of a gone pytest taken since by another program
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        keep = [
+            tmp_path / f"{CACHE}{running.pid}-0123456789ab",
+            tmp_path / f"{JDK}{running.pid}-0123456789ab",
+            tmp_path / f"{CACHE}0123456789ab",  # an older name, made an hour ago
+            tmp_path / f"{CACHE}notasession",  # not a name the suite makes
+            tmp_path / "perfpost-test-abc",  # a module's host dir
+        ]
+        go = [
+            tmp_path / f"{CACHE}{dead.pid}-0123456789ab",
+            tmp_path / f"{JDK}{dead.pid}-ba9876543210",
+            tmp_path / f"{CACHE}{other.pid}-0123456789ab",
+            tmp_path / f"{JDK}ba9876543210",  # an older name, two days old
+        ]
+        for d in keep + go:
+            (d / "bin").mkdir(parents=True)
+            (d / "bin" / "java").write_text("x")
+        hour, days = time.time() - 3600, time.time() - 2 * 86400
+        os.utime(keep[2], (hour, hour))
+        os.utime(go[3], (days, days))
+        assert sorted(reap_leftovers(tmp_path)) == sorted(go)
+        assert all(d.is_dir() for d in keep)
+        assert not any(d.exists() for d in go)
+    finally:
+        for p in (running, other):
+            p.kill()
+            p.wait()
