@@ -347,6 +347,22 @@ def test_the_overview_names_each_cell_as_the_post_does(tmp_path, figures):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["storage=ozone, buffer=default"]
 
 
+def test_the_overview_s_bars_take_no_colour_a_post_gives_its_cells(tmp_path, figures):
+    # onefile's post: blue and orange were FILE_PER_CHUNK and FILE_PER_BLOCK in its rate
+    # figures and CPU and disk in this one, a colour meaning two things in one post.
+    from matplotlib import pyplot as plt
+    from matplotlib.colors import to_hex
+
+    w = table(rows("a=1", 1, "h1", "client", 0.95, 0.9, step=5.0))
+    assert resource_plots.overview(w, [], "t", tmp_path / "resources") is not None
+    (fig,) = figures
+    (ax,) = fig.axes
+    bars = {to_hex(p.get_facecolor()) for p in ax.patches}
+    assert len(bars) == 2, bars  # CPU and disk told apart
+    series = {to_hex(c) for name in ("tab10", "tab20") for c in plt.get_cmap(name).colors}
+    assert not bars & series, bars
+
+
 def _latency_figure(tmp_path, figures, p50s):
     """A run's resources over time whose datanode synced its Ratis log in ``p50s`` (seconds,
     one a sampling interval): the figure."""
@@ -368,6 +384,21 @@ def _latency_figure(tmp_path, figures, p50s):
     (fig,) = figures
     fig.canvas.draw()
     return fig
+
+
+def test_a_run_over_time_takes_no_colour_a_post_gives_its_cells(tmp_path, figures):
+    # hcfs's post: localhost's CPU line was blue and the datanode's orange, the colours of
+    # buffer=default and buffer=one-byte in its rate figures.
+    from matplotlib import pyplot as plt
+    from matplotlib.colors import to_hex
+
+    fig = _latency_figure(tmp_path, figures, [0.5e-3] * 4)
+    # The lines drawn from data: not the tool's rate (black), not the step's start and end.
+    lines = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_linestyle() != ":"]
+    drawn = {to_hex(ln.get_color()) for ln in lines}
+    assert len(drawn) == 2, drawn  # the host, the datanode (its CPU and latency alike)
+    series = {to_hex(c) for name in ("tab10", "tab20") for c in plt.get_cmap(name).colors}
+    assert not drawn & series, drawn
 
 
 def test_a_latency_far_from_zero_is_drawn_below_the_top_of_its_panel(tmp_path, figures):

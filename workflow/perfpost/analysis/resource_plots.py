@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from perfpost.analysis.plots import (
-    COLOURS,
     DPI,
     WIDTH_IN,
     fit_title,
@@ -31,6 +30,22 @@ from perfpost.analysis.resources import UNRESOLVED, cell_profiles
 from perfpost.analysis.tidy import results
 from perfpost.clusters.metrics import LATENCIES
 
+# Colours of their own, none of tab10's or tab20's, with which a post's figures colour the
+# settings of its cells (plots.series_colours): blue and orange here read as two of them.
+# The overview's CPU and disk bars:
+RESOURCE_GREYS = ("#4d4d4d", "#b3b3b3")
+# Over time, hosts first, then the daemons (dark grey, teal, magenta, ochre, gold, light
+# grey, slate, olive): apart from tab10's first five, which most posts' series take.
+RESOURCE_COLOURS = (
+    "#4d4d4d",
+    "#1b9e77",
+    "#e7298a",
+    "#a6761d",
+    "#e6ab02",
+    "#b3b3b3",
+    "#7570b3",
+    "#556b2f",
+)
 MAX_TIME_FIGURES = 6  # cells drawn over time; the rest are in the overview and the table
 MIN_INTERVALS = 3  # a run sampled over fewer intervals has no shape over time to show
 
@@ -62,8 +77,10 @@ def overview(
     height = 1.6 + 0.42 * len(rows)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height), dpi=DPI)
     y = np.arange(len(rows))
-    ax.barh(y - 0.2, cpu, height=0.38, color=COLOURS[0], label="CPU busy, % of all cores")
-    ax.barh(y + 0.2, disk, height=0.38, color=COLOURS[1], label="busiest disk, % utilised")
+    # Greys: the post's other figures give its cells' settings the palette's colours, and
+    # blue and orange here read as two of them.
+    ax.barh(y - 0.2, cpu, height=0.38, color=RESOURCE_GREYS[0], label="CPU busy, % of all cores")
+    ax.barh(y + 0.2, disk, height=0.38, color=RESOURCE_GREYS[1], label="busiest disk, % utilised")
     ax.set_yticks(y, labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
@@ -115,9 +132,14 @@ def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
     return line
 
 
+def _colour(i: int) -> str:
+    """The i-th line of a run's resources over time (hosts, then daemons)."""
+    return RESOURCE_COLOURS[i % len(RESOURCE_COLOURS)]
+
+
 def _daemon_style(daemon: str, node: str, labels: list[str], nodes: list[str]) -> dict:
     styles = ["-", "--", ":", "-."]
-    colour = COLOURS[(len(nodes) + labels.index(daemon)) % 10] if daemon in labels else "grey"
+    colour = _colour(len(nodes) + labels.index(daemon)) if daemon in labels else "grey"
     return {"color": colour, "ls": styles[nodes.index(node) % 4] if node in nodes else "-"}
 
 
@@ -209,7 +231,7 @@ def over_time(
             for i, node in enumerate(nodes):
                 d = busy[busy["node"] == node]
                 if not d.empty:
-                    handles.setdefault(node, _steps(ax, d, 100, color=COLOURS[i % 10]))
+                    handles.setdefault(node, _steps(ax, d, 100, color=_colour(i)))
             ax.set_ylabel("CPU busy %", fontsize=8)
             ax.set_ylim(0, 105)
         elif panel == "disk":
@@ -220,14 +242,17 @@ def over_time(
                     continue
                 top = d.groupby("resource")["value"].mean().idxmax()
                 d = d[d["resource"] == top].sort_values("t")
-                handles.setdefault(node, _steps(ax, d, 100, color=COLOURS[i % 10], ls="--"))
+                handles.setdefault(
+                    node,
+                    _steps(ax, d, 100, color=_colour(i), ls="--"),
+                )
                 # Named inside the panel, just left of and above the line's end: to its
                 # right, the name ran past the frame.
                 ax.annotate(
                     top[5:],
                     (d["t"].iloc[-1], 100 * d["value"].iloc[-1]),
                     fontsize=7,
-                    color=COLOURS[i % 10],
+                    color=_colour(i),
                     xytext=(-3, 3),
                     textcoords="offset points",
                     ha="right",
