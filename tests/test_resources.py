@@ -425,3 +425,56 @@ def test_latencies_of_microseconds_are_drawn_in_microseconds(tmp_path, figures):
     assert panel.get_ylabel() == "daemon latency\n(us)"
     (line,) = [ln for ln in panel.get_lines() if ln.get_linestyle() != ":"]
     assert max(line.get_ydata()) == pytest.approx(9.6)
+
+
+def test_a_lab_run_over_time_says_each_host_and_daemon_with_a_look_of_its_own(tmp_path, figures):
+    # The teragen crosscheck lab's post: six hosts, and seven kinds of daemon (HDFS's
+    # namenode and datanodes, Ozone's OM, SCM and datanodes, YARN's ResourceManager and
+    # NodeManagers), each instance past a kind's first named -1, -2 (as the sampler labels
+    # them). Its legend said h1 and "yarn:nodemanager-1 (h5)" with one dark grey solid line,
+    # h3 and "ozone:datanode (h1)" with one magenta: 19 colours asked of a palette of 8.
+    # Datanodes on five hosts here, past four line styles. Every legend entry is a line of a
+    # colour, dash pattern and marker no other entry has, none of them a colour a post gives
+    # its cells (tab10, tab20).
+    from matplotlib import pyplot as plt
+    from matplotlib.colors import to_hex
+
+    where = {
+        "hdfs:namenode": ["h1"],
+        "hdfs:datanode": ["h1", "h2", "h3", "h4", "h5"],
+        "ozone:om": ["h1"],
+        "ozone:scm": ["h1"],
+        "ozone:datanode": ["h1", "h2", "h3", "h4", "h5"],
+        "yarn:resourcemanager": ["h4"],
+        "yarn:nodemanager": ["h4", "h5", "h6"],
+    }
+    rows_ = []
+    for i in range(5):
+        for node in ("h1", "h2", "h3", "h4", "h5", "h6"):
+
+            def add(resource, metric, value, node=node, t=float(i + 1)):
+                rows_.append({"cell": "c", "host": "h4", "repeat": 1, "node": node, "t": t,
+                              "seconds": 1.0, "resource": resource, "metric": metric,
+                              "value": value})  # fmt: skip
+
+            add("cpu", "busy", 0.5)
+            add("disk:vda", "util", 0.2)
+            for kind, nodes in where.items():
+                if node in nodes:
+                    k = nodes.index(node)
+                    add(f"process:{kind}{f'-{k}' if k else ''}", "cpu", 0.1)
+    got = resource_plots.over_time(pd.DataFrame(rows_), None, "c", "h4", 1, "t", tmp_path / "r")
+    assert got is not None
+    (fig,) = figures
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert len(names) == 6 + sum(len(n) for n in where.values()), names
+    looks = [
+        (to_hex(h.get_color()), tuple(h._unscaled_dash_pattern[1] or ()), str(h.get_marker()))
+        for h in legend.legend_handles
+    ]
+    pairs = list(zip(names, looks, strict=True))
+    repeated = {look: [n for n, lk in pairs if lk == look] for look in looks}
+    assert len(set(looks)) == len(looks), {k: v for k, v in repeated.items() if len(v) > 1}
+    series = {to_hex(c) for name in ("tab10", "tab20") for c in plt.get_cmap(name).colors}
+    assert not {c for c, *_ in looks} & series

@@ -8,6 +8,7 @@ and the daemons' CPU, on one time axis counted from the start of the measured st
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,24 @@ from perfpost.clusters.metrics import LATENCIES
 # settings of its cells (plots.series_colours): blue and orange here read as two of them.
 # The overview's CPU and disk bars:
 RESOURCE_GREYS = ("#4d4d4d", "#b3b3b3")
-# Over time, hosts first, then the daemons (dark grey, teal, magenta, ochre, gold, light
-# grey, slate, olive): apart from tab10's first five, which most posts' series take.
-RESOURCE_COLOURS = (
-    "#4d4d4d",
+# Over time, each host's CPU and disk in dark grey, and each kind of daemon in a colour of its
+# own (teal, magenta, ochre, gold, slate, olive, light grey, rust, pink, lavender, light
+# green), then as many more as a lab needs (:func:`_more_colours`). A host is told by its line
+# style in every panel, its daemons' lines included: a lab of six hosts and seven kinds of
+# daemon asks for seven colours, not thirteen.
+HOST_COLOUR = "#4d4d4d"
+DAEMON_COLOURS = (
     "#1b9e77",
     "#e7298a",
     "#a6761d",
     "#e6ab02",
-    "#b3b3b3",
     "#7570b3",
     "#556b2f",
+    "#b3b3b3",
+    "#8c2d04",
+    "#f781bf",
+    "#c2a5cf",
+    "#b2df8a",
 )
 MAX_TIME_FIGURES = 6  # cells drawn over time; the rest are in the overview and the table
 MIN_INTERVALS = 3  # a run sampled over fewer intervals has no shape over time to show
@@ -132,15 +140,62 @@ def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
     return line
 
 
-def _colour(i: int) -> str:
-    """The i-th line of a run's resources over time (hosts, then daemons)."""
-    return RESOURCE_COLOURS[i % len(RESOURCE_COLOURS)]
+def _daemon_colour(i: int) -> str:
+    """The i-th kind of daemon's colour: the palette's, then as many more as a lab needs,
+    none twice."""
+    if i < len(DAEMON_COLOURS):
+        return DAEMON_COLOURS[i]
+    return _more_colours(i + 1 - len(DAEMON_COLOURS))[i - len(DAEMON_COLOURS)]
 
 
-def _daemon_style(daemon: str, node: str, labels: list[str], nodes: list[str]) -> dict:
-    styles = ["-", "--", ":", "-."]
-    colour = _colour(len(nodes) + labels.index(daemon)) if daemon in labels else "grey"
-    return {"color": colour, "ls": styles[nodes.index(node) % 4] if node in nodes else "-"}
+# Hues the colours past the palette leave out: tab10's blue and orange (205 and 28 degrees),
+# which a post's first two settings take, and a margin either side.
+_TAKEN_HUES = ((190.0, 220.0), (15.0, 40.0))
+
+
+def _more_colours(n: int) -> list[str]:
+    """``n`` colours past the palette: hues a golden angle apart (outside
+    :data:`_TAKEN_HUES`), dark and light in turn, so that neighbours differ most."""
+    import colorsys
+
+    out: list[str] = []
+    hue, k = 0.0, 0
+    while len(out) < n:
+        hue = (hue + 137.508) % 360.0
+        if any(lo <= hue <= hi for lo, hi in _TAKEN_HUES):
+            continue
+        r, g, b = colorsys.hsv_to_rgb(hue / 360.0, 0.7, (0.55, 0.8)[k % 2])
+        out.append(f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}")
+        k += 1
+    return out
+
+
+# A host's look in every panel: a line style, then a marker on it past the four styles.
+_NODE_STYLES = ("-", "--", ":", "-.")
+_NODE_MARKERS = ("", "o", "s", "^", "v", "D")
+
+
+def _node_look(node: str, nodes: list[str]) -> dict[str, Any]:
+    """The line style (and marker) of ``node``'s lines: its host's CPU and disk, its
+    daemons'."""
+    j = nodes.index(node) if node in nodes else 0
+    look: dict[str, Any] = {"ls": _NODE_STYLES[j % len(_NODE_STYLES)]}
+    marker = _NODE_MARKERS[j // len(_NODE_STYLES) % len(_NODE_MARKERS)]
+    if marker:
+        look.update(marker=marker, ms=3)
+    return look
+
+
+def _kind(daemon: str) -> str:
+    """The kind of a daemon's instance: ``ozone:datanode-2`` is an ``ozone:datanode``."""
+    return re.sub(r"-\d+$", "", daemon)
+
+
+def _daemon_style(daemon: str, node: str, kinds: list[str], nodes: list[str]) -> dict:
+    """A daemon's colour is its kind's, in every panel; its line style its host's."""
+    kind = _kind(daemon)
+    colour = _daemon_colour(kinds.index(kind)) if kind in kinds else "grey"
+    return {"color": colour, **_node_look(node, nodes)}
 
 
 # A latency quantile and the count of operations it is of: an interval with none has no
@@ -205,10 +260,10 @@ def over_time(
     latencies = _latencies(s)
     if latencies:
         panels.append("latency")
-    # Each daemon one colour in every panel (after the hosts'), each host one line style.
+    # Each kind of daemon one colour in every panel, each host one line style (and marker).
     labels = sorted(
-        {r[8:] for r in procs["resource"]}
-        | {r[7:] for r in s["resource"] if r.startswith("daemon:")}
+        {_kind(r[8:]) for r in procs["resource"]}
+        | {_kind(r[7:]) for r in s["resource"] if r.startswith("daemon:")}
     )
     fig, axs = plt.subplots(
         len(panels), 1, figsize=(WIDTH_IN, 1.2 + 1.5 * len(panels)), dpi=DPI, sharex=True
@@ -228,31 +283,30 @@ def over_time(
             ax.set_ylabel("tool ops/s", fontsize=8)
             from_zero(ax, ax.dataLim.y1)
         elif panel == "cpu":
-            for i, node in enumerate(nodes):
+            for node in nodes:
                 d = busy[busy["node"] == node]
                 if not d.empty:
-                    handles.setdefault(node, _steps(ax, d, 100, color=_colour(i)))
+                    look = {"color": HOST_COLOUR, **_node_look(node, nodes)}
+                    handles.setdefault(node, _steps(ax, d, 100, **look))
             ax.set_ylabel("CPU busy %", fontsize=8)
             ax.set_ylim(0, 105)
         elif panel == "disk":
-            for i, node in enumerate(nodes):
+            for node in nodes:
                 d = s[(s["node"] == node) & s["resource"].str.startswith("disk:")]
                 d = d[d["metric"] == "util"]
                 if d.empty:
                     continue
                 top = d.groupby("resource")["value"].mean().idxmax()
                 d = d[d["resource"] == top].sort_values("t")
-                handles.setdefault(
-                    node,
-                    _steps(ax, d, 100, color=_colour(i), ls="--"),
-                )
+                look = {"color": HOST_COLOUR, **_node_look(node, nodes)}
+                handles.setdefault(node, _steps(ax, d, 100, **look))
                 # Named inside the panel, just left of and above the line's end: to its
                 # right, the name ran past the frame.
                 ax.annotate(
                     top[5:],
                     (d["t"].iloc[-1], 100 * d["value"].iloc[-1]),
                     fontsize=7,
-                    color=_colour(i),
+                    color=HOST_COLOUR,
                     xytext=(-3, 3),
                     textcoords="offset points",
                     ha="right",
@@ -300,8 +354,8 @@ def over_time(
         "title": f"{shown}: run {repeat} on {host} over time",
         "caption": (
             ("Top: the tool's own rate between its progress lines. " if not rate.empty else "")
-            + "The CPU's busy share per host (solid), the busiest disk's utilisation per host "
-            "(dashed, named at its end)"
+            + "The CPU's busy share and the busiest disk's utilisation per host (the disk "
+            "named at its end)"
             + ("; the daemons' CPU in cores" if "process" in panels else "")
             + (
                 "; each daemon's key latency from its own metrics (Ratis log sync: the median of "
@@ -309,7 +363,14 @@ def over_time(
                 if "latency" in panels
                 else ""
             )
-            + ", each over its sampling interval. The run is the one nearest its cell's median."
+            + ", each over its sampling interval"
+            + (
+                "; each host in a line style of its own in every panel, its daemons' lines "
+                "included, and each kind of daemon in a colour of its own"
+                if len(nodes) > 1
+                else ""
+            )
+            + ". The run is the one nearest its cell's median."
         ),
     }
 
