@@ -182,7 +182,9 @@ def _node_look(node: str, nodes: list[str]) -> dict[str, Any]:
     look: dict[str, Any] = {"ls": _NODE_STYLES[j % len(_NODE_STYLES)]}
     marker = _NODE_MARKERS[j // len(_NODE_STYLES) % len(_NODE_MARKERS)]
     if marker:
-        look.update(marker=marker, ms=3)
+        # Spaced along the line, not one a sample: a run of minutes at 1 s a sample drew
+        # a bead chain that outweighed every other line.
+        look.update(marker=marker, ms=3, markevery=0.08)
     return look
 
 
