@@ -110,3 +110,15 @@ def test_a_stop_signals_every_daemon_before_waiting_for_any(tmp_path):
     exits = [float((tmp_path / f"{r}.exit").read_text()) for r in ("scm", "datanode", "om")]
     assert max(terms) < min(exits)
     assert said == ["stopped om, datanode, scm on localhost"]
+
+
+def test_a_daemon_label_names_its_role_back_whatever_its_index():
+    # Labels as the datanodes of a three-datanode cluster carry them (datanode, datanode-1,
+    # datanode-2), bare and with the cluster before them as the sampler's resources do.
+    from perfpost.clusters.base import Daemon, role_of
+
+    labels = [Daemon("datanode", f"h{i}", i).label for i in range(3)]
+    assert labels == ["datanode", "datanode-1", "datanode-2"]
+    assert {role_of(x) for x in labels} == {"datanode"}
+    assert role_of("ozone:datanode-12") == "ozone:datanode"
+    assert role_of("yarn:resourcemanager") == "yarn:resourcemanager"

@@ -470,7 +470,7 @@ def test_a_lab_run_over_time_says_each_host_and_daemon_with_a_look_of_its_own(tm
     names = [t.get_text() for t in legend.get_texts()]
     assert len(names) == 6 + sum(len(n) for n in where.values()), names
     looks = [
-        (to_hex(h.get_color()), tuple(h._unscaled_dash_pattern[1] or ()), str(h.get_marker()))
+        (to_hex(h.get_color()), h.get_linestyle(), str(h.get_marker()))
         for h in legend.legend_handles
     ]
     pairs = list(zip(names, looks, strict=True))

@@ -8,7 +8,6 @@ and the daemons' CPU, on one time axis counted from the start of the measured st
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from perfpost.analysis.plots import (
 )
 from perfpost.analysis.resources import UNRESOLVED, cell_profiles
 from perfpost.analysis.tidy import results
+from perfpost.clusters.base import role_of
 from perfpost.clusters.metrics import LATENCIES
 
 # Colours of their own, none of tab10's or tab20's, with which a post's figures colour the
@@ -140,12 +140,10 @@ def _steps(ax: Any, d: pd.DataFrame, scale: float = 1.0, **style: Any) -> Any:
     return line
 
 
-def _daemon_colour(i: int) -> str:
-    """The i-th kind of daemon's colour: the palette's, then as many more as a lab needs,
-    none twice."""
-    if i < len(DAEMON_COLOURS):
-        return DAEMON_COLOURS[i]
-    return _more_colours(i + 1 - len(DAEMON_COLOURS))[i - len(DAEMON_COLOURS)]
+def _palette(n: int) -> list[str]:
+    """``n`` colours for ``n`` kinds of daemon: the palette's, then as many more as a lab
+    needs, none twice."""
+    return [*DAEMON_COLOURS[:n], *_more_colours(n - len(DAEMON_COLOURS))]
 
 
 # Hues the colours past the palette leave out: tab10's blue and orange (205 and 28 degrees),
@@ -175,10 +173,9 @@ _NODE_STYLES = ("-", "--", ":", "-.")
 _NODE_MARKERS = ("", "o", "s", "^", "v", "D")
 
 
-def _node_look(node: str, nodes: list[str]) -> dict[str, Any]:
-    """The line style (and marker) of ``node``'s lines: its host's CPU and disk, its
+def _node_look(j: int) -> dict[str, Any]:
+    """The line style (and marker) of the j-th host's lines: its CPU and disk, its
     daemons'."""
-    j = nodes.index(node) if node in nodes else 0
     look: dict[str, Any] = {"ls": _NODE_STYLES[j % len(_NODE_STYLES)]}
     marker = _NODE_MARKERS[j // len(_NODE_STYLES) % len(_NODE_MARKERS)]
     if marker:
@@ -186,18 +183,6 @@ def _node_look(node: str, nodes: list[str]) -> dict[str, Any]:
         # a bead chain that outweighed every other line.
         look.update(marker=marker, ms=3, markevery=0.08)
     return look
-
-
-def _kind(daemon: str) -> str:
-    """The kind of a daemon's instance: ``ozone:datanode-2`` is an ``ozone:datanode``."""
-    return re.sub(r"-\d+$", "", daemon)
-
-
-def _daemon_style(daemon: str, node: str, kinds: list[str], nodes: list[str]) -> dict:
-    """A daemon's colour is its kind's, in every panel; its line style its host's."""
-    kind = _kind(daemon)
-    colour = _daemon_colour(kinds.index(kind)) if kind in kinds else "grey"
-    return {"color": colour, **_node_look(node, nodes)}
 
 
 # A latency quantile and the count of operations it is of: an interval with none has no
@@ -263,15 +248,21 @@ def over_time(
     if latencies:
         panels.append("latency")
     # Each kind of daemon one colour in every panel, each host one line style (and marker).
-    labels = sorted(
-        {_kind(r[8:]) for r in procs["resource"]}
-        | {_kind(r[7:]) for r in s["resource"] if r.startswith("daemon:")}
+    kinds = sorted(
+        {role_of(r[8:]) for r in procs["resource"]}
+        | {role_of(r[7:]) for r in s["resource"] if r.startswith("daemon:")}
     )
+    kind_colour = dict(zip(kinds, _palette(len(kinds)), strict=True))
     fig, axs = plt.subplots(
         len(panels), 1, figsize=(WIDTH_IN, 1.2 + 1.5 * len(panels)), dpi=DPI, sharex=True
     )
     axs = np.atleast_1d(axs)
     nodes = list(dict.fromkeys(s["node"]))
+    node_look = {node: _node_look(j) for j, node in enumerate(nodes)}
+
+    def daemon_look(daemon: str, node: str) -> dict[str, Any]:
+        return {"color": kind_colour[role_of(daemon)], **node_look[node]}
+
     # One legend entry per host and per daemon, whatever panels it is drawn in: a daemon's
     # CPU and its latency share its colour, and a colour twice in a legend would say two.
     handles: dict[str, Any] = {}
@@ -288,7 +279,7 @@ def over_time(
             for node in nodes:
                 d = busy[busy["node"] == node]
                 if not d.empty:
-                    look = {"color": HOST_COLOUR, **_node_look(node, nodes)}
+                    look = {"color": HOST_COLOUR, **node_look[node]}
                     handles.setdefault(node, _steps(ax, d, 100, **look))
             ax.set_ylabel("CPU busy %", fontsize=8)
             ax.set_ylim(0, 105)
@@ -300,7 +291,7 @@ def over_time(
                     continue
                 top = d.groupby("resource")["value"].mean().idxmax()
                 d = d[d["resource"] == top].sort_values("t")
-                look = {"color": HOST_COLOUR, **_node_look(node, nodes)}
+                look = {"color": HOST_COLOUR, **node_look[node]}
                 handles.setdefault(node, _steps(ax, d, 100, **look))
                 # Named inside the panel, just left of and above the line's end: to its
                 # right, the name ran past the frame.
@@ -324,7 +315,7 @@ def over_time(
             for daemon, metric, d in latencies:
                 node = d["node"].iloc[0]
                 key = daemon + (f" ({node})" if len(nodes) > 1 else "")
-                line = _steps(ax, d, scale, **_daemon_style(daemon, node, labels, nodes))
+                line = _steps(ax, d, scale, **daemon_look(daemon, node))
                 handles.setdefault(key, line)
                 said.setdefault(key, []).append(metric.replace("_", " "))
             ax.set_ylabel(f"daemon latency\n({unit})", fontsize=8)
@@ -333,7 +324,7 @@ def over_time(
             for res, d in procs.groupby("resource", sort=True):
                 node = d["node"].iloc[0]
                 key = res[8:] + (f" ({node})" if len(nodes) > 1 else "")
-                line = _steps(ax, d, **_daemon_style(res[8:], node, labels, nodes))
+                line = _steps(ax, d, **daemon_look(res[8:], node))
                 handles.setdefault(key, line)
                 said.setdefault(key, []).append("CPU")
             ax.set_ylabel("daemon CPU\n(cores)", fontsize=8)

@@ -194,6 +194,12 @@ class Daemon:
         return f"{self.role}-{self.index}" if self.index else self.role
 
 
+def role_of(label: str) -> str:
+    """The role of a :attr:`Daemon.label` (``datanode-2`` is a ``datanode``), also with the
+    cluster before it (``ozone:datanode-2``): what a figure gives one colour."""
+    return re.sub(r"-\d+$", "", label)
+
+
 class Node:
     """One host of a cluster, through a :class:`perfpost.run.hosts.Host`."""
 
