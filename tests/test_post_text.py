@@ -173,9 +173,10 @@ def test_an_undermined_claim_leads_with_why_the_machine_cannot_answer():
     )
     said = post.answer([claim], [_disk_finding()], [])
     assert said["cannot"] == ["This machine's disk is its host's cache"]
+    # The lead gives the reason right above the lines ("What the runs did measure:"), so a
+    # line does not say it again; the description, read alone in a link preview, does.
     assert said["lines"] == [
-        "Memdisk: 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, "
-        "10 runs each); but the disk here is vda's cache."
+        "Memdisk: 2.8 times as fast as disk (throughput; 95% CI 2.7 to 3.1 times, 10 runs each)."
     ]
     assert said["description"] == (
         "Memdisk: 2.8 times as fast as disk; but the disk here is vda's cache."
@@ -426,6 +427,41 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
         "holds the client's start-up, which the rate leaves out: 7.1 s for Ozone, 3.1 s for "
         "HDFS with buffer=default; 6.1 s for Ozone, 4.2 s for HDFS with buffer=one-byte "
         "(medians)."
+    )
+    # Two comparisons disagreeing (ratis-placement's memory vs disk, in two placements): one
+    # sentence too, each side's start-ups named by its side, the comparison's own words.
+    other_rate = row(
+        "memory vs disk",
+        comparison(0.2, -0.1, 0.6, verdict="no significant difference"),
+        base_cells=("d",),
+        cand_cells=("m",),
+    )
+    other_elapsed = row(
+        "memory vs disk",
+        comparison(-0.5, -0.61, -0.002),
+        unit="s",
+        metric="elapsed",
+        base_cells=("d",),
+        cand_cells=("m",),
+    )
+    tidy3 = pd.concat(
+        [
+            tidy,
+            pd.DataFrame(
+                [
+                    {"cell": c, "metric": "startup", "value": v, "status": "done"}
+                    for c, v in (("m", 1.5), ("d", 2.1))
+                ]
+            ),
+        ]
+    )
+    (said,) = verdicts.disagreements([rate, other_rate], [elapsed, other_elapsed], tidy3, "startup")
+    assert said == (
+        "On elapsed time the verdict differs: Ozone: 40% longer than HDFS with "
+        "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each); Memory: 50% shorter "
+        "than disk (elapsed time; 95% CI 0.2% to 61%, 5 runs each). The elapsed time holds the "
+        "client's start-up, which the rate leaves out: 6.1 s for Ozone, 4.2 s for HDFS; 1.5 s "
+        "for memory, 2.1 s for disk (medians)."
     )
     # The conclusion says what the elapsed time claimed, not only that the rate did not.
     assert verdicts.elapsed_claims([rate], [elapsed]) == [

@@ -271,6 +271,49 @@ def test_the_cv_warning_names_the_shaky_cell_when_the_table_has_two_metrics(tmp_
     assert by_cell["64k"] == "n/a"
 
 
+def test_checks_these_runs_cannot_test_are_one_caveat_their_reasons_in_the_notebook(tmp_path):
+    from perfpost.analysis import report
+
+    # Three runs a cell: no order of three can give Mann-Kendall's exact two-sided p <= 0.05
+    # (the smallest, for a perfect trend, is 2/3! = 0.33), so drift is not testable. The post
+    # names it in one caveat; the reason is the notebook's, where the link goes.
+    df = _tidy(
+        {
+            "4k": {"throughput": [100e6, 130e6, 80e6]},
+            "1M": {"throughput": [200e6, 201e6, 199e6]},
+        }
+    )
+    exp = experiment_dict(name="t", axes={"bs": ["4k", "1M"]}, repeats=3)
+    runs = df[["cell", "host", "repeat"]].drop_duplicates().reset_index(drop=True)
+    cells = pd.DataFrame(
+        [
+            {
+                **{c: None for c in tidy.CELL_COLUMNS},
+                **r,
+                "experiment": "t",
+                "attempt": 1,
+                "status": "done",
+                "start": f"2026-12-03T10:00:{2 * i:02d}+00:00",
+                "end": f"2026-12-03T10:00:{2 * i + 1:02d}+00:00",
+                "record": str(tmp_path / "record.json"),
+            }
+            for i, r in enumerate(runs.to_dict("records"))
+        ]
+    )
+    (tmp_path / "record.json").write_text('{"schema_version": 1, "status": "done"}')
+    report.render(exp, df, cells, {}, [], tmp_path / "index.md", tmp_path / "d.csv")
+    post = (tmp_path / "index.md").read_text()
+    caveats = post.split("## Caveats", 1)[1].split("\n## ", 1)[0]
+    untested = [ln for ln in caveats.splitlines() if "testable" in ln]
+    assert len(untested) == 1, caveats
+    assert untested[0].startswith("- Not testable at these runs: ")
+    assert "drift" in untested[0]
+    assert "](notebook.md#design-checks)" in untested[0]
+    notebook = (tmp_path / "notebook.md").read_text()
+    checks = notebook.split("## Design checks", 1)[1].split("\n## ", 1)[0]
+    assert "- Drift: no cell has 5 or more finished runs." in checks
+
+
 def test_an_axis_named_like_a_series_column_is_left_to_the_cell_id():
     # freon's threads as an axis `t`: the series' own `t` (seconds) stays the only `t`.
     from perfpost.analysis import tidy

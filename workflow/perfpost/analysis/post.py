@@ -98,6 +98,8 @@ def answer(
     the starts'."""
     sound: list[tuple[str, int]] = []  # a sentence and the comparisons it speaks for
     weak: list[tuple[str, int]] = []
+    # A weak line's text without the reason it is weak, where the lead gives that reason.
+    bare: dict[int, str] = {}
     controls: list[str] = []
     said_findings: list[Finding] = []
     # Claims first, then the rest, each in the order the config declared them.
@@ -125,6 +127,7 @@ def answer(
                 weak.append((not_compared(row, f), 1))
             else:
                 text = claim(row) if row.result.significant else no_claim(row)
+                bare[len(weak)] = text
                 weak.append((f"{text}; {f.short or 'see the caveats'}", 1))
         elif (
             row.result.significant
@@ -142,17 +145,19 @@ def answer(
     # A comparison's groups that did not differ are one sentence, not one a group.
     gathered = families(plain_no)
     sound += [(no_difference(family), len(family)) for family in gathered]
+    compared = [r for r in rows if not r.control]
+    # Nothing stands: the reason first, then what the runs measured.
+    # (A claim within how far two starts differed is no design check's: it is said, not this.)
+    stands = sound or tempered
+    cannot = [f.headline or f.caveat for f in said_findings] if compared and not stands else []
+    if cannot:  # the lead gives every weak line's reason: each line says it no more
+        weak = [(bare.get(i, text), n) for i, (text, n) in enumerate(weak)]
     shown = [*sound, *weak][:MAX_ANSWERS]
     lines = [text for text, _ in shown]
     more = sum(n for _, n in sound) + sum(n for _, n in weak) - sum(n for _, n in shown)
     lines += controls[:1]
     if not rows:
         lines = list(fallback)
-    compared = [r for r in rows if not r.control]
-    # Nothing stands: the reason first, then what the runs measured.
-    # (A claim within how far two starts differed is no design check's: it is said, not this.)
-    stands = sound or tempered
-    cannot = [f.headline or f.caveat for f in said_findings] if compared and not stands else []
     # What could not be answered beside what could.
     unanswered = [f.headline for f in said_findings if f.headline] if stands else []
     lead = next((r for r in [*claimed, *ordered] if not r.control), None)

@@ -193,11 +193,7 @@ def design_sentence(
     )
     hosts = sorted(set(map(str, cells["host"])))
     where = ", ".join(f"`{h}`" for h in hosts)
-    alone = (
-        "one at a time (perfpost gives a host one cell at a time)"
-        if overlap_most <= 1
-        else f"up to {overlap_most} at once"
-    )
+    alone = "one at a time" if overlap_most <= 1 else f"up to {overlap_most} at once"
     if up:
         names = sorted({n for v in up.values() for n in v})
         quiet = (
@@ -205,9 +201,6 @@ def design_sentence(
             f"their host ({', '.join(names)}; see the caveats)"
         )
     else:
-        quiet = (
-            "no cluster a run did not use was starting, up or stopping on its host while it "
-            "measured (from the runs' records and every cluster's start and stop times)"
-        )
+        quiet = "no other cluster was starting, up or stopping on its host while a run measured"
     each = f"Each of the {n_cells} cells" if n_cells != 1 else "The one cell"
     return f"{each} ran {runs}, {how}, measuring {alone} on {where}; {quiet}."

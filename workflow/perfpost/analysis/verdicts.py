@@ -372,10 +372,11 @@ def elapsed_claims(rows: Sequence[Row], other: Sequence[Row]) -> list[str]:
 def disagreements(
     rows: Sequence[Row], other: Sequence[Row], tidy_df: pd.DataFrame, why_metric: str | None
 ) -> list[str]:
-    """Sentences for the comparisons whose verdict on the run's elapsed time (``other``, the
-    same comparisons on that metric) differs from the verdict on their own metric, one a
-    comparison whatever its groups: the verdicts on the elapsed time, and the start-up
-    (``why_metric``) each side took, which the elapsed time holds and the rate does not."""
+    """The comparisons whose verdict on the run's elapsed time (``other``, the same
+    comparisons on that metric) differs from the verdict on their own metric, in one sentence
+    (a list of it, empty where none differs) whatever the comparisons and groups: the verdicts
+    on the elapsed time, and the start-up (``why_metric``) each side took, which the elapsed
+    time holds and the rate does not."""
     done = tidy_df[tidy_df["status"] == "done"]
     found: dict[str, list[tuple[str, str, str]]] = {}  # comparison -> its groups' verdicts
     for a, b in _disagreeing(rows, other):
@@ -393,13 +394,18 @@ def disagreements(
                     f"for {base}"
                 )
         found.setdefault(a.name, []).append((shown_b, why, a.group))
-    out = []
-    for said in found.values():
-        # Each group's start-ups named by their group where there are several.
-        whys = [w + (f" with {g}" if g and len(said) > 1 else "") for _, w, g in said if w]
-        out.append(
-            f"On elapsed time the verdict differs: {'; '.join(v for v, _, _ in said)}. The "
-            "elapsed time holds the client's start-up, which the rate leaves out"
-            + (f": {'; '.join(whys)} (medians)." if whys else ".")
-        )
-    return out
+    if not found:
+        return []
+    said = [x for each in found.values() for x in each]
+    # Each group's start-ups named by their group where one comparison has several.
+    whys = [
+        w + (f" with {g}" if g and len(found[n]) > 1 else "")
+        for n, each in found.items()
+        for _, w, g in each
+        if w
+    ]
+    return [
+        f"On elapsed time the verdict differs: {'; '.join(v for v, _, _ in said)}. The "
+        "elapsed time holds the client's start-up, which the rate leaves out"
+        + (f": {'; '.join(whys)} (medians)." if whys else ".")
+    ]
