@@ -376,6 +376,26 @@ def test_the_figure_marks_the_boundaries_at_their_times_with_a_legend_inside(tmp
     assert "Pettitt" not in progress_plot.caption(drawn)
 
 
+def test_a_run_that_starts_at_zero_is_said_with_how_long_it_waited():
+    # Ozone's dfsg runs in the default hcfs experiment read 0 ops/s for their first 4 s:
+    # the caption says why a line sits at 0, with the longest such wait (3 s below: run 1's
+    # progress reads 0 at 1, 2 and 3 s, its first operations done by 4 s; run 2 moved at once;
+    # run 3's 0 at 5 s, after it had moved, is no wait).
+    rows = [
+        {"cell": "c", "host": "h", "repeat": r, "t": float(t), "rate": float(v)}
+        for r, vals in ((1, (0, 0, 0, 10, 12)), (2, (8, 9, 9)), (3, (5, 6, 6, 6, 0)))
+        for t, v in enumerate(vals, start=1)
+    ]
+    fig, drawn = progress_plot.series_figure(pd.DataFrame(rows), "t")
+    assert list(fig.axes[0].get_lines()[0].get_ydata()[:3]) == [0, 0, 0]  # drawn as read
+    said = progress_plot.caption(drawn)
+    assert "A line that starts at 0 is a run that had finished no operation yet" in said
+    assert "(up to 3 s into a run, here)" in said
+    steady_rows = [r for r in rows if r["repeat"] != 1]
+    _, drawn = progress_plot.series_figure(pd.DataFrame(steady_rows), "t")
+    assert "starts at 0" not in progress_plot.caption(drawn)
+
+
 def _post(tmp_path, **kw):
     exp = experiment_dict(
         tool="freon",

@@ -26,7 +26,7 @@ from perfpost.analysis.plots import (
     legend_below,
     save_figure,
 )
-from perfpost.units import axis_unit, metric_label
+from perfpost.units import axis_unit, format_seconds, metric_label
 
 DPI = 150
 WARMUP_STYLE = {"linestyle": "--", "linewidth": 1.1}
@@ -59,7 +59,10 @@ def series_figure(
         return None
     marks = _boundaries(steady)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
-    drawn = {"warmup": False, "step": False}
+    drawn: dict[str, Any] = {"warmup": False, "step": False}
+    idle = _idle_start(data)
+    if idle:
+        drawn["idle_start"] = idle
     colours: dict[str, Any] = {}
     styles: dict[str, tuple[str, str]] = {}
     fallback = plt.get_cmap("tab20").colors
@@ -170,9 +173,30 @@ def _legend(
     return handles, names
 
 
-def caption(drawn: dict[str, bool]) -> str:
+def _idle_start(data: pd.DataFrame) -> float | None:
+    """The latest time into a run at which it still had finished no operation: its progress
+    lines read 0 from the first up to there (a client still starting, a first write still
+    waiting on its pipeline). None where every run's first reading is above 0."""
+    latest = None
+    keys = ["cell", "host", "repeat", *(["series"] if "series" in data else [])]
+    for _, run in data.groupby(keys, sort=False):
+        rates = run.sort_values("t")
+        moved = (rates["rate"] > 0).to_numpy()
+        first = int(moved.argmax()) if moved.any() else len(moved)
+        if first > 0:
+            t = float(rates["t"].iloc[first - 1])
+            latest = t if latest is None else max(latest, t)
+    return latest
+
+
+def caption(drawn: dict[str, Any]) -> str:
     """What the figure shows, and only that."""
     text = "From the tool's progress lines: operations per second between two of them."
+    if drawn.get("idle_start"):
+        text += (
+            " A line that starts at 0 is a run that had finished no operation yet (up to "
+            f"{format_seconds(float(drawn['idle_start']))} into a run, here)."
+        )
     marks = []
     if drawn.get("warmup"):
         marks.append("dashed: where a run's warm-up ends (MSER-5)")
