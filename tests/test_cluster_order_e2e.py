@@ -182,4 +182,4 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
     assert order == [order[0], order[0], order[2], order[2]], order
     assert order[0] != order[2]
     post = notebook_of(work / "reports" / "both" / "index.md")
-    assert "no cluster a run did not use was starting, up or stopping" in post
+    assert "no other cluster was starting, up or stopping on its host while a run measured" in post

@@ -97,8 +97,9 @@ def _signed(x: float | None) -> str:
     return "n/a" if x is None or x != x else f"{x:+.1%}"
 
 
-def no_claim(row: Row) -> str:
-    """A comparison that claims nothing, saying why in a reader's words."""
+def no_claim(row: Row, detectable: bool = True) -> str:
+    """A comparison that claims nothing, saying why in a reader's words; with
+    ``detectable``, what these runs could not have detected, where that is why."""
     r = row.result
     cand, base = _sides(row)
     group = f" with {row.group}" if row.group else ""
@@ -122,7 +123,7 @@ def no_claim(row: Row) -> str:
             f"chance once the {r.tests} comparisons made together are counted (Holm's p = "
             f"{r.p_adjusted:.2g}): no difference is claimed"
         )
-    bound = undetectable(r)
+    bound = undetectable(r) if detectable else None
     return (
         f"{capital(cand)} and {base}{group} did not differ measurably in {label} "
         f"({_signed(r.change)}, 95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, "
@@ -380,7 +381,8 @@ def disagreements(
     done = tidy_df[tidy_df["status"] == "done"]
     found: dict[str, list[tuple[str, str, str]]] = {}  # comparison -> its groups' verdicts
     for a, b in _disagreeing(rows, other):
-        shown_b = claim(b) if b.result.significant else no_claim(b)
+        # Beside the metric's own verdict, the interval says enough: no detectable bound.
+        shown_b = claim(b) if b.result.significant else no_claim(b, detectable=False)
         why = ""
         if why_metric:
             cand, base = _sides(a)
