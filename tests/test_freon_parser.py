@@ -152,6 +152,26 @@ def test_a_run_that_did_nothing_fails_with_its_bare_message():
         freon.parse_text(read("cmdw-failed.log"), "cmdw-failed.log")
 
 
+GC_WARNING = (
+    "[0.007s][warning][gc] -Xloggc is deprecated. Will use -Xlog:gc:/tmp/perfpost-1c21cd7b60d7-"
+    "logs/gc.log instead.\n"
+)  # the first line of every freon log perfpost's GC log option makes on Java 17
+
+
+def test_the_jvms_own_warning_is_never_why_a_run_failed():
+    # A run of the suite failed with the reason "freon.log:1: [0.007s][warning][gc] -Xloggc
+    # is deprecated...": the JVM's line came first, and whatever freon said was left out.
+    text = GC_WARNING + read("cmdw-failed.log")
+    with pytest.raises(ParseError, match=r"executed 0 of 100 operations.*dbParentDir == null"):
+        freon.parse_text(text, "freon.log")
+    died = GC_WARNING + 'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n'
+    assert freon.error_reason({"freon.log": died}) == (
+        'freon.log:2: Exception in thread "main" java.lang.OutOfMemoryError: Java heap space'
+    )
+    # Nothing but the JVM's warning: no reason from the log (the run says its exit code).
+    assert freon.error_reason({"freon.log": GC_WARNING}) is None
+
+
 def test_a_killed_run_is_an_error_not_a_result():
     with pytest.raises(ParseError) as e:
         freon.parse_text(read("cmdw-killed.log"), "cmdw-killed.log")

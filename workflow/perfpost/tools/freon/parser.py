@@ -50,6 +50,9 @@ _EXPECTED = re.compile(
 )
 _EXECUTING = re.compile(r"Executing test with prefix \S+ and number-of-tests " + _INT)
 _FAILED = "One or more freon test is failed."
+# The JVM's own unified logging ("[0.007s][warning][gc] -Xloggc is deprecated ..."): the JVM
+# speaking of its options, never why freon failed.
+_JVM_LOG = re.compile(r"^\[\d+(?:\.\d+)?s\](?:\[[\w ,.-]+\])+ ")
 # What a generator logs right before its operations begin, where it logs anything: vapor
 # cmdw's "Running chunk write test: threads=...". The measured phase of a --duration run
 # starts there (its set-up, a chunk manager and one container per thread, is before it).
@@ -359,8 +362,10 @@ class _Log:
                 # The exception under an ERROR line says what went wrong: keep them together.
                 first_no, first_msg = self.errors[-1]
                 self.errors[-1] = (first_no, f"{first_msg}: {stripped}")
-            elif not stripped.startswith(("at ", "...", "Caused by")) and not re.match(
-                r"^\d+/\d+/\d+, .*=+$", stripped
+            elif (
+                not stripped.startswith(("at ", "...", "Caused by"))
+                and not re.match(r"^\d+/\d+/\d+, .*=+$", stripped)
+                and not _JVM_LOG.match(stripped)
             ):
                 self.bare.append((no, stripped))
         return None if logged else block, None if logged else timer
