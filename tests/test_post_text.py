@@ -361,6 +361,20 @@ def test_no_claim_anywhere_concludes_with_what_the_runs_could_tell():
     )
 
 
+def _rate_and_elapsed(rate, elapsed, name="memory vs disk", base=("d",), cand=("m",)):
+    """One comparison's rows on the rate and on the elapsed time, of the same cells."""
+    return (
+        row(name, rate, base_cells=base, cand_cells=cand),
+        row(name, elapsed, unit="s", metric="elapsed", base_cells=base, cand_cells=cand),
+    )
+
+
+def _with_startups(tidy, *startups):
+    """``tidy`` with a finished run's start-up (cell, seconds) for each of ``startups``."""
+    more = [{"cell": c, "metric": "startup", "value": v, "status": "done"} for c, v in startups]
+    return pd.concat([tidy, pd.DataFrame(more)])
+
+
 def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     rate = row(
         "Ozone vs HDFS",
@@ -408,17 +422,7 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
         base_cells=("h2",),
         cand_cells=("o2",),
     )
-    tidy2 = pd.concat(
-        [
-            tidy,
-            pd.DataFrame(
-                [
-                    {"cell": c, "metric": "startup", "value": v, "status": "done"}
-                    for c, v in (("o2", 7.1), ("h2", 3.1))
-                ]
-            ),
-        ]
-    )
+    tidy2 = _with_startups(tidy, ("o2", 7.1), ("h2", 3.1))
     (said,) = verdicts.disagreements([rate2, rate], [elapsed2, elapsed], tidy2, "startup")
     assert said == (
         "On elapsed time the verdict differs: Ozone: 69% longer than HDFS with buffer=default "
@@ -430,31 +434,11 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     )
     # Two comparisons disagreeing (ratis-placement's memory vs disk, in two placements): one
     # sentence too, each side's start-ups named by its side, the comparison's own words.
-    other_rate = row(
-        "memory vs disk",
+    other_rate, other_elapsed = _rate_and_elapsed(
         comparison(0.2, -0.1, 0.6, verdict="no significant difference"),
-        base_cells=("d",),
-        cand_cells=("m",),
-    )
-    other_elapsed = row(
-        "memory vs disk",
         comparison(-0.5, -0.61, -0.002),
-        unit="s",
-        metric="elapsed",
-        base_cells=("d",),
-        cand_cells=("m",),
     )
-    tidy3 = pd.concat(
-        [
-            tidy,
-            pd.DataFrame(
-                [
-                    {"cell": c, "metric": "startup", "value": v, "status": "done"}
-                    for c, v in (("m", 1.5), ("d", 2.1))
-                ]
-            ),
-        ]
-    )
+    tidy3 = _with_startups(tidy, ("m", 1.5), ("d", 2.1))
     (said,) = verdicts.disagreements([rate, other_rate], [elapsed, other_elapsed], tidy3, "startup")
     assert said == (
         "On elapsed time the verdict differs: Ozone: 40% longer than HDFS with "
@@ -466,19 +450,9 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     # The rate claimed, the elapsed time not (ratis-placement, another day): the elapsed
     # time's interval, without what its runs could not have detected (the rate's verdict
     # beside it is the answer; that bound is the notebook's).
-    claimed_rate = row(
-        "memory vs disk",
+    claimed_rate, unclaimed_elapsed = _rate_and_elapsed(
         comparison(0.55, 0.051, 1.09, verdict="better"),
-        base_cells=("d",),
-        cand_cells=("m",),
-    )
-    unclaimed_elapsed = row(
-        "memory vs disk",
         comparison(-0.33, -0.496, 0.0, verdict="no significant difference"),
-        unit="s",
-        metric="elapsed",
-        base_cells=("d",),
-        cand_cells=("m",),
     )
     (said,) = verdicts.disagreements([claimed_rate], [unclaimed_elapsed], tidy3, "startup")
     assert said == (

@@ -97,9 +97,9 @@ def answer(
     cluster starts (``starts``: each cell's) that lies within it is not claimed: it could be
     the starts'."""
     sound: list[tuple[str, int]] = []  # a sentence and the comparisons it speaks for
-    weak: list[tuple[str, int]] = []
-    # A weak line's text without the reason it is weak, where the lead gives that reason.
-    bare: dict[int, str] = {}
+    # A weak line, the design check's reason it is weak ("" where the line says why itself),
+    # and the comparisons it speaks for: the reason is said where the lead does not say it.
+    weak: list[tuple[str, str, int]] = []
     controls: list[str] = []
     said_findings: list[Finding] = []
     # Claims first, then the rest, each in the order the config declared them.
@@ -124,18 +124,17 @@ def answer(
             if f not in said_findings:
                 said_findings.append(f)
             if f.ran:  # a setting that did not take effect: the sides ran one set-up
-                weak.append((not_compared(row, f), 1))
+                weak.append((not_compared(row, f), "", 1))
             else:
                 text = claim(row) if row.result.significant else no_claim(row)
-                bare[len(weak)] = text
-                weak.append((f"{text}; {f.short or 'see the caveats'}", 1))
+                weak.append((text, f.short or "see the caveats", 1))
         elif (
             row.result.significant
             and widest is not None
             and _across(row, starts or {})
             and within_starts(row, widest)
         ):
-            weak.append((f"{claim(row)}; {starts_clause(widest)}", 1))
+            weak.append((f"{claim(row)}; {starts_clause(widest)}", "", 1))
             tempered.append(row)
         elif row.result.significant:
             sound.append((claim(row), 1))
@@ -150,11 +149,11 @@ def answer(
     # (A claim within how far two starts differed is no design check's: it is said, not this.)
     stands = sound or tempered
     cannot = [f.headline or f.caveat for f in said_findings] if compared and not stands else []
-    if cannot:  # the lead gives every weak line's reason: each line says it no more
-        weak = [(bare.get(i, text), n) for i, (text, n) in enumerate(weak)]
-    shown = [*sound, *weak][:MAX_ANSWERS]
+    # Where the lead gives every weak line's reason, no line says it again.
+    reasoned = [(f"{t}; {why}" if why and not cannot else t, n) for t, why, n in weak]
+    shown = [*sound, *reasoned][:MAX_ANSWERS]
     lines = [text for text, _ in shown]
-    more = sum(n for _, n in sound) + sum(n for _, n in weak) - sum(n for _, n in shown)
+    more = sum(n for _, n in sound) + sum(n for _, n in reasoned) - sum(n for _, n in shown)
     lines += controls[:1]
     if not rows:
         lines = list(fallback)

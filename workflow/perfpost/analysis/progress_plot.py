@@ -60,9 +60,6 @@ def series_figure(
     marks = _boundaries(steady)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     drawn: dict[str, Any] = {"warmup": False, "step": False}
-    idle = _idle_start(data)
-    if idle:
-        drawn["idle_start"] = idle
     colours: dict[str, Any] = {}
     styles: dict[str, tuple[str, str]] = {}
     fallback = plt.get_cmap("tab20").colors
@@ -78,6 +75,9 @@ def series_figure(
         keys = ["host", "repeat", *(["series"] if "series" in sub else [])]
         for key, run in sub.groupby(keys, sort=False):
             host, repeat = key[0], key[1]
+            idle = _idle_until(run)
+            if idle is not None:
+                drawn["idle_start"] = max(idle, drawn.get("idle_start", idle))
             ax.plot(
                 run["t"],
                 run["rate"],
@@ -173,20 +173,14 @@ def _legend(
     return handles, names
 
 
-def _idle_start(data: pd.DataFrame) -> float | None:
-    """The latest time into a run at which it still had finished no operation: its progress
-    lines read 0 from the first up to there (a client still starting, a first write still
-    waiting on its pipeline). None where every run's first reading is above 0."""
-    latest = None
-    keys = ["cell", "host", "repeat", *(["series"] if "series" in data else [])]
-    for _, run in data.groupby(keys, sort=False):
-        rates = run.sort_values("t")
-        moved = (rates["rate"] > 0).to_numpy()
-        first = int(moved.argmax()) if moved.any() else len(moved)
-        if first > 0:
-            t = float(rates["t"].iloc[first - 1])
-            latest = t if latest is None else max(latest, t)
-    return latest
+def _idle_until(run: pd.DataFrame) -> float | None:
+    """The latest time into ``run`` (one run's progress, in time order) at which it still had
+    finished no operation: its progress lines read 0 from the first up to there (a client
+    still starting, a first write still waiting on its pipeline). None where its first
+    reading is above 0."""
+    moved = (run["rate"] > 0).to_numpy()
+    first = int(moved.argmax()) if moved.any() else len(moved)
+    return float(run["t"].iloc[first - 1]) if first > 0 else None
 
 
 def caption(drawn: dict[str, Any]) -> str:
