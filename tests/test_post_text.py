@@ -766,3 +766,26 @@ def test_a_description_of_groups_that_did_not_differ_names_them_all():
     assert post.answer([default], [], [])["description"] == (
         "No difference shown between Ozone and HDFS with buffer=default."
     )
+
+
+def test_a_comparison_a_setting_voided_is_described_as_not_compared_never_as_no_difference():
+    # The only comparison's candidate ran the baseline's layout (Ozone 2.2.0 falls back to
+    # FILE_PER_BLOCK): the page's description, read alone in link previews, says it was not
+    # compared. "No difference shown between FILE_PER_CHUNK and FILE_PER_BLOCK" would be a
+    # verdict on layouts that never ran side by side.
+    ran = Finding(check="A setting that did not take effect", caveat="c", cells=("chk",),
+                  undermines=True, ran={"chk": "FILE_PER_BLOCK"}, short="chk ran FILE_PER_BLOCK",
+                  headline="whether the layout changes anything")  # fmt: skip
+    for result in (
+        comparison(0.03, -0.1, 0.2, verdict="no significant difference"),
+        comparison(0.5, 0.2, 0.9, verdict="worse"),
+    ):
+        same = row("FILE_PER_CHUNK vs FILE_PER_BLOCK", result, unit="s", metric="elapsed",
+                   base_cells=("blk",), cand_cells=("chk",))  # fmt: skip
+        said = post.answer([same], [ran], [])
+        assert said["description"] == (
+            "FILE_PER_CHUNK against FILE_PER_BLOCK: not compared, chk ran FILE_PER_BLOCK"
+            + (" (the +50.0% between them, 95% CI +20.0% to +90.0%, is one set-up measured on two"
+               " cluster starts)" if result.significant else "")
+            + "."
+        )  # fmt: skip

@@ -163,7 +163,10 @@ def answer(
     if lead is not None:
         f = voids[id(lead)]
         family = next((x for x in gathered if lead in x), [lead])
-        description = plain_none(family) + (f"; {f.short}" if f is not None and f.short else "")
+        if f is not None and f.ran:  # not compared: "no difference shown" would be a verdict
+            description = not_compared(lead, f)
+        else:
+            description = plain_none(family) + (f"; {f.short}" if f is not None and f.short else "")
         if lead in tempered and widest is not None:
             description += f"; {starts_clause(widest)}"
     else:
