@@ -3,14 +3,17 @@
 allows (each started once, both up while the other measured), or alternated with a restart
 before every run (`fresh: cell`), and the post says which and what the restarts cost. (Not
 shared, the default, they run one at a time: the default config's hcfs shows it, and so
-do runs on one YARN and two Ozone configurations, the last test here.)
+do runs on one YARN and two Ozone configurations, the last test here, one of which asks
+for a chunk layout Ozone 2.2.0 does not take.)
 
 Expected values: the order from the runs' own start times in cells.csv; the starts and their
-times from each cluster's state.json; the restarts' median from those times, by hand.
+times from each cluster's state.json; the restarts' median from those times, by hand; the
+layout the datanode used from its own log line.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 
 import pandas as pd
@@ -123,10 +126,14 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
     cluster_dir,  # noqa: F811
     tmp_path,
 ):
-    """Runs that use a YARN and an Ozone whose configuration is an axis (the OM's handler count):
+    """Runs that use a YARN and an Ozone whose configuration is an axis (the chunk layout):
     YARN is every cell's first cluster, yet one Ozone serves all its runs and stops before
     the other starts, with no order asked for. (Both Ozones were up at once, the runs
-    alternating between them, when a cell's place went by its first cluster alone.)"""
+    alternating between them, when a cell's place went by its first cluster alone.)
+
+    Ozone 2.2.0's datanode does not take FILE_PER_CHUNK (it says so in its log and uses
+    FILE_PER_BLOCK): the post names that cell by what ran and does not compare the layouts
+    as if they differed."""
     scratch = tmp_path / "scratch"
     quick = {"dir": str(cluster_dir), "jvm": QUICK_DAEMONS}
     cfg = {
@@ -143,9 +150,17 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
                 "tool": "command",
                 "cluster": ["yarn", "ozone"],
                 "params": {"run": "echo {ozone.fs} {yarn.web}; sleep 0.2", "dir": str(scratch)},
-                "axes": {"handlers": [20, 40]},
+                "axes": {"layout": ["FILE_PER_BLOCK", "FILE_PER_CHUNK"]},
                 "repeats": 2,
                 "timeout": 600,
+                "compare": [
+                    {
+                        "name": "FILE_PER_CHUNK vs FILE_PER_BLOCK",
+                        "baseline": {"layout": "FILE_PER_BLOCK"},
+                        "candidate": {"layout": "FILE_PER_CHUNK"},
+                        "metric": "wall_time",
+                    }
+                ],
             }
         },
         "clusters": {
@@ -154,7 +169,7 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
                 "kind": "ozone",
                 **quick,
                 "buckets": ["vol1/bucket1"],
-                "ozone-site": {"ozone.om.handler.count.key": "{handlers}"},
+                "ozone-site": {"ozone.scm.container.layout": "{layout}"},
             },
         },
     }
@@ -183,3 +198,25 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
     assert order[0] != order[2]
     post = notebook_of(work / "reports" / "both" / "index.md")
     assert "no other cluster was starting, up or stopping on its host while a run measured" in post
+    # The layout the datanode used, from its own log, not the one asked.
+    (said,) = [o for i in ids for o in state(work, i, 1)["deployment"].get("overridden", [])]
+    assert (said["key"], said["asked"], said["ran"]) == (
+        "ozone.scm.container.layout",
+        "FILE_PER_CHUNK",
+        "FILE_PER_BLOCK",
+    ), said
+    assert "FILE_PER_CHUNK layout is not supported" in said["evidence"]  # the datanode's line
+    assert "FILE_PER_CHUNK is not supported by this release" in post
+    index = (work / "reports" / "both" / "index.md").read_text()
+    assert "| `layout=FILE_PER_CHUNK (ran FILE_PER_BLOCK, not FILE_PER_CHUNK)` |" in index
+    assert "FILE_PER_CHUNK against FILE_PER_BLOCK: not compared, `layout=FILE_PER_CHUNK` ran" in (
+        index
+    )
+    # Nor described as "no difference shown" where a link preview reads the page alone.
+    assert (
+        'description: "FILE_PER_CHUNK against FILE_PER_BLOCK: not compared, layout=FILE_PER_CHUNK'
+        ' ran FILE_PER_BLOCK."\n' in index
+    )
+    # Nor drawn as a comparison.
+    drawn = json.loads((work / "reports" / "both" / "figures" / "figures.json").read_text())
+    assert not [f for f in drawn if f.get("comparison")], drawn
