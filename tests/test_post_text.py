@@ -789,3 +789,33 @@ def test_a_comparison_a_setting_voided_is_described_as_not_compared_never_as_no_
                " cluster starts)" if result.significant else "")
             + "."
         )  # fmt: skip
+
+
+def test_a_conclusion_counts_only_the_comparisons_made_and_says_what_was_not_answered():
+    # The default teragen at 10bc355: Ozone vs HDFS did not differ measurably (floor 42%),
+    # and the layouts were not compared (ozone-chunk ran FILE_PER_BLOCK). The conclusion said
+    # "None of the 2 comparisons showed a difference ... smaller than about 36% to 42%": the
+    # voided one counted as showing no difference, its floor among the floors.
+    none = "no significant difference"
+    across = row("Ozone vs HDFS", comparison(1.07, -0.19, 1.41, n=4, verdict=none,
+                 detectable=0.42), unit="s", metric="elapsed", base_cells=("hdfs",),
+                 cand_cells=("blk",))  # fmt: skip
+    same = row("FILE_PER_CHUNK vs FILE_PER_BLOCK", comparison(0.05, -0.2, 0.3, n=4,
+               verdict=none, detectable=0.36), unit="s", metric="elapsed",
+               base_cells=("blk",), cand_cells=("chk",))  # fmt: skip
+    ran = Finding(check="A setting that did not take effect", caveat="c", cells=("chk",),
+                  undermines=True, ran={"chk": "FILE_PER_BLOCK"}, short="chk ran it",
+                  headline="whether the layout changes anything")  # fmt: skip
+    said = post.answer([across, same], [ran], [])
+    assert post.conclusion(said, [ran], {}) == (
+        "The one comparison made showed no difference at these numbers of runs (these runs "
+        "could not have told apart differences smaller than about 42%): more runs a cell, or a "
+        "quieter machine, would tell smaller differences apart. Not answered here: whether the "
+        "layout changes anything."
+    )
+    # With nothing voided, every comparison counts, as before.
+    said = post.answer([across], [], [])
+    assert post.conclusion(said, [], {}).startswith(
+        "The one comparison showed no difference at these numbers of runs (these runs could "
+        "not have told apart differences smaller than about 42%)"
+    )

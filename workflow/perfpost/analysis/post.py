@@ -181,11 +181,14 @@ def answer(
         # mark a claimed difference in black (:func:`figures_shown`).
         "unshown": [(r.name, r.group) for r in rows if voids[id(r)] is not None or r in tempered],
         "compared": len(compared),
+        # Of those, the ones a setting that did not take effect left uncompared.
+        "voided": sum(1 for r in compared if getattr(voids[id(r)], "ran", None)),
         "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
             r.result.detectable
             for r in compared
             if not r.result.significant
+            and not getattr(voids[id(r)], "ran", None)
             and r.result.detectable == r.result.detectable
             and r.result.detectable is not None
         ],
@@ -558,11 +561,13 @@ def conclusion(
         )
         # Where the elapsed time claimed what the metric did not, the metric is named.
         of = f" in {said['label']}" if said.get("elapsed") and said.get("label") else ""
-        n = said["compared"]
+        # A comparison a setting voided was not made: it showed nothing either way.
+        n = said["compared"] - said.get("voided", 0)
         which = "The one comparison" if n == 1 else f"None of the {n} comparisons"
+        made = " made" if said.get("voided") else ""
         return (
-            f"{which} showed {'no' if n == 1 else 'a'} difference{of} at these numbers of "
-            f"runs{floor}: more runs a cell, or a quieter machine, would tell smaller "
-            f"differences apart.{caveats}"
+            f"{which}{made} showed {'no' if n == 1 else 'a'} difference{of} at these numbers "
+            f"of runs{floor}: more runs a cell, or a quieter machine, would tell smaller "
+            f"differences apart.{unanswered}{caveats}"
         )
     return f"{lines[0].rstrip('.')}.{caveats}"
