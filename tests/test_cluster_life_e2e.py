@@ -164,7 +164,7 @@ def test_the_post_lists_the_steps_and_the_daemon_metrics(run):
     assert "# wait until dn_uptime > 2000 (read every 0.2 s)" in post
     assert "#   1 s into it: started the datanode on localhost (pid " in post
     # The headline is how long it took, not the metric it waited on.
-    assert "The median time to the bound" in post
+    assert "Median time to the bound: " in post
     assert "`NumKeyCommits` of `Hadoop:service=OzoneManager,name=OMMetrics`" in notebook_of(
         run / "reports" / "om-commits" / "index.md"
     )

@@ -679,7 +679,7 @@ def test_one_cell_has_a_median_not_a_highest_and_one_run_is_a_run():
     from perfpost.analysis.post import axis_effects
 
     one = pd.DataFrame([{"metric": "rate", "unit": "1/s", "median": 318.0, "n": 1}])
-    assert axis_effects(one, [], "rate") == ["The median rate was 318 ops/s (1 run)"]
+    assert axis_effects(one, [], "rate") == ["Median rate: 318 ops/s (1 run)"]
     two = pd.DataFrame(
         [
             {"metric": "rate", "unit": "1/s", "median": 100.0, "n": 3, "clients": "1"},
@@ -687,8 +687,16 @@ def test_one_cell_has_a_median_not_a_highest_and_one_run_is_a_run():
         ]
     )
     got = axis_effects(two, ["clients"], "rate")
-    assert got[0] == "The highest median rate was 250 ops/s (clients=4, 3 runs)"
-    assert got[1] == "From clients=1 to clients=4, the median rate changed x2.5"
+    assert got[0] == "Highest median rate: 250 ops/s (clients=4, 3 runs)"
+    assert got[1] == "Median rate at clients=4: 2.5 times that at clients=1"
+    # A plural metric's name reads as well ("The highest median syscalls was" did not).
+    two["metric"] = "syscalls"
+    two["unit"] = "count"
+    got = axis_effects(two, ["clients"], "syscalls")
+    assert got == [
+        "Highest median syscalls: 250 (clients=4, 3 runs)",
+        "Median syscalls at clients=4: 2.5 times that at clients=1",
+    ]
 
 
 def test_the_settings_line_says_which_keys_reached_one_side_only():

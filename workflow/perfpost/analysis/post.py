@@ -234,14 +234,13 @@ def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> lis
             continue
         mid = float(np.median(ratios))
         spread = (
-            f" (from x{sig(min(ratios), 2)} to x{sig(max(ratios), 2)} over {len(ratios)} "
-            "settings of the other axes)"
+            f" (the median of {len(ratios)} settings of the other axes, from "
+            f"{sig(min(ratios), 2)} to {sig(max(ratios), 2)} times)"
             if len(ratios) > 1
             else ""
         )
-        out.append(
-            f"From {a}={first} to {a}={last}, the median {label} changed x{sig(mid, 2)}{spread}"
-        )
+        # Worded so that a metric's name reads the same singular or plural ("syscalls").
+        out.append(f"Median {label} at {a}={last}: {sig(mid, 2)} times that at {a}={first}{spread}")
     best = sub["median"].idxmin() if unit == "s" else sub["median"].idxmax()
     hi = sub.loc[best]
     name = ", ".join(f"{a}={hi[a]}" for a in varied or axes)
@@ -252,9 +251,9 @@ def axis_effects(summary: pd.DataFrame, axes: Sequence[str], metric: str) -> lis
     out.insert(
         0,
         # One cell has no highest, and a cell of no axes no name.
-        f"The median {label} was {value} ({runs})"
+        f"Median {label}: {value} ({runs})"
         if len(sub) == 1
-        else f"The {word} median {label} was {value} ({name}, {runs})",
+        else f"{capital(word)} median {label}: {value} ({name}, {runs})",
     )
     return out
 
