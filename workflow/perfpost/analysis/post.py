@@ -109,11 +109,13 @@ def answer(
     tempered: list[Row] = []  # claimed, but within how far two cluster starts differed
     # The design finding that undermines each comparison, found once for every use below.
     voids = {id(r): undermined_by(r, findings, on_disk) for r in rows}
+    # The comparisons a setting that did not take effect voided: both sides ran one set-up.
+    one_setup = {id(r) for r in rows if getattr(voids[id(r)], "ran", None)}
     # How far apart one set-up's two cluster starts measured, the farthest.
     ran_twice = [
         r.result.change
         for r in rows
-        if not r.control and r.result.significant and getattr(voids[id(r)], "ran", None)
+        if not r.control and r.result.significant and id(r) in one_setup
     ]
     widest = max(ran_twice, key=distance, default=None)
     for row in ordered:
@@ -182,13 +184,13 @@ def answer(
         "unshown": [(r.name, r.group) for r in rows if voids[id(r)] is not None or r in tempered],
         "compared": len(compared),
         # Of those, the ones a setting that did not take effect left uncompared.
-        "voided": sum(1 for r in compared if getattr(voids[id(r)], "ran", None)),
+        "voided": sum(1 for r in compared if id(r) in one_setup),
         "label": metric_label(compared[0].metric).lower() if compared else "",
         "floors": [
             r.result.detectable
             for r in compared
             if not r.result.significant
-            and not getattr(voids[id(r)], "ran", None)
+            and id(r) not in one_setup
             and r.result.detectable == r.result.detectable
             and r.result.detectable is not None
         ],
