@@ -394,6 +394,13 @@ def test_a_run_that_starts_at_zero_is_said_with_how_long_it_waited():
     steady_rows = [r for r in rows if r["repeat"] != 1]
     _, drawn = progress_plot.series_figure(pd.DataFrame(steady_rows), "t")
     assert "starts at 0" not in progress_plot.caption(drawn)
+    # Rows that come out of time order (tables concatenated, a reader's sort) say the same,
+    # and each line is drawn left to right: run 1's wait is still 3 s, not run 3's last 0.
+    fig, drawn = progress_plot.series_figure(pd.DataFrame(rows[::-1]), "t")
+    assert "(up to 3 s into a run, here)" in progress_plot.caption(drawn)
+    for line in fig.axes[0].get_lines():
+        xs = list(line.get_xdata())
+        assert xs == sorted(xs)
 
 
 def _post(tmp_path, **kw):

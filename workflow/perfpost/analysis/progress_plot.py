@@ -75,6 +75,7 @@ def series_figure(
         keys = ["host", "repeat", *(["series"] if "series" in sub else [])]
         for key, run in sub.groupby(keys, sort=False):
             host, repeat = key[0], key[1]
+            run = run.sort_values("t", kind="stable")
             idle = _idle_until(run)
             if idle is not None:
                 drawn["idle_start"] = max(idle, drawn.get("idle_start", idle))
@@ -174,7 +175,7 @@ def _legend(
 
 
 def _idle_until(run: pd.DataFrame) -> float | None:
-    """The latest time into ``run`` (one run's progress, in time order) at which it still had
+    """The latest time into ``run`` (one run's progress, sorted by time) at which it still had
     finished no operation: its progress lines read 0 from the first up to there (a client
     still starting, a first write still waiting on its pipeline). None where its first
     reading is above 0."""
