@@ -827,3 +827,23 @@ def test_a_conclusion_counts_only_the_comparisons_made_and_says_what_was_not_ans
         "The one comparison showed no difference at these numbers of runs (these runs could "
         "not have told apart differences smaller than about 42%)"
     )
+
+
+def test_the_other_comparisons_a_conclusion_counts_are_those_that_showed_no_difference():
+    """One claim; one finding (its headline once) undermines two comparisons; one more shows
+    no difference. "The other comparison showed no difference" counts that last one alone:
+    the two undermined were never read as showing anything. Counting compared minus claimed
+    minus one per finding's headline said "The other 2 comparisons"."""
+    none = "no significant difference"
+    won = row("a vs b", comparison(0.5, 0.3, 0.7, verdict="better"), cand_cells=("a",))
+    cached = [
+        row(f"{x} vs b", comparison(0.4, 0.2, 0.6, verdict="better"), cand_cells=(x,))
+        for x in ("m", "n")
+    ]
+    flat = row("d vs b", comparison(0.01, -0.1, 0.12, verdict=none), cand_cells=("d",))
+    cache = Finding(check="The page cache took the writes", caveat="c", cells=("m", "n"),
+                    undermines=True, short="cached", headline="what the disk takes")  # fmt: skip
+    said = post.answer([won, *cached, flat], [cache], [])
+    text = post.conclusion(said, [cache], {})
+    assert " The other comparison showed no difference these runs could tell." in text, text
+    assert "Not answered here: what the disk takes." in text, text

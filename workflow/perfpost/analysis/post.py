@@ -183,6 +183,8 @@ def answer(
         # mark a claimed difference in black (:func:`figures_shown`).
         "unshown": [(r.name, r.group) for r in rows if voids[id(r)] is not None or r in tempered],
         "compared": len(compared),
+        # Of those, the ones that showed no difference and nothing undermines.
+        "no_difference": len(plain_no),
         # Of those, the ones a setting that did not take effect left uncompared.
         "voided": sum(1 for r in compared if id(r) in one_setup),
         "label": metric_label(compared[0].metric).lower() if compared else "",
@@ -522,10 +524,8 @@ def conclusion(
     )
     tempered = said.get("tempered") or []
     if claims or tempered:
-        claimed = said.get("claimed", len(claims))
-        others = (
-            said.get("compared", 0) - claimed - len(tempered) - len(said.get("unanswered") or [])
-        )
+        # The rest were undermined or left uncompared: said in the answer, not counted here.
+        others = said.get("no_difference", 0)
         more = (
             " The other comparison showed no difference these runs could tell."
             if others == 1
