@@ -847,3 +847,22 @@ def test_the_other_comparisons_a_conclusion_counts_are_those_that_showed_no_diff
     text = post.conclusion(said, [cache], {})
     assert " The other comparison showed no difference these runs could tell." in text, text
     assert "Not answered here: what the disk takes." in text, text
+
+
+def test_a_conclusion_with_no_claim_counts_and_floors_only_the_comparisons_nothing_undermines():
+    """No claim: one comparison shows no difference (floor 25%); another, which the page
+    cache undermines, shows none either (floor 60%). The conclusion speaks of the one
+    comparison nothing undermines and of its 25% alone; counting compared minus voided said
+    "None of the 2 comparisons ... 25% to 60%", a reading of the undermined one's runs."""
+    none = "no significant difference"
+    flat = row("d vs b", comparison(0.01, -0.1, 0.12, verdict=none, detectable=0.25),
+               cand_cells=("d",))  # fmt: skip
+    cached = row("m vs b", comparison(0.05, -0.3, 0.4, verdict=none, detectable=0.6),
+                 cand_cells=("m",))  # fmt: skip
+    cache = Finding(check="The page cache took the writes", caveat="c", cells=("m",),
+                    undermines=True, short="cached", headline="what the disk takes")  # fmt: skip
+    said = post.answer([flat, cached], [cache], [])
+    assert post.conclusion(said, [cache], {}).startswith(
+        "The one comparison that nothing undermines showed no difference at these numbers of "
+        "runs (these runs could not have told apart differences smaller than about 25%)"
+    )

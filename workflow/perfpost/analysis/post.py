@@ -188,13 +188,12 @@ def answer(
         # Of those, the ones a setting that did not take effect left uncompared.
         "voided": sum(1 for r in compared if id(r) in one_setup),
         "label": metric_label(compared[0].metric).lower() if compared else "",
+        # How small a difference those could have told apart: an undermined or uncompared
+        # comparison's floor is no floor of what these runs measured.
         "floors": [
             r.result.detectable
-            for r in compared
-            if not r.result.significant
-            and id(r) not in one_setup
-            and r.result.detectable == r.result.detectable
-            and r.result.detectable is not None
+            for r in plain_no
+            if r.result.detectable == r.result.detectable and r.result.detectable is not None
         ],
         "cannot": [capital(c) for c in cannot],
         "unanswered": [c[:1].lower() + c[1:] if not c.startswith("`") else c for c in unanswered],
@@ -562,10 +561,18 @@ def conclusion(
         )
         # Where the elapsed time claimed what the metric did not, the metric is named.
         of = f" in {said['label']}" if said.get("elapsed") and said.get("label") else ""
-        # A comparison a setting voided was not made: it showed nothing either way.
-        n = said["compared"] - said.get("voided", 0)
+        # Only the comparisons that showed no difference count: one a setting voided was not
+        # made, and one a design check undermines showed nothing either way.
+        n = said.get("no_difference", 0)
+        left_out = said["compared"] - n
         which = "The one comparison" if n == 1 else f"None of the {n} comparisons"
-        made = " made" if said.get("voided") else ""
+        made = (
+            ""
+            if not left_out
+            else " made"
+            if left_out == said.get("voided", 0)
+            else " that nothing undermines"
+        )
         return (
             f"{which}{made} showed {'no' if n == 1 else 'a'} difference{of} at these numbers "
             f"of runs{floor}: more runs a cell, or a quieter machine, would tell smaller "
