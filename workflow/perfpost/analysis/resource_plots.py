@@ -284,27 +284,27 @@ def over_time(
             ax.set_ylabel("CPU busy %", fontsize=8)
             ax.set_ylim(0, 105)
         elif panel == "disk":
+            busiest: dict[str, str] = {}
             for node in nodes:
                 d = s[(s["node"] == node) & s["resource"].str.startswith("disk:")]
                 d = d[d["metric"] == "util"]
                 if d.empty:
                     continue
                 top = d.groupby("resource")["value"].mean().idxmax()
+                busiest[node] = top[5:]
                 d = d[d["resource"] == top].sort_values("t")
                 look = {"color": HOST_COLOUR, **node_look[node]}
                 handles.setdefault(node, _steps(ax, d, 100, **look))
-                # Named inside the panel, just left of and above the line's end: to its
-                # right, the name ran past the frame.
-                ax.annotate(
-                    top[5:],
-                    (d["t"].iloc[-1], 100 * d["value"].iloc[-1]),
-                    fontsize=7,
-                    color=HOST_COLOUR,
-                    xytext=(-3, 3),
-                    textcoords="offset points",
-                    ha="right",
-                    va="bottom",
+            # Which device each line is, above the panel: written at a line's end it sat
+            # on the line where the line ended high, and six hosts' names sat on each other.
+            if busiest:
+                devices = set(busiest.values())
+                which = (
+                    devices.pop()
+                    if len(devices) == 1
+                    else ", ".join(f"{node} {dev}" for node, dev in busiest.items())
                 )
+                ax.set_title(f"busiest device: {which}", loc="right", fontsize=7, pad=2)
             ax.set_ylabel("disk util %", fontsize=8)
             ax.set_ylim(0, 105)
         elif panel == "latency":
@@ -347,8 +347,8 @@ def over_time(
         "title": f"{shown}: run {repeat} on {host} over time",
         "caption": (
             ("Top: the tool's own rate between its progress lines. " if not rate.empty else "")
-            + "The CPU's busy share and the busiest disk's utilisation per host (the disk "
-            "named at its end)"
+            + "The CPU's busy share and the busiest disk's utilisation per host (the device "
+            "named above its panel)"
             + ("; the daemons' CPU in cores" if "process" in panels else "")
             + (
                 "; each daemon's key latency from its own metrics (Ratis log sync: the median of "
