@@ -4,7 +4,7 @@ hosts that share nothing with this machine: teragen as a MapReduce job on YARN (
 ResourceManager and three NodeManagers on h4, h5, h6) writing into a three-DataNode HDFS and
 a three-datanode Ozone on h1, h2, h3; freon dfsg into that Ozone from h5, a host with no datanode.
 
-Expected values: teragen's rows by hand (20 MB / 100 bytes), its own counters and the
+Expected values: teragen's rows by hand (2 MB / 100 bytes), its own counters and the
 ResourceManager's record as they came back; freon's own summary; the chunk files each Ozone
 datanode held, by hand (one block per teragen map, one per freon file, RATIS/THREE puts one
 replica on each of the three); the hosts of the example.
@@ -27,7 +27,7 @@ from tests.test_clusters_remote import leftovers
 pytestmark = pytest.mark.e2e
 
 EXAMPLE = ROOT / "config" / "examples" / "lab-teragen-crosscheck.yaml"
-SIZE = 20_000_000  # teragen's size in the miniature: 200,000 rows of 100 bytes
+SIZE = 2_000_000  # teragen's size in the miniature: 20,000 rows of 100 bytes
 MAPS = 3
 FILES = 50  # freon dfsg files a run
 LOAD_LEAD = 2  # seconds of the load, from its first key, before teragen starts
@@ -50,11 +50,11 @@ def lab(tmp_path_factory, ozone_cache):
     bed = tb.start(6, tmp_path_factory.mktemp("lab6x"), quick_java=True)
     try:
         cfg = on_testbed(example, bed.inventory, tool_cache)
-        # Miniature: one run a cell, 20 MB in three maps, 50 files of 10 KB.
+        # Miniature: one run a cell, 2 MB in three maps, 50 files of 10 KB.
         tera = cfg["experiments"]["lab-teragen"]
         tera["repeats"] = 1
         tera["timeout"] = 600
-        tera["params"]["size"] = "20M"
+        tera["params"]["size"] = "2M"
         tera["params"]["defines"]["mapreduce.job.maps"] = MAPS
         # The agent in every map task, on NodeManager hosts that are not the client's.
         tera["instrument"] = {"rules": ["output"], "tasks": True, "without": "none"}
@@ -124,7 +124,7 @@ def test_teragen_ran_on_the_yarn_hosts_into_both_file_systems_on_the_others(lab)
 
 def test_each_ozone_datanode_held_one_replica_of_every_block_written(lab):
     work, _ = lab
-    # teragen: one block per map (6.7 MB each, under a block) into Ozone, none from the HDFS
+    # teragen: one block per map (0.67 MB each, under a block) into Ozone, none from the HDFS
     # cell; freon: one block per file. RATIS/THREE: a replica on each datanode. The two
     # experiments' Ozone is one configuration: a start may serve cells of both, and its
     # datanodes hold the blocks of every cell it served when it stops.
