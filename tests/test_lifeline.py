@@ -104,6 +104,23 @@ def _found_earlier(monkeypatch, lifeline, job: subprocess.Popen) -> None:
     monkeypatch.setattr(lifeline, "orphans", scan)
 
 
+def _seen(pid: int) -> dict:
+    """What the orphan scan reads of ``pid``, for a failure's message: it passed alone every
+    time and failed in two whole suites in a row, with recover having found nothing."""
+    from perfpost.run import lifeline
+
+    env = lifeline._read(pid, "environ") or b""
+    return {
+        "start": lifeline.starttime(pid),
+        "cwd": lifeline._cwd(pid),
+        "ppid": lifeline._ppid(pid),
+        "mark": [e for e in env.split(b"\0") if e.startswith(b"PERFPOST_RUN=")],
+        "host": os.uname().nodename,
+        "listed": pid in set(lifeline._processes()),
+        "ancestor": pid in lifeline._ancestors(),
+    }
+
+
 def _without_pidfd(monkeypatch) -> None:
     """A kernel (or Python) without pidfds: the start time is compared before each signal."""
     monkeypatch.delattr(os, "pidfd_open", raising=False)
@@ -142,13 +159,13 @@ def test_an_orphan_that_does_not_stop_by_itself_gets_sigterm(tmp_path, monkeypat
         t0 = time.monotonic()
         said = lifeline.recover(str(tmp_path), wait=0.5, locks=False)
         # `sleep` dies of the first signal recover sends after its wait: SIGTERM, at once,
-        # not SIGKILL after the 15 s SIGTERM's grace. A failure says what recover did: once,
-        # in a whole suite at df788b5, the sleep was still running 5 s after it returned.
+        # not SIGKILL after the 15 s SIGTERM's grace. A failure says what recover did and what
+        # the scan reads of the process (in two whole suites, the sleep was left running).
         try:
             code = job.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
-        assert code == -signal.SIGTERM, (code, time.monotonic() - t0, said)
+        assert code == -signal.SIGTERM, (code, time.monotonic() - t0, said, _seen(job.pid))
         assert time.monotonic() - t0 < 10, said
         assert said[-1] == "sending SIGTERM to 1 job(s) of a killed run", said
     finally:
