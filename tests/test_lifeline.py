@@ -118,6 +118,8 @@ def _seen(pid: int) -> dict:
         "host": os.uname().nodename,
         "listed": pid in set(lifeline._processes()),
         "ancestor": pid in lifeline._ancestors(),
+        "served": lifeline._served_run(pid),
+        "found": lifeline.orphans(lifeline._cwd(pid) or "/"),
     }
 
 
