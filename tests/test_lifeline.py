@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -110,16 +111,17 @@ def _seen(pid: int) -> dict:
     from perfpost.run import lifeline
 
     env = lifeline._read(pid, "environ") or b""
+    cwd = lifeline._cwd(pid)
     return {
         "start": lifeline.starttime(pid),
-        "cwd": lifeline._cwd(pid),
+        "cwd": cwd,
         "ppid": lifeline._ppid(pid),
         "mark": [e for e in env.split(b"\0") if e.startswith(b"PERFPOST_RUN=")],
-        "host": os.uname().nodename,
+        "host": socket.gethostname(),  # what the scan holds the mark's host to
         "listed": pid in set(lifeline._processes()),
         "ancestor": pid in lifeline._ancestors(),
         "served": lifeline._served_run(pid),
-        "found": lifeline.orphans(lifeline._cwd(pid) or "/"),
+        "found": lifeline.orphans(cwd) if cwd else None,
     }
 
 
