@@ -263,6 +263,26 @@ def _cpu_profile_end(config) -> None:
         group.rmdir()
     except OSError:
         pass
+    if not _is_worker(config):  # the last to end: a worker's group a straggler kept goes now
+        remove_stale_groups(CPUACCT)
+
+
+def remove_stale_groups(root: Path) -> list[Path]:
+    """Remove the session groups under ``root`` whose process is gone and that hold nothing
+    now: a worker's group stays when a process of its tests (a host's sshd, a daemon being
+    stopped) was still in it as the worker ended, and a killed session leaves all of its.
+    Returns what was removed; a group still holding a process cannot be, and stays."""
+    gone = []
+    for group in root.glob("perfpost-test-*-*"):
+        pid = group.name.rsplit("-", 1)[1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            group.rmdir()
+        except OSError:
+            continue
+        gone.append(group)
+    return gone
 
 
 # The README's main command on the shipped config (tests/test_default_config.py) takes about

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import LEFTOVERS, reap_leftovers
+from tests.conftest import LEFTOVERS, reap_leftovers, remove_stale_groups
 
 CACHE, JDK = (p.rsplit("/", 1)[1] for p in LEFTOVERS)
 
@@ -49,3 +49,27 @@ def test_what_a_gone_session_left_goes_and_a_running_one_s_stays(tmp_path):
         for p in (running, other):
             p.kill()
             p.wait()
+
+
+def test_a_gone_sessions_empty_cpu_groups_go_and_others_stay(tmp_path):
+    """PERFPOST_TEST_CPU's groups, here as plain directories: rmdir removes an empty one, as
+    the kernel removes a group that holds no process, and refuses one that holds something."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = os.getpid()
+    keep = [
+        tmp_path / f"perfpost-test-gw0-{live}",  # its worker still runs
+        tmp_path / f"perfpost-test-gw1-{dead.pid}",  # gone, but a process is still in it
+        tmp_path / "perfpost-test-gw2-x",  # not a name the suite makes
+        tmp_path / f"other-gw0-{dead.pid}",
+    ]
+    go = [
+        tmp_path / f"perfpost-test-gw2-{dead.pid}",
+        tmp_path / f"perfpost-test-controller-{dead.pid}",
+    ]
+    for d in keep + go:
+        d.mkdir()
+    (keep[1] / "cgroup.procs").write_text("123\n")
+    assert sorted(remove_stale_groups(tmp_path)) == sorted(go)
+    assert all(d.is_dir() for d in keep)
+    assert not any(d.exists() for d in go)
