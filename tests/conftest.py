@@ -214,12 +214,13 @@ def figures(monkeypatch):
 CPU_DIR = os.environ.get("PERFPOST_TEST_CPU")
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CPU_GROUP = pytest.StashKey[Path]()
+GROUP_PREFIX = "perfpost-test-"  # a session's groups: <prefix><worker or controller>-<pid>
 
 
 def _cpu_group(name: str) -> Path | None:
     if not CPU_DIR or not CPUACCT.is_dir() or os.geteuid() != 0:
         return None
-    group = CPUACCT / f"perfpost-test-{name}-{os.getpid()}"
+    group = CPUACCT / f"{GROUP_PREFIX}{name}-{os.getpid()}"
     group.mkdir(exist_ok=True)
     (group / "cgroup.procs").write_text(str(os.getpid()))
     return group
@@ -273,7 +274,7 @@ def remove_stale_groups(root: Path) -> list[Path]:
     stopped) was still in it as the worker ended, and a killed session leaves all of its.
     Returns what was removed; a group still holding a process cannot be, and stays."""
     gone = []
-    for group in root.glob("perfpost-test-*-*"):
+    for group in root.glob(f"{GROUP_PREFIX}*-*"):
         pid = group.name.rsplit("-", 1)[1]
         if not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
