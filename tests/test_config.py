@@ -85,6 +85,23 @@ def test_duplicate_yaml_keys_are_refused_with_their_lines(tmp_path):
     assert "line 4" in str(e.value)
 
 
+def test_yaml_merge_keys_are_read_as_pyyamls_own_loader_reads_them(tmp_path):
+    """`<<: *anchor` (the shipped config's clusters share a setting so): the anchor's keys, a
+    key of the mapping's own winning over a merged one, exactly as yaml.safe_load reads the
+    same text; a key given twice in the mapping itself is still refused."""
+    import yaml
+
+    text = "base: &b {x: '1', y: '2'}\nmerged:\n  <<: *b\n  y: '3'\n  z: '4'\nexperiments: {}\n"
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    got = load_yaml(path)
+    assert got == yaml.safe_load(text)
+    assert got["merged"] == {"x": "1", "y": "3", "z": "4"}
+    path.write_text(text.replace("  z: '4'\n", "  z: '4'\n  z: '5'\n"))
+    with pytest.raises(ConfigError, match=r"duplicate key 'z' \(first at line 5\)"):
+        load_yaml(path)
+
+
 def test_the_shipped_default_config_is_valid():
     from tests.conftest import ROOT
 

@@ -11,10 +11,14 @@ from typing import Any
 
 from perfpost.errors import ConfigError
 
+_MERGE = "tag:yaml.org,2002:merge"  # `<<: *anchor`, whose keys a mapping's own override
+
 
 def _no_duplicates(loader: Any, node: Any, deep: bool = False) -> Any:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE:  # merged by construct_mapping, as YAML's merge key does
+            continue
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise ConfigError(
@@ -27,7 +31,8 @@ def _no_duplicates(loader: Any, node: Any, deep: bool = False) -> Any:
 
 @cache
 def _strict_loader() -> type:
-    """A YAML loader that refuses duplicate keys instead of keeping the last one silently.
+    """A YAML loader that refuses duplicate keys instead of keeping the last one silently,
+    and takes YAML's merge key (``<<: *anchor``) as PyYAML's own loader does.
 
     Made on first use: PyYAML (compiling its regular expressions) is no part of the import
     ``perfpost run-cell`` pays once per cell."""
