@@ -715,6 +715,22 @@ def test_the_settings_line_says_which_keys_reached_one_side_only():
         "`dfs.datanode.handler.count=20` (`hdfs`, daemons only)"
     )
     assert post.one_side_only(sided)
+    # One key at one value on several clusters is said once, with their names; at values
+    # that differ, once per cluster.
+    quiet = {"key": "k.pool.size", "value": "1", "configured": True}
+    layout = {"key": "k.layout", "value": "FILE_PER_CHUNK", "configured": True}
+    shared = [
+        {"name": "ozone", "changed": [quiet]},
+        {"name": "ozone-chunk", "changed": [quiet, layout]},
+        {"name": "hdfs", "changed": [both]},
+    ]
+    assert post.changed_settings(shared) == [
+        "`k.pool.size=1` (`ozone`, `ozone-chunk`)",
+        "`k.layout=FILE_PER_CHUNK` (`ozone-chunk`)",
+        "`dfs.checksum.type=NULL` (`hdfs`)",
+    ]
+    apart = [{"name": "a", "changed": [quiet]}, {"name": "b", "changed": [{**quiet, "value": "2"}]}]
+    assert post.changed_settings(apart) == ["`k.pool.size=1` (`a`)", "`k.pool.size=2` (`b`)"]
 
 
 def test_a_ring_of_oms_is_named_with_its_service_id_and_one_om_is_not():

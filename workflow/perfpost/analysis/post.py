@@ -392,22 +392,29 @@ def setup_lines(setups: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def changed_settings(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
     """The settings the config changed from the release's defaults, each key once: one
-    value, or "set per cell" where the clusters' values differ (an axis fills them)."""
-    values: dict[tuple[str, str, str], list[str]] = {}
+    value, or "set per cell" where the clusters' values differ (an axis fills them). A key
+    several clusters share at one value is said once, with their names."""
+    values: dict[tuple[str, str], dict[str, list[str]]] = {}
     for c in clusters:
         for k in c.get("changed") or []:
             if k.get("configured"):
-                where = (str(k["key"]), str(c.get("name")), str(k.get("side") or ""))
-                values.setdefault(where, []).append(str(k["value"]))
+                where = (str(k["key"]), str(k.get("side") or ""))
+                values.setdefault(where, {}).setdefault(str(c.get("name")), []).append(
+                    str(k["value"])
+                )
     out = []
-    for (key, name, side), vals in values.items():
-        distinct = list(dict.fromkeys(vals))
-        # A key the config gave one side alone says which: the rest reached both.
-        whose = f"`{name}`, {side} only" if side else f"`{name}`"
-        if len(distinct) == 1:
-            out.append(f"`{key}={distinct[0]}` ({whose})")
-        else:
-            out.append(f"`{key}`, set per cell from its axes ({whose})")
+    for (key, side), by_name in values.items():
+        distinct = {name: list(dict.fromkeys(vals)) for name, vals in by_name.items()}
+        shared = {v for vals in distinct.values() for v in vals}
+        groups = [list(distinct)] if len(shared) == 1 else [[name] for name in distinct]
+        for names in groups:
+            # A key the config gave one side alone says which: the rest reached both.
+            whose = ", ".join(f"`{name}`" for name in names) + (f", {side} only" if side else "")
+            vals = distinct[names[0]]
+            if len(vals) == 1:
+                out.append(f"`{key}={vals[0]}` ({whose})")
+            else:
+                out.append(f"`{key}`, set per cell from its axes ({whose})")
     return out
 
 
