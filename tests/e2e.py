@@ -33,7 +33,7 @@ QUICK_DAEMONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Ozones up for most of the suite, several at once, on two cores. The key is Ozone's own
 # (ozone.scm.event. + camelize(CONTAINER_REPORT_OR_INCREMENTAL_CONTAINER_REPORT) +
 # .thread.pool.size); the posts of the tests' runs list it as a changed setting. The default
-# config's clusters keep Ozone's defaults.
+# config sets it on its own Ozones (config/config.yaml), which this leaves as they are.
 QUIET_SCM = {"ozone.scm.event.ContainerReportOrIncrementalContainerReport.thread.pool.size": "1"}
 
 
