@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -265,18 +266,45 @@ def _cpu_profile_end(config) -> None:
     except OSError:
         pass
     if not _is_worker(config):  # the last to end: a worker's group a straggler kept goes now
-        remove_stale_groups(CPUACCT)
+        remove_stale_groups(CPUACCT, wait=10.0)
 
 
-def remove_stale_groups(root: Path) -> list[Path]:
+def _stat(pid: str) -> tuple[str, int] | None:
+    """A process's state letter and parent, or None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def _running(pid: str) -> bool:
+    """Alive and not a zombie: an exited worker its parent has not reaped holds no group."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def _child_of_mine(pid: str) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z" and stat[1] == os.getpid()
+
+
+def remove_stale_groups(root: Path, wait: float = 0.0) -> list[Path]:
     """Remove the session groups under ``root`` whose process is gone and that hold nothing
     now: a worker's group stays when a process of its tests (a host's sshd, a daemon being
     stopped) was still in it as the worker ended, and a killed session leaves all of its.
-    Returns what was removed; a group still holding a process cannot be, and stays."""
+    Returns what was removed; a group still holding a process cannot be, and stays. A
+    worker of this session (a child of this process) may still be exiting as the controller
+    ends: it is given ``wait`` seconds to go."""
     gone = []
     for group in root.glob(f"{GROUP_PREFIX}*-*"):
         pid = group.name.rsplit("-", 1)[1]
-        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+        if not pid.isdigit():
+            continue
+        end = time.monotonic() + wait
+        while _child_of_mine(pid) and time.monotonic() < end:
+            time.sleep(0.1)
+        if _running(pid):
             continue
         try:
             group.rmdir()

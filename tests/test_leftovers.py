@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from tests.conftest import LEFTOVERS, reap_leftovers, remove_stale_groups
 
@@ -73,3 +74,23 @@ def test_a_gone_sessions_empty_cpu_groups_go_and_others_stay(tmp_path):
     assert sorted(remove_stale_groups(tmp_path)) == sorted(go)
     assert all(d.is_dir() for d in keep)
     assert not any(d.exists() for d in go)
+
+
+def test_a_worker_still_exiting_is_waited_for_and_a_zombie_holds_no_group(tmp_path):
+    """The controller ends as its workers exit: a child of this process that ends within the
+    wait loses its group, and so does one that has ended but is not yet reaped (a zombie, as
+    an exited worker is until its parent waits for it); a process not ours is not waited for."""
+    ending = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.05)
+    for pid in (ending.pid, zombie.pid):
+        (tmp_path / f"perfpost-test-gw0-{pid}").mkdir()
+    try:
+        got = remove_stale_groups(tmp_path, wait=30.0)
+    finally:
+        ending.wait()
+        zombie.wait()
+    assert sorted(p.name for p in got) == sorted(
+        f"perfpost-test-gw0-{pid}" for pid in (ending.pid, zombie.pid)
+    )
