@@ -265,8 +265,6 @@ def _cpu_profile_end(config) -> None:
         group.rmdir()
     except OSError:
         pass
-    if not _is_worker(config):  # the last to end: a worker's group a straggler kept goes now
-        remove_stale_groups(CPUACCT, wait=10.0)
 
 
 def _stat(pid: str) -> tuple[str, int] | None:
@@ -434,6 +432,14 @@ def _quick_java(config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_unconfigure(config) -> None:
+    # The controller's last word, after xdist's own sessionfinish has stopped the workers
+    # (this file's sessionfinish runs before it): a worker's group it could not remove, a
+    # straggler having kept it, goes now.
+    if CPU_DIR and not _is_worker(config):
+        remove_stale_groups(CPUACCT, wait=10.0)
+
+
 def pytest_configure_node(node) -> None:
     node.workerinput["default_run"] = BACKGROUND.get("dir")
     node.workerinput["tool_cache"] = SESSION.get("tool_cache")
