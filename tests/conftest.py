@@ -431,7 +431,6 @@ def _quick_java(config) -> None:
         os.environ["PATH"] = f"{jdk}/bin{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-@pytest.hookimpl(optionalhook=True)
 def pytest_unconfigure(config) -> None:
     # The controller's last word, after xdist's own sessionfinish has stopped the workers
     # (this file's sessionfinish runs before it): a worker's group it could not remove, a
@@ -440,6 +439,7 @@ def pytest_unconfigure(config) -> None:
         remove_stale_groups(CPUACCT, wait=10.0)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     node.workerinput["default_run"] = BACKGROUND.get("dir")
     node.workerinput["tool_cache"] = SESSION.get("tool_cache")
