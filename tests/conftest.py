@@ -291,24 +291,29 @@ def remove_stale_groups(root: Path, wait: float = 0.0) -> list[Path]:
     """Remove the session groups under ``root`` whose process is gone and that hold nothing
     now: a worker's group stays when a process of its tests (a host's sshd, a daemon being
     stopped) was still in it as the worker ended, and a killed session leaves all of its.
-    Returns what was removed; a group still holding a process cannot be, and stays. A
-    worker of this session (a child of this process) may still be exiting as the controller
-    ends: it is given ``wait`` seconds to go."""
+    Returns what was removed. Within ``wait`` seconds in all, a worker of this session (a
+    child of this process) still exiting is waited for, and a group still holding a process
+    is tried again; past it, such a group stays."""
+    end = time.monotonic() + wait
     gone = []
     for group in root.glob(f"{GROUP_PREFIX}*-*"):
         pid = group.name.rsplit("-", 1)[1]
         if not pid.isdigit():
             continue
-        end = time.monotonic() + wait
         while _child_of_mine(pid) and time.monotonic() < end:
             time.sleep(0.1)
         if _running(pid):
             continue
-        try:
-            group.rmdir()
-        except OSError:
-            continue
-        gone.append(group)
+        while True:
+            try:
+                group.rmdir()
+            except OSError:
+                if time.monotonic() < end:
+                    time.sleep(0.1)
+                    continue
+                break
+            gone.append(group)
+            break
     return gone
 
 

@@ -94,3 +94,22 @@ def test_a_worker_still_exiting_is_waited_for_and_a_zombie_holds_no_group(tmp_pa
     assert sorted(p.name for p in got) == sorted(
         f"perfpost-test-gw0-{pid}" for pid in (ending.pid, zombie.pid)
     )
+
+
+def test_a_group_a_straggler_leaves_within_the_wait_goes_and_one_it_keeps_stays(tmp_path):
+    """A worker's group still holding a process of its tests (here a file, as rmdir refuses a
+    non-empty directory) goes once that process leaves within the wait, not after it."""
+    import threading
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leaves, stays = (tmp_path / f"perfpost-test-gw{i}-{dead.pid}" for i in (0, 1))
+    for d in (leaves, stays):
+        d.mkdir()
+        (d / "cgroup.procs").write_text("123\n")
+    threading.Timer(0.5, (leaves / "cgroup.procs").unlink).start()
+    began = time.monotonic()
+    assert remove_stale_groups(tmp_path, wait=3.0) == [leaves]
+    assert time.monotonic() - began >= 3.0  # the one that stays was tried until the end
+    assert stays.is_dir()
+    assert not leaves.exists()
