@@ -267,24 +267,13 @@ def _cpu_profile_end(config) -> None:
         pass
 
 
-def _stat(pid: str) -> tuple[str, int] | None:
-    """A process's state letter and parent, or None once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return fields[0], int(fields[1])
+def _running(pid: str, parent: int | None = None) -> bool:
+    """Alive and not a zombie (an exited worker its parent has not reaped holds no group),
+    and, given ``parent``, a child of it; read as perfpost's own lifeline reads /proc."""
+    from perfpost.run import lifeline
 
-
-def _running(pid: str) -> bool:
-    """Alive and not a zombie: an exited worker its parent has not reaped holds no group."""
-    stat = _stat(pid)
-    return stat is not None and stat[0] != "Z"
-
-
-def _child_of_mine(pid: str) -> bool:
-    stat = _stat(pid)
-    return stat is not None and stat[0] != "Z" and stat[1] == os.getpid()
+    fields = lifeline._stat(int(pid))
+    return fields is not None and fields[0] != b"Z" and (parent is None or int(fields[1]) == parent)
 
 
 def remove_stale_groups(root: Path, wait: float = 0.0) -> list[Path]:
@@ -300,7 +289,7 @@ def remove_stale_groups(root: Path, wait: float = 0.0) -> list[Path]:
         pid = group.name.rsplit("-", 1)[1]
         if not pid.isdigit():
             continue
-        while _child_of_mine(pid) and time.monotonic() < end:
+        while _running(pid, parent=os.getpid()) and time.monotonic() < end:
             time.sleep(0.1)
         if _running(pid):
             continue
@@ -308,12 +297,12 @@ def remove_stale_groups(root: Path, wait: float = 0.0) -> list[Path]:
             try:
                 group.rmdir()
             except OSError:
-                if time.monotonic() < end:
-                    time.sleep(0.1)
-                    continue
+                if time.monotonic() >= end:
+                    break
+                time.sleep(0.1)
+            else:
+                gone.append(group)
                 break
-            gone.append(group)
-            break
     return gone
 
 

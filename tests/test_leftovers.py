@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from perfpost.run import lifeline
 from tests.conftest import LEFTOVERS, reap_leftovers, remove_stale_groups
 
 CACHE, JDK = (p.rsplit("/", 1)[1] for p in LEFTOVERS)
@@ -82,7 +82,7 @@ def test_a_worker_still_exiting_is_waited_for_and_a_zombie_holds_no_group(tmp_pa
     an exited worker is until its parent waits for it); a process not ours is not waited for."""
     ending = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])
-    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+    while lifeline._stat(zombie.pid)[0] != b"Z":
         time.sleep(0.05)
     for pid in (ending.pid, zombie.pid):
         (tmp_path / f"perfpost-test-gw0-{pid}").mkdir()
