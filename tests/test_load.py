@@ -108,6 +108,20 @@ def test_the_scripts_start_count_and_stop_a_real_dd_and_leave_nothing(tmp_path):
     assert "gone" in sh(load.counters_script(state))
 
 
+@pytest.mark.parametrize("where", ["/proc/perfpost-nowhere", "a file"])
+def test_a_load_whose_scratch_cannot_be_made_leaves_no_state_behind(tmp_path, where):
+    """A load whose directory cannot be made (under /proc; under a file) never starts, and
+    its state directory, made first, goes with it: each run with such a load left one in /tmp."""
+    state = tmp_path / "state"
+    if where == "a file":
+        (tmp_path / "plain").write_text("")
+        where = str(tmp_path / "plain")
+    script = load.run_script(str(state), ["dd", "--version"], f"{where}/load", 60)
+    got = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+    assert got.returncode == 97, got
+    assert not state.exists()
+
+
 def rows(points):
     return [{"at": at, "completed": c, "total": 10**6} for at, c in points]
 

@@ -176,8 +176,8 @@ def run_script(
         [
             "set -u",
             "export LC_ALL=C",
-            f"mkdir -p -- {s} {w} || exit 97",
-            f"cd {w} || exit 97",
+            # A scratch that cannot be made takes the state made before it along.
+            f"mkdir -p -- {s} {w} && cd {w} || {{ rm -rf -- {s}; exit 97; }}",
             *(
                 f"{' '.join(shlex.quote(a) for a in p)} >> {s}/log 2>&1 || "
                 f'{{ echo "{MARK} exit prepare"; cat {s}/log; rm -rf -- {s} {w}; exit 0; }}'
