@@ -1,6 +1,7 @@
 """Scripts built from argument lists, run for real on localhost."""
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -141,6 +142,19 @@ def test_timeout_kills_every_process_of_the_step(localhost, tmp_path):
     while _processes_with(tag) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_with(tag) == []
+
+
+def test_at_a_timeout_the_steps_processes_get_their_grace_after_the_shell_is_gone(
+    localhost, tmp_path
+):
+    """The shell dies at TERM at once; a process under it that cleans up on TERM (a JVM's
+    shutdown hooks: `hadoop jar` removes the jar it unpacked in /tmp) still gets the grace
+    before KILL. With KILL right after the shell's end, its 0.3 s of cleaning never ended."""
+    done = tmp_path / "cleaned"
+    child = f"trap 'sleep 0.3; touch {done}; exit 0' TERM; while :; do sleep 0.05; done"
+    result = localhost.run(f"sh -c {shlex.quote(child)} & wait", 0.5)
+    assert result.timed_out
+    assert done.exists()
 
 
 def test_a_local_command_that_exits_124_itself_has_not_timed_out(localhost):

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -55,20 +56,33 @@ class Host(Protocol):
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+    """TERM to the step's process group, then KILL to whatever of it is left after
+    :data:`KILL_GRACE`. The grace is the group's, not the shell's: the shell dies at TERM at
+    once, while a JVM under it runs its shutdown hooks (`hadoop jar` removes the jar it
+    unpacked in /tmp) and a KILL right after the shell's end left their work undone."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(proc.pid):
             return
-        try:
-            proc.wait(KILL_GRACE)
-            # The leader is gone; children in its group may linger: one more pass kills them.
-        except subprocess.TimeoutExpired:
-            continue
+        time.sleep(0.05)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class _Tee:
