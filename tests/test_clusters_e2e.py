@@ -235,7 +235,12 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
     hdfs_cache, cluster_dir, tmp_path
 ):
     scratch = tmp_path / "scratch"
-    work = make_checkout(tmp_path / "w", hdfs_config(hdfs_cache, cluster_dir, scratch))
+    config = hdfs_config(hdfs_cache, cluster_dir, scratch)
+    # One run of each buffer: two cells already share the one start, one at a time, where
+    # the host allows two at once. A second repeat added two freon JVMs (3.6 CPU-seconds by
+    # their own accounting) that no assertion here needs.
+    config["experiments"]["hcfs"]["repeats"] = 1
+    work = make_checkout(tmp_path / "w", config)
     done = snakemake(work, "--cores", "2", "report", timeout=RUN_TIMEOUT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # Nothing of the cluster outlives the run: snakemake returned after the last cell.
@@ -257,9 +262,9 @@ def test_one_cluster_serves_every_cell_one_at_a_time_and_stops_with_the_last(
     home = os.path.realpath(hdfs_cache / f"hdfs-{HDFS_VERSION}")
     assert st["deployment"]["home"] == {"localhost": home}
 
-    # 2 buffers x 2 repeats, every one on that start of that cluster.
+    # 2 buffers x 1 repeat, every one on that start of that cluster.
     recs = records(work, "hcfs")
-    assert len(recs) == 4
+    assert len(recs) == 2
     for rec in recs.values():
         assert rec["status"] == "done", rec["reason"]
         (c,) = rec["clusters"]
