@@ -146,10 +146,12 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
                 # The order of the runs and the clusters' starts is what this test checks, and
                 # it goes by the cells' clusters, not their tool: a command that names both
                 # clusters stands in for teragen, whose MapReduce jobs on YARN (checked in
-                # tests/test_yarn_e2e.py) cost four JVMs a run.
+                # tests/test_yarn_e2e.py) cost four JVMs a run. It names the Ozone by its OM
+                # ({ozone.ofs}), not a bucket: no bucket is made at either Ozone's start (an
+                # Ozone shell JVM each) for a command that writes nothing.
                 "tool": "command",
                 "cluster": ["yarn", "ozone"],
-                "params": {"run": "echo {ozone.fs} {yarn.web}; sleep 0.2", "dir": str(scratch)},
+                "params": {"run": "echo {ozone.ofs} {yarn.web}; sleep 0.2", "dir": str(scratch)},
                 "axes": {"layout": ["FILE_PER_BLOCK", "FILE_PER_CHUNK"]},
                 "repeats": 2,
                 "timeout": 600,
@@ -168,7 +170,6 @@ def test_two_ozone_configurations_beside_one_yarn_are_up_one_after_the_other(
             "ozone": {
                 "kind": "ozone",
                 **quick,
-                "buckets": ["vol1/bucket1"],
                 "ozone-site": {"ozone.scm.container.layout": "{layout}"},
             },
         },
