@@ -402,8 +402,8 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     assert said == (
         "On elapsed time the verdict differs: Ozone: 40% longer than HDFS with "
         "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each). The elapsed time "
-        "holds the client's start-up, which the rate leaves out: Ozone 6.1 s, HDFS 4.2 s "
-        "(medians)."
+        "holds the client's start-up, which the rate leaves out. Start-up (medians): Ozone 6.1 s, "
+        "HDFS 4.2 s."
     )
     # Two groups of one comparison disagreeing: one sentence, each group's start-ups named.
     rate2 = row(
@@ -428,9 +428,8 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
         "On elapsed time the verdict differs: Ozone: 69% longer than HDFS with buffer=default "
         "(elapsed time; 95% CI 9.0% to 148%, 5 runs each); Ozone: 40% longer than HDFS with "
         "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each). The elapsed time "
-        "holds the client's start-up, which the rate leaves out: Ozone 7.1 s, HDFS 3.1 s "
-        "with buffer=default; Ozone 6.1 s, HDFS 4.2 s with buffer=one-byte "
-        "(medians)."
+        "holds the client's start-up, which the rate leaves out. Start-up (medians): Ozone "
+        "7.1 s, HDFS 3.1 s with buffer=default; Ozone 6.1 s, HDFS 4.2 s with buffer=one-byte."
     )
     # Two comparisons disagreeing (ratis-placement's memory vs disk, in two placements): one
     # sentence too, each side's start-ups named by its side, the comparison's own words.
@@ -444,8 +443,8 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
         "On elapsed time the verdict differs: Ozone: 40% longer than HDFS with "
         "buffer=one-byte (elapsed time; 95% CI 15% to 68%, 5 runs each); Memory: 50% shorter "
         "than disk (elapsed time; 95% CI 0.2% to 61%, 5 runs each). The elapsed time holds the "
-        "client's start-up, which the rate leaves out: Ozone 6.1 s, HDFS 4.2 s; memory "
-        "1.5 s, disk 2.1 s (medians)."
+        "client's start-up, which the rate leaves out. Start-up (medians): Ozone 6.1 s, "
+        "HDFS 4.2 s; memory 1.5 s, disk 2.1 s."
     )
     # The rate claimed, the elapsed time not (ratis-placement, another day): the elapsed
     # time's interval, without what its runs could not have detected (the rate's verdict
@@ -458,8 +457,8 @@ def test_the_rate_and_the_elapsed_time_disagreeing_are_both_shown():
     assert said == (
         "On elapsed time the verdict differs: Memory and disk did not differ measurably in "
         "elapsed time (-33.0%, 95% CI -49.6% to +0.0%, 5 runs each). The elapsed time holds "
-        "the client's start-up, which the rate leaves out: memory 1.5 s, disk 2.1 s "
-        "(medians)."
+        "the client's start-up, which the rate leaves out. Start-up (medians): memory 1.5 s, "
+        "disk 2.1 s."
     )
     # The conclusion says what the elapsed time claimed, not only that the rate did not.
     assert verdicts.elapsed_claims([rate], [elapsed]) == [
