@@ -5,6 +5,7 @@ the size, legends lie inside the image, the note names only what
 is drawn, and rates spanning decades get a log axis."""
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -129,6 +130,20 @@ def test_the_onefile_rate_figure_has_one_series_per_layout(tmp_path, figures):
     assert sorted(len(line.get_xdata()) for line in _joining_lines(fig)) == [4, 4]
     runs = sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == "runs")
     assert runs == 16
+
+
+def test_series_at_one_size_on_a_log_axis_are_spread_as_on_a_linear_one(tmp_path, figures):
+    """Two series a point of each at every size: apart by the share of the gap to the next
+    size a linear axis gives them (0.6 over two series: 0.3), here of a decade (1k to 10k),
+    so their runs and medians do not sit one on the other."""
+    fig = _onefile(tmp_path, figures)
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log"
+    (runs,) = [c for c in ax.collections if c.get_gid() == "runs"]
+    xs = sorted({float(x) for x, _ in runs.get_offsets()})
+    assert len(xs) == 8  # four sizes, two layouts
+    for left, right in zip(xs[::2], xs[1::2], strict=True):
+        assert math.log10(right / left) == pytest.approx(0.3, rel=1e-6)
 
 
 def test_the_onefile_rates_get_a_log_axis(tmp_path, figures):
