@@ -211,7 +211,8 @@ def figures(monkeypatch):
 # of the session (the controller, whose child is the default run, and each worker) moves into
 # a cpuacct cgroup of its own, and each worker writes every test's CPU-seconds (setup, call and
 # teardown: its daemons, hosts and JVMs included, all children of the worker) to
-# <dir>/<worker>.tsv; the controller writes the default run's to <dir>/controller.tsv.
+# <dir>/<worker>.tsv; the controller writes the default run's to <dir>/controller.tsv. What
+# a worker's tests left in its group as it ends is named in <dir>/<worker>.stragglers.
 CPU_DIR = os.environ.get("PERFPOST_TEST_CPU")
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CPU_GROUP = pytest.StashKey[Path]()
@@ -259,12 +260,32 @@ def _cpu_profile_end(config) -> None:
     if not _is_worker(config):  # the controller's group holds the default run
         with open(Path(CPU_DIR) / "controller.tsv", "a") as out:
             out.write(f"{_cpu_seconds(group):.1f}\tcontroller and the default run\n")
-    # Back to the root group; the group goes once nothing of the session is in it.
-    (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+    release_group(group, CPUACCT, Path(CPU_DIR) / f"{group.name}.stragglers")
+
+
+def release_group(group: Path, root: Path, note: Path) -> list[str]:
+    """This process back to ``root``'s group, and with it every process its tests left in
+    ``group`` (a host's sshd still ending, a daemon being stopped), so that the group is empty
+    and goes now: one a straggler held past the controller's wait was left behind after a
+    whole suite. The stragglers' command lines go to ``note``, for whoever hunts leaks (most
+    end in moments, as a run's watcher does once its run has; one that stays is a leak, and
+    moving it only ends its counting here); returns them."""
+    (root / "cgroup.procs").write_text(str(os.getpid()))
+    left = []
+    for pid in (group / "cgroup.procs").read_text().split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            (root / "cgroup.procs").write_text(pid)
+        except OSError:
+            continue  # gone meanwhile
+        left.append(f"{pid}\t{cmd.strip()}")
+    if left:
+        note.write_text("".join(f"{line}\n" for line in left))
     try:
         group.rmdir()
     except OSError:
         pass
+    return left
 
 
 def _running(pid: str, parent: int | None = None) -> bool:

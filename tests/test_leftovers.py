@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from perfpost.run import lifeline
-from tests.conftest import LEFTOVERS, reap_leftovers, remove_stale_groups
+from tests.conftest import LEFTOVERS, reap_leftovers, release_group, remove_stale_groups
 
 CACHE, JDK = (p.rsplit("/", 1)[1] for p in LEFTOVERS)
 
@@ -113,3 +116,36 @@ def test_a_group_a_straggler_leaves_within_the_wait_goes_and_one_it_keeps_stays(
     assert time.monotonic() - began >= 3.0  # the one that stays was tried until the end
     assert stays.is_dir()
     assert not leaves.exists()
+
+
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not CPUACCT.is_dir(), reason="a cpuacct group of its own needs root"
+)
+def test_a_worker_ending_takes_what_its_tests_left_out_of_its_group_and_removes_it(tmp_path):
+    """A process a test left in a worker's group (a real cpuacct group here) is moved to the
+    root group with the worker, named in the note, and keeps running; the group goes."""
+    group = CPUACCT / f"perfpost-test-unit-{os.getpid()}"
+    group.mkdir()
+    left = _sleeper("straggler")
+    try:
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        (group / "cgroup.procs").write_text(str(left.pid))
+        note = tmp_path / "note"
+        got = release_group(group, CPUACCT, note)
+        assert not group.exists()
+        assert left.poll() is None  # still running: moved, not killed
+        assert f"{left.pid}\t" in note.read_text()
+        assert "straggler" in note.read_text()
+        assert [line.split("\t")[0] for line in got] == [str(left.pid)]
+        for pid in (os.getpid(), left.pid):  # both in the root group again
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+            assert any("cpuacct" in ln and ln.endswith(":/") for ln in lines), lines
+    finally:
+        left.kill()
+        left.wait()
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+        if group.exists():
+            group.rmdir()
