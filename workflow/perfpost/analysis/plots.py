@@ -259,12 +259,8 @@ def _draw(
 ) -> tuple[set[tuple[str, ...]], bool]:
     """One panel; returns the series that had runs in it and whether its y axis is log."""
     xs = x.positions
-    # The gap to the nearest neighbour, in log10 units on a log axis: series are spread by a
-    # share of it either way (by a fixed factor, 1.15, two series over three decades sat 2%
-    # apart, one on the other).
-    at = np.log10(sorted(set(xs))) if x.log else np.array(sorted(set(xs)))
-    gaps = np.diff(at)
-    step = float(gaps.min()) if x.numeric and len(gaps) else 1.0
+    gaps = np.diff((np.log10 if x.log else np.asarray)(sorted(set(xs))))  # decades on log x
+    step = float(gaps.min()) if x.numeric and len(gaps) else 1.0  # series spread by a share
     n = max(len(colours), 1)
     # Labels as text once, and one scatter for every run and one for every median in the
     # panel, each point in its series' colour; a line per series joins its medians when x is
