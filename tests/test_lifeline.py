@@ -48,7 +48,9 @@ def test_a_cell_its_watcher_forked_counts_as_an_orphan_once_the_run_is_gone(tmp_
     cells: dict[int, int] = {}  # watcher pid -> its cell's
     try:
         for run, start in ((gone.pid, "1"), (live.pid, lifeline.starttime(live.pid))):
-            script = 'cd "$3" && sleep 300 & wait'  # $0 is the module, as in python -m
+            # $0 is the module, as in python -m; exec: the watcher's child is the `sleep`
+            # itself, not a subshell whose kill left the sleep running for 300 s.
+            script = 'cd "$3" && exec sleep 300 & wait'
             argv = ["bash", "-c", script, "perfpost.cli.janitor", str(run), start, str(tmp_path)]
             watchers.append(subprocess.Popen([*argv, "/nonexistent/socket"]))
         deadline = time.monotonic() + 10
