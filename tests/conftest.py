@@ -270,11 +270,13 @@ def release_group(group: Path, root: Path, note: Path) -> list[str]:
     whole suite. The stragglers' command lines go to ``note``, for whoever hunts leaks (most
     end in moments, as a run's watcher does once its run has; one that stays is a leak, and
     moving it only ends its counting here); returns them."""
+    from perfpost.run import lifeline
+
     (root / "cgroup.procs").write_text(str(os.getpid()))
     left = []
     for pid in (group / "cgroup.procs").read_text().split():
+        cmd = (lifeline._read(int(pid), "cmdline") or b"").replace(b"\0", b" ").decode()
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             (root / "cgroup.procs").write_text(pid)
         except OSError:
             continue  # gone meanwhile

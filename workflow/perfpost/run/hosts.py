@@ -81,7 +81,7 @@ def _group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # a member another user's: alive
     return True
 
 
