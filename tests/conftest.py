@@ -210,7 +210,8 @@ def figures(monkeypatch):
 # Where the suite's CPU goes, for whoever trims it: with PERFPOST_TEST_CPU=<dir>, each process
 # of the session (the controller, whose child is the default run, and each worker) moves into
 # a cpuacct cgroup of its own, and each worker writes every test's CPU-seconds (setup, call and
-# teardown: its daemons, hosts and JVMs included, all children of the worker) to
+# teardown: its daemons, hosts and JVMs included, all children of the worker), with when it
+# started and ended (Unix seconds: which tests ran while the machine idled), to
 # <dir>/<worker>.tsv; the controller writes the default run's to <dir>/controller.tsv. What
 # a worker's tests left in its group as it ends is named in <dir>/<worker>.stragglers.
 CPU_DIR = os.environ.get("PERFPOST_TEST_CPU")
@@ -236,10 +237,12 @@ def _cpu_seconds(group: Path) -> float:
 def pytest_runtest_protocol(item, nextitem):
     group = item.config.stash.get(CPU_GROUP, None)
     before = _cpu_seconds(group) if group else 0.0
+    started = time.time()
     yield
     if group:
+        spent = _cpu_seconds(group) - before
         with open(Path(CPU_DIR) / f"{group.name}.tsv", "a") as out:
-            out.write(f"{_cpu_seconds(group) - before:.1f}\t{item.nodeid}\n")
+            out.write(f"{spent:.1f}\t{item.nodeid}\t{started:.0f}\t{time.time():.0f}\n")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -516,14 +519,17 @@ COSTLIEST = {
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they do
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """The files that run real workflows first, costliest first (:data:`COSTLIEST`), the
-    default run's test last: xdist hands a worker a file at a time in this order
-    (``--no-loadscope-reorder``), and the long ones started late left one worker running them
-    alone at the end (its own order, by number of tests, put them last)."""
+    """The files that run real workflows first, costliest first (:data:`COSTLIEST`), then
+    the default run's test, then the rest: xdist hands a worker a file at a time in this
+    order (``--no-loadscope-reorder``), and the long ones started late left one worker
+    running them alone at the end (its own order, by number of tests, put them last). The
+    default run's test waits for the run, which has ended by then on a usual day; last, its
+    half minute of site builds and Chromium had the machine idle beside it (a third of the
+    two cores busy over the last 30 s at 127e978)."""
 
     def rank(item) -> tuple[int, int]:
         if item.path.name == DEFAULT_TEST:
-            return 2, 0
+            return 1, -1
         if not item.get_closest_marker("e2e"):
             return 1, 0
         return 0, -COSTLIEST.get(item.path.name, 0)
