@@ -19,6 +19,7 @@ from tests.e2e import notebook_of, records, run_on_testbed
 pytestmark = pytest.mark.e2e
 
 KEYS = 12
+HOLD = 5  # seconds the count must stay at 0 (the example's 20: the worker waits, idle)
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +30,8 @@ def rerun(testbed, ozone_cache, tmp_path_factory):
         exp["repeats"] = 1
         assert "-n 40 " in exp["params"]["before"]
         exp["params"]["before"] = exp["params"]["before"].replace("-n 40 ", f"-n {KEYS} ")
+        assert exp["until"]["hold"] == 20
+        exp["until"]["hold"] = HOLD
 
     work = tmp_path_factory.mktemp("rereplication")
     return run_on_testbed(
@@ -45,7 +48,8 @@ def test_the_run_ended_when_the_scm_counted_nothing_under_replicated(rerun):
     until = rec["until"]
     assert until["met"] is True
     # The SCM saw the loss (its count rose above 0) before it counted none, and it still
-    # counted none 20 s later (hold), when the run ended.
+    # counted none HOLD seconds later, when the run ended.
+    assert until["hold"] == HOLD
     assert 0 <= until["armed_at"] <= until["at"]
     assert rec["end_epoch"] - rec["start_epoch"] >= until["at"] + until["hold"]
     metrics = {m["name"]: m["value"] for m in rec["metrics"]}
