@@ -517,21 +517,37 @@ COSTLIEST = {
 }
 
 
+# The quick files that take longest, in seconds of a worker (fresh-clone suite at 0beb130,
+# the tests' start and end times in PERFPOST_TEST_CPU's lines): first of the quick ones, for
+# the same reason. In name order test_steady.py's 38 s came last, and ran alone at the end
+# while the other two workers had nothing left (01a13f9's run: 40 s with one core idle).
+SLOWEST_QUICK = {
+    "test_steady.py": 38,
+    "test_remote.py": 29,
+    "test_cellserver.py": 17,
+    "test_validity.py": 16,
+    "test_figures.py": 13,
+    "test_hostscript.py": 12,
+    "test_lifeline.py": 11,
+    "test_parser_properties.py": 10,
+}
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they do
 def pytest_collection_modifyitems(session, config, items) -> None:
     """The files that run real workflows first, costliest first (:data:`COSTLIEST`), then
-    the default run's test, then the rest: xdist hands a worker a file at a time in this
-    order (``--no-loadscope-reorder``), and the long ones started late left one worker
-    running them alone at the end (its own order, by number of tests, put them last). The
-    default run's test waits for the run, which has ended by then on a usual day; last, its
-    half minute of site builds and Chromium had the machine idle beside it (a third of the
-    two cores busy over the last 30 s at 127e978)."""
+    the default run's test, then the rest, slowest first (:data:`SLOWEST_QUICK`): xdist
+    hands a worker a file at a time in this order (``--no-loadscope-reorder``), and the long
+    ones started late left one worker running them alone at the end (its own order, by
+    number of tests, put them last). The default run's test waits for the run, which has
+    ended by then on a usual day; last, its half minute of site builds and Chromium had the
+    machine idle beside it (a third of the two cores busy over the last 30 s at 127e978)."""
 
     def rank(item) -> tuple[int, int]:
         if item.path.name == DEFAULT_TEST:
-            return 1, -1
+            return 1, -1000
         if not item.get_closest_marker("e2e"):
-            return 1, 0
+            return 1, -SLOWEST_QUICK.get(item.path.name, 0)
         return 0, -COSTLIEST.get(item.path.name, 0)
 
     items.sort(key=rank)  # stable: files keep their order within each rank
