@@ -517,10 +517,10 @@ COSTLIEST = {
 }
 
 
-# The quick files that take longest, in seconds of a worker (fresh-clone suite at 0beb130,
+# The quick files that take longest, in seconds of a worker (fresh-clone suite at fc51481,
 # the tests' start and end times in PERFPOST_TEST_CPU's lines): first of the quick ones, for
 # the same reason. In name order test_steady.py's 38 s came last, and ran alone at the end
-# while the other two workers had nothing left (01a13f9's run: 40 s with one core idle).
+# while the other two workers had nothing left (that run: 40 s with a core or more idle).
 SLOWEST_QUICK = {
     "test_steady.py": 38,
     "test_remote.py": 29,
