@@ -545,9 +545,9 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
     def rank(item) -> tuple[int, int]:
         if item.path.name == DEFAULT_TEST:
-            return 1, -1000
+            return 1, 0
         if not item.get_closest_marker("e2e"):
-            return 1, -SLOWEST_QUICK.get(item.path.name, 0)
+            return 2, -SLOWEST_QUICK.get(item.path.name, 0)
         return 0, -COSTLIEST.get(item.path.name, 0)
 
     items.sort(key=rank)  # stable: files keep their order within each rank
